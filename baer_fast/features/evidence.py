@@ -1,0 +1,81 @@
+"""Signed evidence per expert (paper Eq. 3-5): the numpy reference for the fused kernel.
+
+Runs in, features out; knows nothing about files, heads or labels.
+
+    p_k  = mean of the non-missing runs u_km        (all missing -> 0.5)
+    d_k  = max_m u_km - min_m u_km                  (all missing -> 0)
+    z_k  = logit(clip(p_k, EPS, 1 - EPS))
+    zt_k = z_k / (1 + 4 d_k)
+
+Clipping is symmetric, so z(1-p) = -z(p) and hard 0/1 decisions stay finite
+(|z| <= logit(1 - EPS) = 6.9068).
+"""
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+
+EPS = 1e-3   # p is clipped to [EPS, 1-EPS]; documented in the README and stored in artifacts
+
+
+def runs_tensor(records: Sequence, experts: Sequence[str]) -> np.ndarray:
+    """Stack the runs of `experts` into u [N, K, M] float64, NaN where missing or absent."""
+    m = max((len(r.experts.get(k, ())) for r in records for k in experts), default=1)
+    u = np.full((len(records), len(experts), max(m, 1)), np.nan)
+    for i, rec in enumerate(records):
+        for k, name in enumerate(experts):
+            for j, val in enumerate(rec.experts.get(name, ())):
+                if val is not None:
+                    u[i, k, j] = val
+    return u
+
+
+def evidence(u: np.ndarray, eps: float = EPS) -> tuple[np.ndarray, ...]:
+    """u [N, K, M] (NaN = missing) -> p, delta, z, zt, each [N, K] float64."""
+    have = ~np.isnan(u)
+    n = have.sum(-1)
+    total = np.where(have, u, 0.0).sum(-1)
+    p = np.where(n > 0, total / np.maximum(n, 1), 0.5)
+    hi = np.where(have, u, -np.inf).max(-1)
+    lo = np.where(have, u, np.inf).min(-1)
+    delta = np.where(n > 0, hi - lo, 0.0)
+    z = logit_clipped(p, eps)
+    zt = z / (1.0 + 4.0 * delta)
+    return p, delta, z, zt
+
+
+def logit_clipped(p: np.ndarray, eps: float = EPS) -> np.ndarray:
+    """Odd logit: computed on the centred value so that logit(1-p) == -logit(p) to rounding."""
+    c = np.clip(np.asarray(p, dtype=np.float64) - 0.5, eps - 0.5, 0.5 - eps)
+    return np.log(0.5 + c) - np.log(0.5 - c)
+
+
+def stack_features(z: np.ndarray, zt: np.ndarray, subsets: Sequence[str],
+                   categories: Sequence[str]) -> np.ndarray:
+    """phi [N, 2K + |G|] = [z_1, zt_1, ..., z_K, zt_K, 1[g=c] * mean_k z_k for c in G] (Eq. 5).
+
+    A subset not in `categories` (unseen at fit time) gets an all-zero interaction block.
+    """
+    n, k = z.shape
+    inter = np.zeros((n, len(categories)))
+    index = {c: j for j, c in enumerate(categories)}
+    zbar = z.mean(axis=1) if k else np.zeros(n)
+    for i, g in enumerate(subsets):
+        j = index.get(g)
+        if j is not None:
+            inter[i, j] = zbar[i]
+    paired = np.stack([z, zt], axis=2).reshape(n, 2 * k)
+    return np.concatenate([paired, inter], axis=1)
+
+
+def stack_feature_names(experts: Sequence[str], categories: Sequence[str]) -> list[str]:
+    names = []
+    for e in experts:
+        names += [f"z[{e}]", f"zt[{e}]"]
+    return names + [f"zbar*1[subset={c}]" for c in categories]
+
+
+def coverage(u: np.ndarray) -> np.ndarray:
+    """[N, K] bool: the expert has at least one non-missing run for the pair."""
+    return (~np.isnan(u)).any(-1)

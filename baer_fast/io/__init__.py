@@ -1,0 +1,1 @@
+"""Read, validate and write the interchange formats (pairs, signals, scores); dataset adapters."""

@@ -1,0 +1,235 @@
+"""Pair and signals records: the two interchange formats every stage reads.
+
+pairs:   {"id", "question", "response_a", "response_b", "label"?, "subset"?, "split"?, "meta"?}
+signals: {"id", "subset", "label"?, "split"?, "meta", "experts": {name: [u_1, ..., u_M]}}
+
+Every `u` is P(response a is better) in the canonical frame (already mapped back
+from the display order it was run in); `null` is a missing or unparsed run.
+`label` is "a", "b" or "tie" (tie pairs are kept but excluded from fitting and accuracy).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Iterable, Iterator
+
+from baer_fast.errors import InputError
+from baer_fast.io.jsonl import is_finite_number, iter_jsonl, write_jsonl
+
+LABELS = ("a", "b", "tie")
+SPLITS = ("selection", "calibration", "test")
+
+
+@dataclass(frozen=True)
+class Pair:
+    id: str
+    question: str
+    response_a: str
+    response_b: str
+    label: str | None = None    # "a" | "b" | "tie" | None (unlabelled)
+    subset: str = "default"     # category g(x) used by the stack's interaction block
+    split: str | None = None    # explicit role; wins over the id hash
+    meta: dict = field(default_factory=dict)
+
+    def swapped(self) -> "Pair":
+        """Tx: the same pair with the candidates exchanged (label follows its response)."""
+        label = {"a": "b", "b": "a"}.get(self.label, self.label)
+        return Pair(self.id, self.question, self.response_b, self.response_a, label,
+                    self.subset, self.split, dict(self.meta))
+
+    def to_json(self) -> dict:
+        out = {"id": self.id, "question": self.question, "response_a": self.response_a,
+               "response_b": self.response_b}
+        if self.label is not None:
+            out["label"] = self.label
+        out["subset"] = self.subset
+        if self.split is not None:
+            out["split"] = self.split
+        if self.meta:
+            out["meta"] = self.meta
+        return out
+
+
+@dataclass(frozen=True)
+class Signals:
+    id: str
+    experts: dict            # name -> list[float | None], canonical frame
+    subset: str = "default"
+    label: str | None = None
+    split: str | None = None
+    meta: dict = field(default_factory=dict)
+
+    def swapped(self) -> "Signals":
+        """Tx: u -> 1-u; runs of the two display orders exchange places (pairs of runs)."""
+        experts = {k: _swap_runs(v) for k, v in self.experts.items()}
+        label = {"a": "b", "b": "a"}.get(self.label, self.label)
+        return Signals(self.id, experts, self.subset, label, self.split, swap_meta(self.meta))
+
+    def to_json(self) -> dict:
+        out = {"id": self.id, "subset": self.subset}
+        if self.label is not None:
+            out["label"] = self.label
+        if self.split is not None:
+            out["split"] = self.split
+        out["meta"] = self.meta
+        out["experts"] = self.experts
+        return out
+
+
+def _swap_runs(runs: list) -> list:
+    # Runs are stored as consecutive (order ab, order ba) pairs where there are two
+    # orders; exchanging candidates turns each ab-run into the other's ba-run.
+    flipped = [None if u is None else 1.0 - u for u in runs]
+    if len(flipped) % 2:
+        return flipped
+    out = []
+    for i in range(0, len(flipped), 2):
+        out += [flipped[i + 1], flipped[i]]
+    return out
+
+
+def swap_meta(meta: dict) -> dict:
+    """Exchange every `*_a`/`*_b` key of the pair metadata."""
+    out = {}
+    for k, v in meta.items():
+        if k.endswith("_a"):
+            out[k[:-2] + "_b"] = v
+        elif k.endswith("_b"):
+            out[k[:-2] + "_a"] = v
+        else:
+            out[k] = v
+    return out
+
+
+# ---------------------------------------------------------------- validation
+
+def _need(obj: dict, name: str, types, *, path: str, line: int, allow_empty: bool = True):
+    if name not in obj:
+        raise InputError("missing required field", path=path, line=line, field=name)
+    val = obj[name]
+    if not isinstance(val, types) or isinstance(val, bool):
+        want = types.__name__ if isinstance(types, type) else "/".join(t.__name__ for t in types)
+        raise InputError(f"expected {want}, got {type(val).__name__}", path=path, line=line, field=name)
+    if not allow_empty and isinstance(val, str) and not val.strip():
+        raise InputError("must not be empty", path=path, line=line, field=name)
+    return val
+
+
+def _opt_choice(obj: dict, name: str, choices, *, path: str, line: int):
+    val = obj.get(name)
+    if val is None:
+        return None
+    if val not in choices:
+        raise InputError(f"{val!r} is not one of {', '.join(map(repr, choices))}",
+                         path=path, line=line, field=name)
+    return val
+
+
+def _opt_str(obj: dict, name: str, default, *, path: str, line: int):
+    val = obj.get(name, default)
+    if val is None:
+        return default
+    if not isinstance(val, str) or not val:
+        raise InputError("expected a non-empty string", path=path, line=line, field=name)
+    return val
+
+
+def _opt_dict(obj: dict, name: str, *, path: str, line: int) -> dict:
+    val = obj.get(name, {})
+    if val is None:
+        return {}
+    if not isinstance(val, dict):
+        raise InputError(f"expected an object, got {type(val).__name__}", path=path, line=line, field=name)
+    return val
+
+
+PAIR_FIELDS = {"id", "question", "response_a", "response_b", "label", "subset", "split", "meta"}
+SIGNAL_FIELDS = {"id", "subset", "label", "split", "meta", "experts"}
+
+
+def _check_extra(obj: dict, allowed: set, *, path: str, line: int):
+    extra = sorted(set(obj) - allowed)
+    if extra:
+        raise InputError(f"unknown field (allowed: {', '.join(sorted(allowed))})",
+                         path=path, line=line, field=extra[0])
+
+
+def pair_from_json(obj: dict, *, path: str = "<pairs>", line: int = 0) -> Pair:
+    _check_extra(obj, PAIR_FIELDS, path=path, line=line)
+    pid = _need(obj, "id", str, path=path, line=line, allow_empty=False)
+    question = _need(obj, "question", str, path=path, line=line)
+    ra = _need(obj, "response_a", str, path=path, line=line)
+    rb = _need(obj, "response_b", str, path=path, line=line)
+    return Pair(pid, question, ra, rb,
+                label=_opt_choice(obj, "label", LABELS, path=path, line=line),
+                subset=_opt_str(obj, "subset", "default", path=path, line=line),
+                split=_opt_choice(obj, "split", SPLITS, path=path, line=line),
+                meta=_opt_dict(obj, "meta", path=path, line=line))
+
+
+def signals_from_json(obj: dict, *, path: str = "<signals>", line: int = 0) -> Signals:
+    _check_extra(obj, SIGNAL_FIELDS, path=path, line=line)
+    sid = _need(obj, "id", str, path=path, line=line, allow_empty=False)
+    experts = _need(obj, "experts", dict, path=path, line=line)
+    for name, runs in experts.items():
+        _check_runs(name, runs, path=path, line=line)
+    return Signals(sid, experts,
+                   subset=_opt_str(obj, "subset", "default", path=path, line=line),
+                   label=_opt_choice(obj, "label", LABELS, path=path, line=line),
+                   split=_opt_choice(obj, "split", SPLITS, path=path, line=line),
+                   meta=_opt_dict(obj, "meta", path=path, line=line))
+
+
+def _check_runs(name: str, runs, *, path: str, line: int) -> None:
+    fld = f"experts.{name}"
+    if not isinstance(runs, list) or not runs:
+        raise InputError("expected a non-empty list of probabilities (null = missing run)",
+                         path=path, line=line, field=fld)
+    for m, u in enumerate(runs):
+        if u is None:
+            continue
+        if not is_finite_number(u):
+            raise InputError(f"run {m}: expected a number in [0, 1] or null, got {u!r}",
+                             path=path, line=line, field=fld)
+        if not 0.0 <= u <= 1.0:
+            raise InputError(f"run {m}: probability {u!r} is outside [0, 1]",
+                             path=path, line=line, field=fld)
+
+
+def _read_unique(path: str, parse) -> Iterator:
+    seen: dict[str, int] = {}
+    for line_no, obj in iter_jsonl(path):
+        rec = parse(obj, path=path, line=line_no)
+        if rec.id in seen:
+            raise InputError(f"duplicate id {rec.id!r} (first on line {seen[rec.id]})",
+                             path=path, line=line_no, field="id")
+        seen[rec.id] = line_no
+        yield rec
+
+
+def read_pairs(path: str) -> list[Pair]:
+    return list(_read_unique(path, pair_from_json))
+
+
+def read_signals(path: str) -> list[Signals]:
+    return list(_read_unique(path, signals_from_json))
+
+
+def read_signals_many(paths: Iterable[str]) -> list[Signals]:
+    """Concatenate several signals files; ids must be unique across all of them."""
+    out, where = [], {}
+    for path in paths:
+        for rec in read_signals(path):
+            if rec.id in where:
+                raise InputError(f"duplicate id {rec.id!r} (also in {where[rec.id]})",
+                                 path=path, field="id")
+            where[rec.id] = path
+            out.append(rec)
+    return out
+
+
+def write_pairs(path: str, pairs: Iterable[Pair]) -> int:
+    return write_jsonl(path, (p.to_json() for p in pairs))
+
+
+def write_signals(path: str, signals: Iterable[Signals]) -> int:
+    return write_jsonl(path, (s.to_json() for s in signals))
