@@ -1,0 +1,79 @@
+"""Command line: thin wiring. Parses arguments, imports the one subcommand it runs, and
+turns `BaerError`s into one-line messages with a non-zero exit. Heavy imports (torch,
+sklearn) happen inside the subcommand modules, after parsing.
+
+Each subcommand lives in `baer_fast/commands/<module>.py` with
+`add_arguments(parser)` and `run(args) -> int`; its one-line help is in COMMANDS.
+"""
+from __future__ import annotations
+
+import argparse
+import importlib
+import importlib.util
+import logging
+import sys
+
+# name -> module under baer_fast.commands (imported only when that command runs, except for
+# --help of the command itself, which needs its arguments)
+COMMANDS = {
+    "import": ("import_", "convert published judge outputs (llmbar, judgebench, autoj, pandalm) to pairs + signals"),
+    "experts": ("experts", "run the expert bank of a local judge model on pairs -> signals"),
+    "fit": ("fit", "fit the heads of one condition on its signals and freeze one to an artifact"),
+    "score": ("score", "score pairs with a frozen head -> scores.jsonl"),
+    "eval": ("eval", "accuracy, coverage, McNemar and oracle of scores vs. single experts"),
+    "demo": ("demo", "import -> fit -> score -> eval on the LLMBar sample shipped in the package"),
+}
+
+EXIT_INPUT = 2      # bad input, bad artifact, bad arguments
+EXIT_INTERNAL = 1   # a bug: the traceback is printed
+
+
+def _load(name: str):
+    return importlib.import_module(f"baer_fast.commands.{COMMANDS[name][0]}")
+
+
+def _available(name: str) -> bool:
+    return importlib.util.find_spec(f"baer_fast.commands.{COMMANDS[name][0]}") is not None
+
+
+def build_parser(argv: list[str]) -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="baer-fast", description="Robust pairwise LLM judging (BAER).")
+    parser.add_argument("--version", action="store_true", help="print the version and exit")
+    parser.add_argument("-q", "--quiet", action="store_true", help="no progress bars, warnings only")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    wanted = next((a for a in argv if a in COMMANDS), None)
+    for name, (_, help_text) in COMMANDS.items():
+        if not _available(name):
+            continue      # command not built in this version
+        p = sub.add_parser(name, help=help_text, description=help_text)
+        if name == wanted:
+            _load(name).add_arguments(p)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser(argv)
+    args = parser.parse_args(argv)
+    if args.version:
+        from baer_fast import __version__
+        print(__version__)
+        return 0
+    if not args.command:
+        parser.print_help(sys.stderr)
+        return EXIT_INPUT
+    logging.basicConfig(level=logging.WARNING if args.quiet else logging.INFO,
+                        format="baer-fast: %(message)s", stream=sys.stderr)
+    from baer_fast.errors import BaerError
+    try:
+        return int(_load(args.command).run(args) or 0)
+    except BaerError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return EXIT_INPUT
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())
