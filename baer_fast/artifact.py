@@ -1,0 +1,93 @@
+"""Head artifacts: one JSON file, checksummed and versioned; loading never unpickles.
+
+The artifact freezes one condition's deployed head (and every head fitted for it,
+for audits), the feature spec, and what data fitted it. It holds no timestamps, so
+two fits on the same input give byte-identical files.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+
+from baer_fast.errors import ArtifactError
+from baer_fast.io.jsonl import atomic_open
+
+FORMAT = "baer-fast-head"
+SCHEMA_VERSION = 1
+_PICKLE_MAGIC = (b"\x80", b"PK\x03\x04")   # pickle protocol >= 2; zip (torch.save / npz-with-pickle)
+
+
+def _canonical(d: dict) -> bytes:
+    return json.dumps(d, sort_keys=True, ensure_ascii=False, allow_nan=False,
+                      separators=(",", ":")).encode("utf-8")
+
+
+def checksum(d: dict) -> str:
+    body = {k: v for k, v in d.items() if k != "checksum"}
+    return "sha256:" + hashlib.sha256(_canonical(body)).hexdigest()
+
+
+def save(path: str, artifact: dict) -> None:
+    """Write atomically (temp file, fsync, rename) with the checksum filled in."""
+    d = dict(artifact)
+    d["format"], d["schema_version"] = FORMAT, SCHEMA_VERSION
+    d["checksum"] = checksum(d)
+    text = json.dumps(d, sort_keys=True, indent=1, ensure_ascii=False, allow_nan=False) + "\n"
+    with atomic_open(path) as fh:
+        fh.write(text)
+
+
+def load(path: str) -> dict:
+    """Read and validate; raise ArtifactError with the path and reason on anything odd."""
+    try:
+        with open(path, "rb") as fh:
+            raw = fh.read()
+    except FileNotFoundError:
+        raise ArtifactError(f"{path}: head artifact not found") from None
+    except IsADirectoryError:
+        raise ArtifactError(f"{path}: is a directory, expected a head artifact (.json)") from None
+    if raw.startswith(_PICKLE_MAGIC):
+        raise ArtifactError(f"{path}: looks like a pickle/zip file; baer-fast artifacts are JSON "
+                            "and are never unpickled")
+    try:
+        d = json.loads(raw.decode("utf-8"), parse_constant=_no_constants)
+    except (UnicodeDecodeError, ValueError) as e:
+        raise ArtifactError(f"{path}: not a valid JSON artifact (truncated or corrupt?): {e}") from None
+    _validate(d, path)
+    return d
+
+
+def _no_constants(name):
+    raise ValueError(f"non-finite number {name}")
+
+
+def _validate(d, path: str) -> None:
+    if not isinstance(d, dict) or d.get("format") != FORMAT:
+        raise ArtifactError(f"{path}: not a baer-fast head artifact (field 'format' must be {FORMAT!r})")
+    version = d.get("schema_version")
+    if not isinstance(version, int) or isinstance(version, bool):
+        raise ArtifactError(f"{path}: field 'schema_version' is missing or not an integer")
+    if version > SCHEMA_VERSION:
+        raise ArtifactError(f"{path}: schema_version {version} is newer than this baer-fast "
+                            f"understands ({SCHEMA_VERSION}); upgrade baer-fast")
+    if version < 1:
+        raise ArtifactError(f"{path}: unknown schema_version {version}")
+    if d.get("checksum") != checksum(d):
+        raise ArtifactError(f"{path}: checksum mismatch: the artifact was modified after it was "
+                            "written; refit it")
+    for key in ("condition", "head", "heads", "experts"):
+        if key not in d:
+            raise ArtifactError(f"{path}: field '{key}' is missing")
+    if d["head"] not in d["heads"]:
+        raise ArtifactError(f"{path}: deployed head {d['head']!r} has no parameters in 'heads'")
+
+
+def deployed_head(d: dict):
+    """Instantiate the deployed head object of a loaded artifact."""
+    from baer_fast.heads import head_class
+
+    params = d["heads"][d["head"]]
+    try:
+        return head_class(d["head"]).from_json(params)
+    except (KeyError, TypeError, ValueError) as e:
+        raise ArtifactError(f"head {d['head']!r}: malformed parameters ({e})") from None

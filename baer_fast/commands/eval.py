@@ -1,0 +1,50 @@
+"""`baer-fast eval --signals S --scores scores.jsonl [--json] [--split test|dev|all]`."""
+from __future__ import annotations
+
+import json
+
+
+def add_arguments(p) -> None:
+    p.add_argument("--signals", required=True, help="signals JSONL (labels and single-expert evidence)")
+    p.add_argument("--scores", required=True, help="scores JSONL written by `baer-fast score`")
+    p.add_argument("--split", default="test", choices=("test", "dev", "all"),
+                   help="rows to evaluate (default: test, the held-apart split)")
+    p.add_argument("--split-seed", default="baer-v1", help="salt of the id-hash split used at fit time")
+    p.add_argument("--json", action="store_true", help="print the report as JSON instead of a table")
+
+
+def load_scores(path: str, ids: list[str]):
+    import numpy as np
+
+    from baer_fast.errors import InputError
+    from baer_fast.io.jsonl import is_finite_number, iter_jsonl
+
+    found, head = {}, None
+    for line, obj in iter_jsonl(path):
+        for key in ("id", "score"):
+            if key not in obj:
+                raise InputError("missing required field", path=path, line=line, field=key)
+        if not is_finite_number(obj["score"]):
+            raise InputError(f"expected a finite number, got {obj['score']!r}", path=path, line=line, field="score")
+        if obj["id"] in found:
+            raise InputError(f"duplicate id {obj['id']!r}", path=path, line=line, field="id")
+        found[obj["id"]] = float(obj["score"])
+        head = obj.get("head", head)
+    missing = [i for i in ids if i not in found]
+    if missing:
+        raise InputError(f"{len(missing)} pairs of the signals have no score (first: {missing[0]!r}); "
+                         "every pair must be scored", path=path, field="id")
+    return np.array([found[i] for i in ids]), head
+
+
+def run(args) -> int:
+    from baer_fast.eval.metrics import evaluate, format_table
+    from baer_fast.io.records import read_signals
+    from baer_fast.selection.splits import SplitSpec, roles
+
+    records = read_signals(args.signals)
+    scores, head = load_scores(args.scores, [r.id for r in records])
+    report = evaluate(records, scores, roles(records, SplitSpec(seed=args.split_seed)), split=args.split)
+    report["head"] = head or "head"
+    print(json.dumps(report, indent=1) if args.json else format_table(report, title=args.signals))
+    return 0

@@ -1,0 +1,21 @@
+"""Symmetric heads: each maps signals records to a signed score s with s(Tx) = -s(x).
+
+A head is a plain object with `kind`, `score(records) -> np.ndarray [N]`,
+`to_json() -> dict` and a `from_json(dict)` classmethod; `HEADS` maps kind to class.
+"""
+from __future__ import annotations
+
+HEAD_KINDS = ("stack", "route", "reference")
+
+
+def head_class(kind: str):
+    if kind == "stack":
+        from baer_fast.heads.stack import StackHead
+        return StackHead
+    if kind == "route":
+        from baer_fast.heads.router import RouterHead
+        return RouterHead
+    if kind == "reference":
+        from baer_fast.heads.reference import ReferenceHead
+        return ReferenceHead
+    raise KeyError(kind)

@@ -1,0 +1,39 @@
+"""Adapters from published judge outputs to pairs + one signals bank per condition.
+
+Each adapter module has `load(src: str) -> Imported`. Decisions map to u in {1, 0, 0.5}
+(a better / b better / tie), unparsed -> None; both display orders are kept as runs
+`[order ab, order ba]`, already mapped to the canonical frame.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+ADAPTERS = ("llmbar", "judgebench", "autoj", "pandalm")
+
+
+@dataclass
+class Imported:
+    pairs: list                                   # [Pair]
+    banks: dict = field(default_factory=dict)     # condition name -> [Signals], same order as pairs
+    notes: list = field(default_factory=list)     # human-readable remarks printed by `import`
+
+
+def load(kind: str, src: str) -> Imported:
+    import importlib
+
+    if kind not in ADAPTERS:
+        raise KeyError(kind)
+    return importlib.import_module(f"baer_fast.io.adapters.{kind}").load(src)
+
+
+def bank_signals(pairs, runs_by_expert: dict[str, list], condition: str) -> list:
+    """Build Signals for each pair from {expert: [runs per pair]} (pair order)."""
+    from baer_fast.features.text_stats import pair_meta
+    from baer_fast.io.records import Signals
+
+    out = []
+    for i, p in enumerate(pairs):
+        experts = {name: runs[i] for name, runs in runs_by_expert.items()}
+        meta = {"condition": condition, **pair_meta(p.question, p.response_a, p.response_b), **p.meta}
+        out.append(Signals(p.id, experts, subset=p.subset, label=p.label, split=p.split, meta=meta))
+    return out

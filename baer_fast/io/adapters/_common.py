@@ -1,0 +1,46 @@
+"""Small helpers shared by the adapters: located file reading and decision maps."""
+from __future__ import annotations
+
+import gzip
+import json
+import os
+
+from baer_fast.errors import InputError
+
+
+def read_json(path: str):
+    opener = gzip.open if path.endswith(".gz") else open
+    try:
+        with opener(path, "rt", encoding="utf-8") as fh:
+            return json.load(fh)
+    except FileNotFoundError:
+        raise InputError("file not found", path=path) from None
+    except (ValueError, OSError) as e:
+        raise InputError(f"not valid JSON: {e}", path=path) from None
+
+
+def read_jsonl(path: str) -> list[dict]:
+    opener = gzip.open if path.endswith(".gz") else open
+    out = []
+    try:
+        with opener(path, "rt", encoding="utf-8") as fh:
+            for line_no, line in enumerate(fh, start=1):
+                if line.strip():
+                    try:
+                        out.append(json.loads(line))
+                    except ValueError as e:
+                        raise InputError(f"malformed JSON: {e}", path=path, line=line_no) from None
+    except FileNotFoundError:
+        raise InputError("file not found", path=path) from None
+    return out
+
+
+def need_dir(path: str, what: str) -> None:
+    if not os.path.isdir(path):
+        raise InputError(f"expected a folder holding {what}", path=path)
+
+
+def field(obj: dict, name: str, *, path: str, line: int | None = None):
+    if name not in obj:
+        raise InputError("missing field", path=path, line=line, field=name)
+    return obj[name]

@@ -1,0 +1,88 @@
+"""LLMBar (princeton-nlp/LLMBar) native layout -> pairs + one signals bank per base LLM.
+
+SRC is a subset folder (`dataset.json` + `evaluators/<backbone>/<protocol>/result.json[.gz]`)
+or a folder of such subset folders. Condition = backbone, expert = protocol. Winners in
+`results[-1]["swap = False"/"swap = True"]["winner"]` are already canonical ("1" = output_1).
+"""
+from __future__ import annotations
+
+import os
+
+from baer_fast.errors import InputError
+from baer_fast.io.adapters import Imported, bank_signals
+from baer_fast.io.adapters._common import field, need_dir, read_json
+from baer_fast.io.records import Pair
+
+_WINNER = {"1": 1.0, "2": 0.0}
+_LABEL = {1: "a", 2: "b"}
+
+
+def subset_dirs(src: str) -> list[str]:
+    need_dir(src, "an LLMBar subset (dataset.json) or subset folders")
+    if os.path.exists(os.path.join(src, "dataset.json")):
+        return [src]
+    subs = sorted(os.path.join(src, d) for d in os.listdir(src)
+                  if os.path.exists(os.path.join(src, d, "dataset.json")))
+    if not subs:
+        raise InputError("no dataset.json here or in any subfolder", path=src)
+    return subs
+
+
+def _result_file(folder: str) -> str | None:
+    for name in ("result.json.gz", "result.json"):
+        if os.path.exists(os.path.join(folder, name)):
+            return os.path.join(folder, name)
+    return None
+
+
+def _runs(item: dict, *, path: str, index: int) -> list:
+    last = field(item, "results", path=path, line=None)[-1]
+    runs = []
+    for key in ("swap = False", "swap = True"):
+        winner = (last.get(key) or {}).get("winner")
+        if winner is not None and winner not in _WINNER:
+            raise InputError(f"item {index}: unknown winner {winner!r}", path=path, field=key)
+        runs.append(_WINNER.get(winner))
+    return runs
+
+
+def load_subset(folder: str):
+    subset = os.path.basename(os.path.normpath(folder))
+    data_path = os.path.join(folder, "dataset.json")
+    items = read_json(data_path)
+    pairs = []
+    for i, it in enumerate(items):
+        label = field(it, "label", path=data_path, line=None)
+        if label not in _LABEL:
+            raise InputError(f"item {i}: label {label!r} is not 1 or 2", path=data_path, field="label")
+        pairs.append(Pair(f"{subset}-{i:04d}", it["input"], it["output_1"], it["output_2"],
+                          label=_LABEL[label], subset=subset))
+    banks: dict[str, dict[str, list]] = {}
+    ev_root = os.path.join(folder, "evaluators")
+    for backbone in sorted(os.listdir(ev_root)) if os.path.isdir(ev_root) else []:
+        for protocol in sorted(os.listdir(os.path.join(ev_root, backbone))):
+            path = _result_file(os.path.join(ev_root, backbone, protocol))
+            if path is None:
+                continue
+            results = read_json(path)
+            if len(results) != len(items):
+                raise InputError(f"{len(results)} results for {len(items)} pairs", path=path)
+            banks.setdefault(backbone, {})[protocol] = [_runs(r, path=path, index=j)
+                                                        for j, r in enumerate(results)]
+    return pairs, banks
+
+
+def load(src: str) -> Imported:
+    all_pairs, per_backbone = [], {}
+    for folder in subset_dirs(src):
+        pairs, banks = load_subset(folder)
+        for backbone, runs in banks.items():
+            per_backbone.setdefault(backbone, []).append((pairs, runs))
+        all_pairs += pairs
+    out = Imported(all_pairs)
+    for backbone, parts in per_backbone.items():
+        out.banks[backbone] = [s for pairs, runs in parts for s in bank_signals(pairs, runs, backbone)]
+    subsets = sorted({p.subset for p in all_pairs})
+    out.notes.append(f"llmbar: {len(all_pairs)} pairs in {len(subsets)} subset(s) "
+                     f"({', '.join(subsets)}); {len(out.banks)} backbone(s)")
+    return out

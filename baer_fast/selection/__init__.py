@@ -1,0 +1,1 @@
+"""Data roles (selection / calibration / test) and condition-level head choice."""
