@@ -1,0 +1,63 @@
+"""The shared prompt skeleton of every single-pass expert: pure text, no torch, no tokenizer.
+
+A prompt is a system message plus a user message given as ordered segments: the shared
+segments first (`[question][Response A][Response B]`), the protocol's instruction last, so
+prompts of one pair share long prefixes. The runtime renders each prompt with the model's own
+chat template and shares KV on the token ids, so the text here only has to keep shared
+segments identical and first.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+SYSTEM = ("You are a careful and impartial judge. You read a user's question and the responses "
+          "written for it, and you judge their quality without regard to their order or length.")
+
+ORDERS = ("ab", "ba")    # display orders: "ab" shows a as Response A; "ba" shows b as Response A
+
+
+@dataclass(frozen=True)
+class Prompt:
+    key: str                      # unique within its expert, e.g. "ab" or "ba/B"
+    segments: tuple[str, ...]     # user-message pieces, shared first, instruction last
+    labels: tuple[str, ...]       # verdict labels, each a single token in the judge's tokenizer
+    system: str = SYSTEM
+
+    @property
+    def user(self) -> str:
+        return "".join(self.segments)
+
+    def messages(self) -> list[dict]:
+        return [{"role": "system", "content": self.system}, {"role": "user", "content": self.user}]
+
+
+def question_segment(question: str) -> str:
+    return f"Question:\n{question}\n\n"
+
+
+def response_segment(tag: str, text: str) -> str:
+    return f"Response {tag}:\n{text}\n\n"
+
+
+def displayed(order: str, a: str, b: str) -> tuple[str, str]:
+    """(first shown, second shown) for a display order."""
+    return (a, b) if order == "ab" else (b, a)
+
+
+def pairwise_segments(question: str, a: str, b: str, order: str, instruction: str) -> tuple[str, ...]:
+    first, second = displayed(order, a, b)
+    return (question_segment(question), response_segment("A", first), response_segment("B", second),
+            instruction)
+
+
+def sigmoid(x: float) -> float:
+    if x >= 0:
+        return 1.0 / (1.0 + math.exp(-x))
+    e = math.exp(x)
+    return e / (1.0 + e)
+
+
+def prob(logprobs, i: int) -> float:
+    """Probability of label i from constrained log-probabilities (already normalised)."""
+    return math.exp(logprobs[i])

@@ -1,0 +1,35 @@
+"""Engine configuration: the single source of the runtime's defaults."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class EngineConfig:
+    # Bytes the engine may use for KV held across tree levels plus one forward's activations;
+    # batch sizes and tokens per forward are derived from it (never a fixed count).
+    memory_budget_bytes: int = 2 << 30
+    # Optional hard cap on padded new tokens per forward (CLI --batch-tokens); None = from budget.
+    batch_tokens: int | None = None
+    # Constrained-readout implementation: "auto" | "triton" | "torch" (see runtime/readout.py).
+    kernels: str = "auto"
+    # Share of the budget reserved for KV held between levels; the rest bounds one forward.
+    kv_fraction: float = 0.5
+
+    def __post_init__(self):
+        if self.memory_budget_bytes <= 0:
+            raise ValueError("memory_budget_bytes must be positive")
+        if self.batch_tokens is not None and self.batch_tokens < 1:
+            raise ValueError("batch_tokens must be >= 1")
+        if self.kernels not in ("auto", "triton", "torch"):
+            raise ValueError(f"kernels must be auto, triton or torch, not {self.kernels!r}")
+        if not 0.0 < self.kv_fraction < 1.0:
+            raise ValueError("kv_fraction must be in (0, 1)")
+
+    @property
+    def kv_budget_bytes(self) -> int:
+        return int(self.memory_budget_bytes * self.kv_fraction)
+
+    @property
+    def activation_budget_bytes(self) -> int:
+        return self.memory_budget_bytes - self.kv_budget_bytes

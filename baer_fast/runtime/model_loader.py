@@ -1,0 +1,115 @@
+"""Load a local judge model directory: safetensors weights only, chat template required.
+
+Nothing is downloaded (local_files_only). Pickled `.bin` weights are refused, remote code is
+off unless asked. dtype/device auto: bf16 on CUDA, fp32 on CPU. SDPA attention, or
+flash-attention 2 when requested and importable.
+"""
+from __future__ import annotations
+
+import glob
+import inspect
+import logging
+import os
+from dataclasses import dataclass
+
+from baer_fast.errors import BaerError, InputError
+
+log = logging.getLogger("baer_fast")
+
+
+class ModelError(BaerError):
+    """A model directory that cannot be used as a judge (missing, unsafe weights, no template)."""
+
+
+@dataclass
+class LoadedModel:
+    model: object            # transformers *ForCausalLM, eval mode
+    tokenizer: object        # PreTrainedTokenizerFast with a chat template
+    path: str
+    cache_arg: str           # "cache" (transformers >= 5.24) or "past_key_values"
+    context_len: int         # max positions the model accepts
+    kv_bytes_per_token: int  # K+V over all layers for one token
+
+    @property
+    def device(self):
+        return next(self.model.parameters()).device
+
+    @property
+    def dtype(self):
+        return next(self.model.parameters()).dtype
+
+    @property
+    def base(self):
+        """The decoder stack whose output is the final normed hidden state."""
+        return self.model.base_model
+
+    @property
+    def name(self) -> str:
+        return os.path.basename(os.path.normpath(self.path))
+
+
+def check_model_dir(path: str) -> None:
+    if not os.path.isdir(path):
+        raise InputError("model directory not found", path=path)
+    if not os.path.exists(os.path.join(path, "config.json")):
+        raise InputError("not a model directory: no config.json", path=path)
+    if not glob.glob(os.path.join(path, "*.safetensors")):
+        pickled = glob.glob(os.path.join(path, "*.bin")) + glob.glob(os.path.join(path, "*.pt"))
+        why = ("only pickled weights (" + os.path.basename(pickled[0]) + ") were found; pickle can run "
+               "code on load — convert them to safetensors") if pickled else "no *.safetensors weights"
+        raise InputError(why, path=path)
+
+
+def cache_arg_name(forward) -> str:
+    """transformers 5.24 renamed the forward argument `past_key_values` to `cache`."""
+    params = inspect.signature(forward).parameters
+    return "cache" if "cache" in params else "past_key_values"
+
+
+def _auto_dtype(device: str, dtype: str):
+    import torch
+    if dtype != "auto":
+        return {"float32": torch.float32, "fp32": torch.float32, "bfloat16": torch.bfloat16,
+                "bf16": torch.bfloat16, "float16": torch.float16, "fp16": torch.float16}[dtype]
+    return torch.bfloat16 if device.startswith("cuda") else torch.float32
+
+
+def _attn_impl(attn: str) -> str:
+    if attn == "flash_attention_2":
+        import importlib.util
+        if importlib.util.find_spec("flash_attn") is None:
+            raise ModelError("--attn flash_attention_2 was requested but flash-attn is not installed "
+                             "(pip install 'baer-fast[gpu]')")
+    return attn
+
+
+def load_judge(path: str, *, device: str = "auto", dtype: str = "auto", attn: str = "sdpa",
+               trust_remote_code: bool = False) -> LoadedModel:
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    check_model_dir(path)
+    if device == "auto":
+        device = "cuda" if torch.cuda.is_available() else "cpu"
+    tok = AutoTokenizer.from_pretrained(path, local_files_only=True, trust_remote_code=trust_remote_code)
+    if not getattr(tok, "chat_template", None):
+        raise InputError("the tokenizer has no chat template; judge prompts are rendered with the "
+                         "model's own template — use an instruction-tuned model", path=path)
+    model = AutoModelForCausalLM.from_pretrained(
+        path, local_files_only=True, trust_remote_code=trust_remote_code, use_safetensors=True,
+        dtype=_auto_dtype(device, dtype), attn_implementation=_attn_impl(attn)).to(device).eval()
+    return LoadedModel(model, tok, path, cache_arg_name(model.base_model.forward),
+                       _context_len(model.config), _kv_bytes_per_token(model))
+
+
+def _context_len(config) -> int:
+    cfg = config.get_text_config() if hasattr(config, "get_text_config") else config
+    return int(getattr(cfg, "max_position_embeddings", 0) or 1 << 30)
+
+
+def _kv_bytes_per_token(model) -> int:
+    cfg = model.config.get_text_config() if hasattr(model.config, "get_text_config") else model.config
+    head_dim = getattr(cfg, "head_dim", None) or cfg.hidden_size // cfg.num_attention_heads
+    kv_heads = getattr(cfg, "num_key_value_heads", None) or cfg.num_attention_heads
+    elem = next(model.parameters()).element_size()
+    return 2 * cfg.num_hidden_layers * kv_heads * head_dim * elem

@@ -1,0 +1,74 @@
+"""Radix tree over token sequences: the prefix-sharing plan for one group of prompts.
+
+Built on the token ids themselves, so sharing can never change what a prompt's ids are:
+every root-to-node path spells exactly the tokens of the prompts passing through it. Each
+node holds a non-empty token run; a prompt ends at the last token of exactly one node.
+Pure Python; knows nothing about models or text.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass
+class Node:
+    tokens: tuple[int, ...]       # this node's own run of token ids (non-empty)
+    parent: int                   # index of the parent node, -1 for a root
+    depth: int                    # 0 for roots
+    past: int                     # tokens on the path above this node
+    ends: list[int] = field(default_factory=list)      # sequences whose last token is this node's last
+    children: list[int] = field(default_factory=list)
+
+
+def build_tree(seqs: list[tuple[int, ...]]) -> list[Node]:
+    """Radix tree (a forest if first tokens differ) over `seqs`; nodes in depth-first order."""
+    if any(len(s) == 0 for s in seqs):
+        raise ValueError("empty token sequence")
+    nodes: list[Node] = []
+    for group in _split_by_token(range(len(seqs)), seqs, 0):
+        _grow(nodes, seqs, group, start=0, parent=-1, depth=0)
+    return nodes
+
+
+def _split_by_token(idx, seqs, pos) -> list[list[int]]:
+    groups: dict[int, list[int]] = {}
+    for i in idx:
+        groups.setdefault(seqs[i][pos], []).append(i)
+    return list(groups.values())
+
+
+def _grow(nodes, seqs, group, *, start, parent, depth) -> None:
+    end = _common_end(seqs, group, start)
+    me = len(nodes)
+    nodes.append(Node(tuple(seqs[group[0]][start:end]), parent, depth, start))
+    if parent >= 0:
+        nodes[parent].children.append(me)
+    nodes[me].ends = [i for i in group if len(seqs[i]) == end]
+    rest = [i for i in group if len(seqs[i]) > end]
+    for sub in _split_by_token(rest, seqs, end):
+        _grow(nodes, seqs, sub, start=end, parent=me, depth=depth + 1)
+
+
+def _common_end(seqs, group, start) -> int:
+    """First position >= start+1 where the group diverges or one of its sequences ends."""
+    shortest = min(len(seqs[i]) for i in group)
+    first = seqs[group[0]]
+    end = start + 1
+    while end < shortest and all(seqs[i][end] == first[end] for i in group[1:]):
+        end += 1
+    return end
+
+
+def tree_tokens(nodes: list[Node]) -> int:
+    """Tokens prefilled when every node is computed exactly once."""
+    return sum(len(n.tokens) for n in nodes)
+
+
+def subtree_depth(nodes: list[Node]) -> list[int]:
+    """Deepest depth below (or at) each node: its KV can be freed after that level."""
+    deepest = [n.depth for n in nodes]
+    for i in range(len(nodes) - 1, -1, -1):      # children come after parents
+        p = nodes[i].parent
+        if p >= 0:
+            deepest[p] = max(deepest[p], deepest[i])
+    return deepest

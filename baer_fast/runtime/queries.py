@@ -1,0 +1,33 @@
+"""What the engines consume and report: token-id queries and token accounting. No torch."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class Query:
+    ids: tuple[int, ...]          # the full prompt's token ids (what a plain forward would see)
+    choices: tuple[int, ...]      # allowed verdict token ids, read after the last id
+
+
+@dataclass
+class EngineStats:
+    tokens_prefilled: int = 0     # real tokens run through the model
+    tokens_computed: int = 0      # including right padding inside batches
+    forwards: int = 0             # model calls
+    kv_bytes_peak: int = 0        # most KV bytes held at once (between or within forwards)
+    seconds: float = 0.0
+
+    def add(self, other: "EngineStats") -> None:
+        self.tokens_prefilled += other.tokens_prefilled
+        self.tokens_computed += other.tokens_computed
+        self.forwards += other.forwards
+        self.kv_bytes_peak = max(self.kv_bytes_peak, other.kv_bytes_peak)
+        self.seconds += other.seconds
+
+
+@dataclass
+class EngineResult:
+    logprobs: list[list[list[float]]]        # [group][query] -> log-probs over its choices
+    tokens_per_group: list[int]              # tokens prefilled for each group (one pair)
+    stats: EngineStats = field(default_factory=EngineStats)
