@@ -34,7 +34,7 @@ CASES = {
 def test_bad_signals_fail_fit_and_score_cleanly(cli, tmp_path, case):
     text, line, needle = CASES[case]
     bad = tmp_path / "bad.jsonl"
-    bad.write_text(_line(id="ok0") + "\n" + text if line else text)
+    bad.write_text(_line(id="ok0") + "\n" + text + "\n" if line else text)
     shift = 1 if line else 0
     out = tmp_path / "head.json"
     code, _, err = cli("fit", "--signals", bad, "--condition", "c", "--out", out)
