@@ -1,0 +1,203 @@
+"""Candidate-invariant expert routing head (paper Eq. 7): s_rte(x) = z_{k*(x)}(x).
+
+A reliability model R maps each expert's feature row rho_ik to P(expert k is right on
+pair i); k* = argmax_k R, ties going to the first expert in the head's fixed (sorted)
+expert order. rho is candidate-invariant, so a swap keeps k* and negates z_{k*}.
+R is a logistic regression or a depth-5 random forest, compared by deterministic
+5-fold cross-validation over PAIRS of routed accuracy (not reliability AUC); the
+winner is refitted on all rows it is given. Knows nothing about splits or files:
+callers pass only rows they may read.
+"""
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from typing import Sequence
+
+import numpy as np
+
+from baer_fast.features.evidence import EPS, evidence, runs_tensor
+from baer_fast.features.reliability import reliability_feature_names, reliability_features, signs
+from baer_fast.heads.forest import CompiledForest
+
+N_FOLDS = 5
+FOLD_SALT = "baer-router-cv"
+FOREST_PARAMS = {"n_estimators": 100, "max_depth": 5, "min_samples_leaf": 8, "random_state": 0}
+LOGISTIC_C = 1.0
+MODEL_KINDS = ("logistic", "forest")    # order = tie-break in CV (the simpler model first)
+
+
+# ---------------------------------------------------------------- reliability models
+
+@dataclass
+class LogisticModel:
+    """R(rho) = sigmoid(coef . (rho - mean) / scale + intercept)."""
+    coef: np.ndarray        # [D]
+    intercept: float
+    mean: np.ndarray        # [D] training mean of rho
+    scale: np.ndarray       # [D] training std of rho (1 where it was 0)
+    kind: str = "logistic"
+
+    def predict(self, x: np.ndarray) -> np.ndarray:
+        return 1.0 / (1.0 + np.exp(-(((x - self.mean) / self.scale) @ self.coef + self.intercept)))
+
+    def to_json(self) -> dict:
+        return {"kind": self.kind, "coef": self.coef.tolist(), "intercept": self.intercept,
+                "mean": self.mean.tolist(), "scale": self.scale.tolist()}
+
+    @classmethod
+    def from_json(cls, d: dict) -> "LogisticModel":
+        return cls(np.asarray(d["coef"], np.float64), float(d["intercept"]),
+                   np.asarray(d["mean"], np.float64), np.asarray(d["scale"], np.float64))
+
+
+@dataclass
+class ForestModel:
+    forest: CompiledForest
+    kind: str = "forest"
+
+    def predict(self, x: np.ndarray) -> np.ndarray:
+        return self.forest.predict(x)
+
+    def to_json(self) -> dict:
+        return {"kind": self.kind, **self.forest.to_json()}
+
+    @classmethod
+    def from_json(cls, d: dict) -> "ForestModel":
+        return cls(CompiledForest.from_json(d))
+
+
+def fit_logistic(x: np.ndarray, t: np.ndarray) -> LogisticModel:
+    mean = x.mean(axis=0)
+    std = x.std(axis=0)
+    scale = np.where(std > 1e-12, std, 1.0)
+    if len(np.unique(t)) < 2:      # one class: constant reliability, routing falls to expert order
+        return LogisticModel(np.zeros(x.shape[1]), 0.0, mean, scale)
+    from sklearn.linear_model import LogisticRegression
+
+    m = LogisticRegression(C=LOGISTIC_C, solver="lbfgs", tol=1e-8, max_iter=5000)
+    m.fit((x - mean) / scale, t)
+    return LogisticModel(m.coef_.ravel().astype(np.float64), float(m.intercept_[0]), mean, scale)
+
+
+def fit_forest(x: np.ndarray, t: np.ndarray) -> ForestModel:
+    from sklearn.ensemble import RandomForestClassifier
+
+    m = RandomForestClassifier(n_jobs=1, **FOREST_PARAMS)
+    m.fit(x, t)
+    return ForestModel(CompiledForest.from_sklearn(m))
+
+
+FITTERS = {"logistic": fit_logistic, "forest": fit_forest}
+MODELS = {"logistic": LogisticModel, "forest": ForestModel}
+
+
+# ---------------------------------------------------------------- the head
+
+@dataclass
+class RouterHead:
+    experts: list[str]       # routing candidates; this order breaks ties in R
+    categories: list[str]    # subsets seen in training (one-hot block of rho)
+    model: object            # LogisticModel | ForestModel
+    eps: float = EPS
+    kind: str = "route"
+
+    def features(self, records: Sequence) -> np.ndarray:
+        """rho [N, K, D]."""
+        return reliability_features(records, self.experts, self.categories, self.eps)
+
+    def reliability(self, records: Sequence) -> np.ndarray:
+        """R [N, K]: estimated P(expert k is right on the pair)."""
+        rho = self.features(records)
+        n, k, d = rho.shape
+        return self.model.predict(rho.reshape(n * k, d)).reshape(n, k)
+
+    def chosen_index(self, records: Sequence) -> np.ndarray:
+        return np.argmax(self.reliability(records), axis=1)    # first maximum: fixed expert order
+
+    def chosen_experts(self, records: Sequence) -> list[str]:
+        return [self.experts[k] for k in self.chosen_index(records)]
+
+    def score(self, records: Sequence) -> np.ndarray:
+        _, _, z, _ = evidence(runs_tensor(records, self.experts), self.eps)
+        k = self.chosen_index(records)
+        return z[np.arange(len(records)), k]
+
+    def to_json(self) -> dict:
+        return {"kind": self.kind, "experts": list(self.experts), "categories": list(self.categories),
+                "eps": self.eps, "feature_names": reliability_feature_names(self.experts, self.categories),
+                "model": self.model.to_json()}
+
+    @classmethod
+    def from_json(cls, d: dict) -> "RouterHead":
+        mkind = d["model"]["kind"]
+        if mkind not in MODELS:
+            raise ValueError(f"unknown router model kind {mkind!r}")
+        return cls(list(d["experts"]), list(d["categories"]), MODELS[mkind].from_json(d["model"]),
+                   float(d["eps"]))
+
+
+# ---------------------------------------------------------------- fitting
+
+def routing_targets(records: Sequence, experts: Sequence[str], y: np.ndarray, eps: float = EPS) -> np.ndarray:
+    """t [N, K] = 1[sign(p_k - 0.5) == y_i]; an undecided expert counts as wrong."""
+    p, _, _, _ = evidence(runs_tensor(records, experts), eps)
+    return (signs(p) == y[:, None]).astype(np.int64)
+
+
+def cv_folds(ids: Sequence[str], n_folds: int = N_FOLDS) -> np.ndarray:
+    """[N] fold of each pair: pairs ordered by sha256(salt:id), cut into n_folds contiguous blocks.
+
+    Depends only on the ids (not on file order or labels), and the blocks are balanced.
+    """
+    keys = [hashlib.sha256(f"{FOLD_SALT}:{i}".encode("utf-8")).hexdigest() for i in ids]
+    order = sorted(range(len(ids)), key=lambda j: keys[j])
+    folds = np.empty(len(ids), np.int64)
+    for f, block in enumerate(np.array_split(np.asarray(order, np.int64), n_folds)):
+        folds[block] = f
+    return folds
+
+
+def fit_model(kind: str, rho: np.ndarray, t: np.ndarray):
+    """Fit R on rho [N, K, D], t [N, K] flattened to pair x expert rows."""
+    n, k, d = rho.shape
+    return FITTERS[kind](rho.reshape(n * k, d), t.reshape(n * k))
+
+
+def routed_sign(model, rho: np.ndarray, z: np.ndarray) -> np.ndarray:
+    """Head prediction (+1 a / -1 b) of the router on rows rho [N, K, D], z [N, K]."""
+    n, k, d = rho.shape
+    kstar = np.argmax(model.predict(rho.reshape(n * k, d)).reshape(n, k), axis=1)
+    return np.where(z[np.arange(n), kstar] >= 0, 1, -1)
+
+
+def cv_routed_correct(kind: str, rho, t, z, y, folds) -> np.ndarray:
+    """[N] bool: out-of-fold routed prediction is right."""
+    correct = np.zeros(len(y), bool)
+    for f in np.unique(folds):
+        tr, te = folds != f, folds == f
+        model = fit_model(kind, rho[tr], t[tr])
+        correct[te] = routed_sign(model, rho[te], z[te]) == y[te]
+    return correct
+
+
+def fit_router(records: Sequence, y: np.ndarray, *, experts: list[str], categories: list[str],
+               folds: np.ndarray, eps: float = EPS) -> tuple[RouterHead, dict]:
+    """Compare the reliability models by CV routed accuracy, refit the winner on all rows.
+
+    y in {+1, -1}. Returns (head, info) where info["cv_correct"] is the winner's
+    out-of-fold correctness per row (for the condition-level gate).
+    """
+    rho = reliability_features(records, experts, categories, eps)
+    _, _, z, _ = evidence(runs_tensor(records, experts), eps)
+    t = routing_targets(records, experts, y, eps)
+    table, correct = {}, {}
+    for kind in MODEL_KINDS:
+        correct[kind] = cv_routed_correct(kind, rho, t, z, y, folds)
+        table[kind] = float(correct[kind].mean())
+    best = max(MODEL_KINDS, key=lambda k: table[k])        # max keeps the first on ties
+    head = RouterHead(list(experts), list(categories), fit_model(best, rho, t), eps)
+    info = {"model": best, "cv_routed_accuracy": table, "n_folds": int(len(np.unique(folds))),
+            "dim": int(rho.shape[2]), "n_rows": int(rho.shape[0] * rho.shape[1]),
+            "cv_correct": correct[best]}
+    return head, info
