@@ -1,0 +1,164 @@
+"""`baer-fast experts`: run the single-pass expert bank of a local judge model on pairs -> signals.
+
+Append-only and resumable by id: reruns skip ids already in --out. Derived experts
+(pride, calibraeval) need all direct runs before their label-free fit, so without
+--derived-params the prompt experts stream to `<out>.raw.jsonl` (resumable) and --out is
+written at the end, with the fitted parameters beside it in `<out>.derived.json`.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import os
+import sys
+import time
+
+from baer_fast.errors import InputError
+
+log = logging.getLogger("baer_fast")
+
+
+def add_arguments(p) -> None:
+    from baer_fast.runtime.config import EngineConfig
+    d = EngineConfig()
+    p.add_argument("--model", required=True, help="local model directory (safetensors weights, chat template)")
+    p.add_argument("--input", required=True, help="pairs JSONL")
+    p.add_argument("--out", required=True, help="signals JSONL (appended to; rerun resumes)")
+    p.add_argument("--experts", default=None,
+                   help="comma-separated subset of: direct,score,pointwise,pride,calibraeval (default: all)")
+    p.add_argument("--batch-tokens", type=int, default=d.batch_tokens,
+                   help="cap on padded tokens per forward (default: derived from --memory-gb)")
+    p.add_argument("--memory-gb", type=float, default=d.memory_budget_bytes / 2**30,
+                   help="memory budget for held KV plus one forward's activations (GiB)")
+    p.add_argument("--kernels", choices=("auto", "triton", "torch"), default=d.kernels,
+                   help="constrained-readout implementation")
+    p.add_argument("--chunk-pairs", type=int, default=16, help="pairs per durable append")
+    p.add_argument("--derived-params", default=None,
+                   help="frozen pride/calibraeval parameters (JSON from an earlier run's <out>.derived.json)")
+    p.add_argument("--device", default="auto")
+    p.add_argument("--dtype", default="auto", choices=("auto", "float32", "bfloat16", "float16"))
+    p.add_argument("--attn", default="sdpa", choices=("sdpa", "flash_attention_2", "eager"))
+    p.add_argument("--trust-remote-code", action="store_true", help="allow the model's own Python code")
+    p.add_argument("--naive", action="store_true", help="reference path: one plain forward per prompt")
+    p.add_argument("--overwrite", action="store_true", help="discard an existing --out instead of resuming")
+
+
+def _experts(arg) -> list[str]:
+    from baer_fast.runtime.runner import resolve_experts
+    names = None if arg is None else [x.strip() for x in arg.split(",") if x.strip()]
+    try:
+        return resolve_experts(names)
+    except ValueError as e:
+        raise InputError(str(e), field="--experts") from None
+
+
+def _fingerprint(args, names: list[str], params_file: str | None) -> dict:
+    from baer_fast.io.resumable import file_sha256
+    weights = sorted((f, os.path.getsize(os.path.join(args.model, f)))
+                     for f in os.listdir(args.model) if f.endswith(".safetensors"))
+    return {"command": "experts", "model": os.path.abspath(args.model),
+            "model_config_sha256": file_sha256(os.path.join(args.model, "config.json")),
+            "weights": weights, "input_sha256": file_sha256(args.input), "experts": names,
+            "engine": "naive" if args.naive else "prefix", "dtype": args.dtype,
+            "derived_params_sha256": file_sha256(params_file) if params_file else None}
+
+
+def _open_writer(path: str, fingerprint: dict, overwrite: bool):
+    """The one place output durability is chosen: the shared resumable writer."""
+    from baer_fast.io.resumable import ResumableWriter
+    return ResumableWriter(path, fingerprint=fingerprint, overwrite=overwrite)
+
+
+def _load_params(path: str | None) -> dict | None:
+    if path is None:
+        return None
+    try:
+        with open(path, encoding="utf-8") as fh:
+            return json.load(fh)
+    except FileNotFoundError:
+        raise InputError("file not found", path=path, field="--derived-params") from None
+    except json.JSONDecodeError as e:
+        raise InputError(f"malformed JSON: {e}", path=path, field="--derived-params") from None
+
+
+def run(args) -> int:
+    from baer_fast import protocols
+    from baer_fast.io.records import read_pairs
+    from baer_fast.runtime.model_loader import check_model_dir
+
+    names = _experts(args.experts)
+    check_model_dir(args.model)
+    pairs = read_pairs(args.input)
+    params = _load_params(args.derived_params)
+    derived = [n for n in names if n in protocols.DERIVED_EXPERTS]
+    if params is not None:
+        missing = [n for n in derived if n not in params]
+        if missing:
+            raise InputError(f"no parameters for {', '.join(missing)}", path=args.derived_params)
+    two_phase = bool(derived) and params is None
+    stream_names = protocols.prompt_experts_for(names) if two_phase else names
+    target = args.out + ".raw.jsonl" if two_phase else args.out
+    fp = _fingerprint(args, stream_names, args.derived_params)
+    stats = _stream(args, pairs, stream_names, derived if not two_phase else [], params, target, fp)
+    if two_phase:
+        _finish_derived(args, names, derived, target)
+    print(stats, file=sys.stderr)
+    return 0
+
+
+def _stream(args, pairs, names, derived, params, target, fp) -> str:
+    from tqdm import tqdm
+
+    from baer_fast import protocols
+    from baer_fast.runtime.config import EngineConfig
+    from baer_fast.runtime.runner import RunReport, apply_derived, make_engine, prompt_runs, to_signals
+
+    config = EngineConfig(memory_budget_bytes=int(args.memory_gb * 2**30), batch_tokens=args.batch_tokens,
+                          kernels=args.kernels)
+    writer = _open_writer(target, fp, args.overwrite)
+    todo = [p for p in pairs if p.id not in writer.done_ids]
+    engine = make_engine(args.model, config=config, naive=args.naive, device=args.device, dtype=args.dtype,
+                         attn=args.attn, trust_remote_code=args.trust_remote_code) if todo else None
+    report, t0 = RunReport(), time.perf_counter()       # throughput excludes model loading
+    bar = tqdm(total=len(todo), unit="pair", disable=args.quiet or not todo, file=sys.stderr, desc="experts")
+    try:
+        for i in range(0, len(todo), max(1, args.chunk_pairs)):
+            chunk = todo[i: i + args.chunk_pairs]
+            rows = prompt_runs(engine, chunk, protocols.prompt_experts_for(names), report)
+            writer.append([to_signals(p, apply_derived(r["runs"], derived, params or {}), r, names,
+                                      "naive" if args.naive else "prefix").to_json()
+                           for p, r in zip(chunk, rows)])
+            bar.update(len(chunk))
+            dt = max(time.perf_counter() - t0, 1e-9)
+            bar.set_postfix_str(f"{bar.n / dt:.2f} pairs/s, {report.stats.tokens_prefilled / dt:.0f} tok/s")
+        writer.finish()
+    finally:
+        bar.close()
+        writer.close()
+    return _summary(len(pairs), len(todo), report, time.perf_counter() - t0)
+
+
+def _summary(total: int, new: int, report, seconds: float) -> str:
+    s = report.stats
+    ratio = report.tokens_naive / s.tokens_prefilled if s.tokens_prefilled else 0.0
+    return (f"experts: {total} pairs ({new} run, {total - new} already done) in {seconds:.1f}s: "
+            f"{new / max(seconds, 1e-9):.2f} pairs/s, {s.tokens_prefilled / max(seconds, 1e-9):.0f} tokens/s; "
+            f"prefilled {s.tokens_prefilled} tokens vs {report.tokens_naive} naive ({ratio:.2f}x fewer); "
+            f"KV peak {s.kv_bytes_peak / 2**20:.1f} MiB")
+
+
+def _finish_derived(args, names, derived, raw_path) -> None:
+    """Fit pride/calibraeval on the non-test rows of the raw run; write --out and the params."""
+    from baer_fast.io.jsonl import atomic_open
+    from baer_fast.io.records import Signals, read_signals, write_signals
+    from baer_fast.runtime.runner import apply_derived, fit_derived
+
+    raw = read_signals(raw_path)
+    params = fit_derived([(s, s.experts) for s in raw], derived)
+    out = [Signals(s.id, {n: apply_derived(s.experts, derived, params)[n] for n in names}, s.subset, s.label,
+                   s.split, s.meta) for s in raw]
+    with atomic_open(args.out + ".derived.json") as fh:
+        fh.write(json.dumps(params, indent=1) + "\n")
+    write_signals(args.out, out)
+    log.info("fitted %s on %d non-test pairs -> %s", ", ".join(derived), params[derived[0]]["n_fit"],
+             args.out + ".derived.json")

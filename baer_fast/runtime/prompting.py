@@ -1,0 +1,41 @@
+"""Protocol prompts -> token ids with the model's own chat template; verdict labels -> token ids.
+
+Each full prompt is rendered and tokenized once; those ids are what both the naive path and
+the prefix engine consume, so sharing can never change them. Labels must be single tokens,
+and a prompt longer than the context window is an error (never silently truncated).
+"""
+from __future__ import annotations
+
+from baer_fast.errors import InputError
+
+
+class PromptEncoder:
+    def __init__(self, tokenizer, *, model_name: str, context_len: int):
+        self.tok, self.model_name, self.context_len = tokenizer, model_name, context_len
+        self._labels: dict[tuple, tuple[int, ...]] = {}
+
+    def label_ids(self, labels: tuple[str, ...]) -> tuple[int, ...]:
+        if labels not in self._labels:
+            self._labels[labels] = tuple(self._one_token(lab) for lab in labels)
+        return self._labels[labels]
+
+    def _one_token(self, label: str) -> int:
+        ids = self.tok.encode(label, add_special_tokens=False)
+        if len(ids) != 1:
+            raise InputError(f"verdict label {label!r} is {len(ids)} tokens in the tokenizer of model "
+                             f"{self.model_name!r}; constrained readout needs single-token labels")
+        return ids[0]
+
+    def render(self, prompt) -> str:
+        # enable_thinking=False: templates that support it (Qwen3) open a non-thinking answer
+        return self.tok.apply_chat_template(prompt.messages(), tokenize=False, add_generation_prompt=True,
+                                            enable_thinking=False)
+
+    def encode(self, prompt, *, pair_id: str, expert: str) -> tuple[int, ...]:
+        ids = tuple(self.tok(self.render(prompt), add_special_tokens=False)["input_ids"])
+        if len(ids) > self.context_len:
+            raise InputError(f"pair {pair_id!r}: the {expert}/{prompt.key} prompt is {len(ids)} tokens, longer "
+                             f"than the context window of {self.model_name!r} ({self.context_len}); "
+                             "shorten the question or responses (baer-fast never truncates one side)",
+                             field="response_a")
+        return ids

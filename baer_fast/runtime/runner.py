@@ -1,0 +1,140 @@
+"""run_experts: pairs in, Signals out — protocols -> token ids -> engine -> canonical runs.
+
+The single-pass bank: prompt experts (direct, score, pointwise) are read from one prefix
+tree per pair; derived experts (pride, calibraeval) transform the direct runs with
+parameters fitted on non-test rows (or given, frozen) and returned as plain JSON.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from baer_fast import protocols
+from baer_fast.io.records import Pair, Signals
+from baer_fast.runtime.config import EngineConfig
+from baer_fast.runtime.queries import EngineStats, Query
+
+
+@dataclass
+class RunReport:
+    stats: EngineStats = field(default_factory=EngineStats)
+    tokens_naive: int = 0                 # what one plain forward per prompt would prefill
+    derived_params: dict = field(default_factory=dict)
+
+
+def make_engine(model, *, config: EngineConfig = EngineConfig(), naive: bool = False, **load_kw):
+    """model: a directory, a LoadedModel, or an engine (returned as is)."""
+    from baer_fast.runtime.engine import PrefixEngine
+    from baer_fast.runtime.model_loader import LoadedModel, load_judge
+    from baer_fast.runtime.naive import NaiveEngine
+    if hasattr(model, "run") and hasattr(model, "loaded"):
+        return model
+    loaded = model if isinstance(model, LoadedModel) else load_judge(str(model), **load_kw)
+    return NaiveEngine(loaded, kernels=config.kernels) if naive else PrefixEngine(loaded, config)
+
+
+def resolve_experts(experts) -> list[str]:
+    names = list(protocols.SINGLE_PASS if experts is None else experts)
+    for name in names:
+        protocols.get(name)          # raises on an unknown name
+    return names
+
+
+def build_queries(encoder, pair: Pair, prompt_experts: list[str]) -> tuple[list[Query], list[tuple]]:
+    """All prompts of one pair as queries, with (expert, key) for each."""
+    queries, where = [], []
+    for name in prompt_experts:
+        mod = protocols.get(name)
+        for prompt in mod.prompts(pair.question, pair.response_a, pair.response_b):
+            ids = encoder.encode(prompt, pair_id=pair.id, expert=name)
+            queries.append(Query(ids, encoder.label_ids(prompt.labels)))
+            where.append((name, prompt.key))
+    return queries, where
+
+
+def prompt_runs(engine, pairs: list[Pair], prompt_experts: list[str], report: RunReport) -> list[dict]:
+    """expert -> runs for each pair (prompt experts only)."""
+    from baer_fast.runtime.prompting import PromptEncoder
+    loaded = engine.loaded
+    enc = PromptEncoder(loaded.tokenizer, model_name=loaded.name, context_len=loaded.context_len)
+    built = [build_queries(enc, p, prompt_experts) for p in pairs]
+    groups = [q for q, _ in built]
+    result = engine.run(groups)
+    report.stats.add(result.stats)
+    naive = [sum(len(q.ids) for q in g) for g in groups]
+    report.tokens_naive += sum(naive)
+    out = []
+    for (_, where), lps, shared, plain in zip(built, result.logprobs, result.tokens_per_group, naive):
+        by_expert: dict[str, dict] = {}
+        for (name, key), lp in zip(where, lps):
+            by_expert.setdefault(name, {})[key] = lp
+        runs = {name: protocols.get(name).runs(lp) for name, lp in by_expert.items()}
+        out.append({"runs": runs, "tokens_prefilled": shared, "tokens_naive": plain})
+    return out
+
+
+def _is_test(pair_like) -> bool:
+    try:
+        from baer_fast.selection.splits import role
+    except ImportError:
+        return pair_like.split == "test"
+    return role(pair_like.id, pair_like.split) == "test"
+
+
+def fit_derived(rows: list, names: list[str]) -> dict:
+    """rows: (record with .id/.split, runs dict) -> {expert: params}, fitted on non-test rows only."""
+    params = {}
+    for name in names:
+        mod = protocols.get(name)
+        fit_rows = [runs[mod.SOURCE] for rec, runs in rows if not _is_test(rec) and mod.SOURCE in runs]
+        if not fit_rows:
+            from baer_fast.errors import InputError
+            raise InputError(f"{name}: no non-test pairs to fit its label-free parameters on; "
+                             "pass frozen parameters (--derived-params) fitted on development pairs")
+        params[name] = mod.fit(fit_rows)
+    return params
+
+
+def apply_derived(runs: dict, names: list[str], params: dict) -> dict:
+    out = dict(runs)
+    for name in names:
+        mod = protocols.get(name)
+        out[name] = mod.apply(params[name], runs[mod.SOURCE])
+    return out
+
+
+def pair_meta(pair: Pair) -> dict:
+    try:
+        from baer_fast.features.text_stats import pair_meta as stats
+        meta = stats(pair.question, pair.response_a, pair.response_b)
+    except ImportError:
+        meta = {"len_q": len(pair.question)}
+    meta.update(len_q=len(pair.question), len_a=len(pair.response_a), len_b=len(pair.response_b))
+    return meta
+
+
+def to_signals(pair: Pair, runs: dict, row: dict, names: list[str], engine_name: str) -> Signals:
+    meta = {**pair.meta, **pair_meta(pair), "tokens_prefilled": row["tokens_prefilled"],
+            "tokens_naive": row["tokens_naive"], "engine": engine_name}
+    return Signals(pair.id, {n: runs[n] for n in names}, pair.subset, pair.label, pair.split, meta)
+
+
+def run_experts(model, pairs: list[Pair], *, experts=None, config: EngineConfig = EngineConfig(),
+                derived_params: dict | None = None, naive: bool = False, report: RunReport | None = None,
+                **load_kw) -> list[Signals]:
+    """Run the single-pass bank on `pairs` (both display orders) -> one Signals per pair.
+
+    model: a local model directory, a LoadedModel, or an engine. Derived experts use
+    `derived_params` when given, else are fitted on the non-test pairs here; the params used
+    end up in `report.derived_params` (plain JSON for the head artifact).
+    """
+    names = resolve_experts(experts)
+    derived = [n for n in names if n in protocols.DERIVED_EXPERTS]
+    engine = make_engine(model, config=config, naive=naive, **load_kw)
+    report = report if report is not None else RunReport()
+    rows = prompt_runs(engine, pairs, protocols.prompt_experts_for(names), report)
+    if derived:
+        report.derived_params = dict(derived_params) if derived_params else fit_derived(
+            [(p, r["runs"]) for p, r in zip(pairs, rows)], derived)
+    engine_name = "naive" if naive else "prefix"
+    return [to_signals(p, apply_derived(r["runs"], derived, report.derived_params), r, names, engine_name)
+            for p, r in zip(pairs, rows)]
