@@ -31,8 +31,15 @@ def runs_tensor(records: Sequence, experts: Sequence[str]) -> np.ndarray:
     return u
 
 
-def evidence(u: np.ndarray, eps: float = EPS) -> tuple[np.ndarray, ...]:
-    """u [N, K, M] (NaN = missing) -> p, delta, z, zt, each [N, K] float64."""
+def evidence(u: np.ndarray, eps: float = EPS, *, kernels: str = "torch") -> tuple[np.ndarray, ...]:
+    """u [N, K, M] (NaN = missing) -> p, delta, z, zt, each [N, K] float64.
+
+    `kernels` ("torch" | "auto" | "triton", see `baer_fast.kernels.dispatch`): "torch" (the
+    default) is this numpy code; when the choice resolves to "triton" the fused kernel
+    computes the same features in float64.
+    """
+    if kernels != "torch" and _use_triton(kernels):
+        return _evidence_triton(u, eps)
     have = ~np.isnan(u)
     n = have.sum(-1)
     total = np.where(have, u, 0.0).sum(-1)
@@ -43,6 +50,21 @@ def evidence(u: np.ndarray, eps: float = EPS) -> tuple[np.ndarray, ...]:
     z = logit_clipped(p, eps)
     zt = z / (1.0 + 4.0 * delta)
     return p, delta, z, zt
+
+
+def _use_triton(kernels: str) -> bool:
+    from baer_fast.kernels.dispatch import HAS_TRITON_GPU, resolve_kernels   # imports torch
+    return resolve_kernels(kernels, "cuda" if HAS_TRITON_GPU else "cpu") == "triton"
+
+
+def _evidence_triton(u: np.ndarray, eps: float) -> tuple[np.ndarray, ...]:
+    """numpy [N, K, M] -> fused kernel on the GPU (or interpreted on CPU) -> numpy [N, K] x4."""
+    import torch
+    from baer_fast.kernels.dispatch import HAS_TRITON_GPU
+    from baer_fast.kernels.evidence_features import evidence_features
+    device = "cuda" if HAS_TRITON_GPU else "cpu"
+    out = evidence_features(torch.as_tensor(np.asarray(u, dtype=np.float64), device=device), eps)
+    return tuple(t.cpu().numpy() for t in out[:4])
 
 
 def logit_clipped(p: np.ndarray, eps: float = EPS) -> np.ndarray:
