@@ -1,0 +1,80 @@
+"""Exact token accounting: shared vs naive prefill, from the token ids alone (no forward).
+
+The independent count of a prefix-shared prefill is the number of distinct non-empty token
+prefixes over a pair's prompts; the naive count is the sum of prompt lengths.
+"""
+import random
+
+import pytest
+
+from baer_fast import protocols
+from baer_fast.io.records import Pair
+from baer_fast.protocols.base import ORDERS, Prompt, pairwise_segments
+from baer_fast.runtime.engine import PrefixEngine
+from baer_fast.runtime.naive import NaiveEngine
+from baer_fast.runtime.prompting import PromptEncoder
+from baer_fast.runtime.runner import build_queries
+from tests.fixtures.tiny_models import _WORDS
+
+
+def distinct_prefixes(seqs) -> int:
+    return len({tuple(s[:k]) for s in seqs for k in range(1, len(s) + 1)})
+
+
+def text_of_tokens(tok, n: int, seed: int) -> str:
+    """A text that is exactly n tokens on its own in `tok`."""
+    rng, words = random.Random(seed), []
+    while len(tok.encode(" ".join(words), add_special_tokens=False)) < n:
+        words.append(rng.choice(_WORDS))
+    ids = tok.encode(" ".join(words), add_special_tokens=False)[:n]
+    return tok.decode(ids)
+
+
+@pytest.fixture(scope="module")
+def encoder(qwen_dir, loaded_models):
+    m = loaded_models(qwen_dir)
+    return PromptEncoder(m.tokenizer, model_name="qwen3-tiny", context_len=1 << 20)
+
+
+def _bank_queries(encoder, q=300, a=500, b=500):
+    tok = encoder.tok
+    pair = Pair("x", text_of_tokens(tok, q, 1), text_of_tokens(tok, a, 2), text_of_tokens(tok, b, 3))
+    queries, _ = build_queries(encoder, pair, protocols.prompt_experts_for(protocols.SINGLE_PASS))
+    return [qr.ids for qr in queries]
+
+
+def test_fixed_prompt_set_exact_counts(loaded_models, qwen_dir):
+    m = loaded_models(qwen_dir)
+    enc = PromptEncoder(m.tokenizer, model_name="tiny", context_len=m.context_len)
+    pairs = [Pair("p", "Add 2 and 3.", "5", "It is 6."), Pair("q", "Name a prime.", "7 is prime.", "9")]
+    groups = [build_queries(enc, p, ["direct", "score", "pointwise"])[0] for p in pairs]
+    shared, naive = PrefixEngine(m).run(groups), NaiveEngine(m).run(groups)
+    for group, s, n in zip(groups, shared.tokens_per_group, naive.tokens_per_group):
+        ids = [qr.ids for qr in group]
+        assert s == distinct_prefixes(ids)
+        assert n == sum(len(i) for i in ids)
+    assert shared.stats.tokens_prefilled == sum(distinct_prefixes([q.ids for q in g]) for g in groups)
+    assert naive.stats.tokens_prefilled == sum(len(q.ids) for g in groups for q in g)
+
+
+def test_single_pass_bank_at_q300_a500(encoder):
+    ids = _bank_queries(encoder)
+    shared, naive = distinct_prefixes(ids), sum(len(i) for i in ids)
+    from baer_fast.runtime.prefix_tree import build_tree, tree_tokens
+    assert tree_tokens(build_tree(ids)) == shared
+    # 8 prompts per pair (direct x2, score x4, pointwise x2): 6 see both responses, 2 see one.
+    # Every response is prefilled once per order it leads, so ~2,000 + 300 + 8 short suffixes.
+    assert shared < 300 + 2 * 1000 + 8 * 120
+    assert naive / shared >= 3.5
+
+
+def test_design_skeleton_18_suffixes_is_8x(encoder):
+    """DESIGN.md's figure: [system][question] shared, [A][B] per order, 9 suffixes per order."""
+    tok = encoder.tok
+    q, a, b = (text_of_tokens(tok, n, s) for n, s in ((300, 1), (500, 2), (500, 3)))
+    instr = [text_of_tokens(tok, 40, 10 + k) for k in range(9)]
+    prompts = [Prompt(f"{o}/{k}", pairwise_segments(q, a, b, o, instr[k]), ("A", "B"))
+               for o in ORDERS for k in range(9)]
+    ids = [encoder.encode(p, pair_id="x", expert="skeleton") for p in prompts]
+    shared, naive = distinct_prefixes(ids), sum(len(i) for i in ids)
+    assert naive / shared >= 8.0

@@ -1,0 +1,40 @@
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from baer_fast.runtime.prefix_tree import build_tree, subtree_depth, tree_tokens
+
+
+def _distinct_prefixes(seqs) -> int:
+    # independent count: each distinct non-empty prefix is exactly one prefilled token
+    return len({tuple(s[:k]) for s in seqs for k in range(1, len(s) + 1)})
+
+
+def _path(nodes, i):
+    out = []
+    while i >= 0:
+        out = list(nodes[i].tokens) + out
+        i = nodes[i].parent
+    return out
+
+
+def test_small_tree_exact():
+    seqs = [(1, 2, 3, 4), (1, 2, 3, 5, 6), (1, 2, 3), (7, 8), (1, 2, 3, 4)]
+    nodes = build_tree(seqs)
+    assert [n.tokens for n in nodes] == [(1, 2, 3), (4,), (5, 6), (7, 8)]
+    assert [n.ends for n in nodes] == [[2], [0, 4], [1], [3]]
+    assert tree_tokens(nodes) == 8
+    assert subtree_depth(nodes) == [1, 1, 1, 0]
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.lists(st.integers(0, 3), min_size=1, max_size=12), min_size=1, max_size=10))
+def test_tree_spells_every_sequence_once(seqs):
+    seqs = [tuple(s) for s in seqs]
+    nodes = build_tree(seqs)
+    assert tree_tokens(nodes) == _distinct_prefixes(seqs)
+    ends = sorted(q for n in nodes for q in n.ends)
+    assert ends == list(range(len(seqs)))
+    for i, n in enumerate(nodes):
+        assert n.tokens and n.past == len(_path(nodes, i)) - len(n.tokens)
+        for q in n.ends:
+            assert tuple(_path(nodes, i)) == seqs[q]
