@@ -1,8 +1,10 @@
 """JSONL reading with located errors, and writes that never leave a half-written file.
 
 Readers yield `(line_number, dict)`; every failure is an `InputError` naming the
-file and 1-based line. Writers go to a temporary file in the target's folder and
-are renamed into place only after everything was written and fsync'd.
+file and 1-based line. With a `Rejects` collector (the `--on-error skip` policy) a bad
+line is recorded there and skipped instead of raised. Writers go to a temporary file
+in the target's folder and are renamed into place only after everything was written
+and fsync'd.
 """
 from __future__ import annotations
 
@@ -11,9 +13,12 @@ import math
 import os
 import tempfile
 from contextlib import contextmanager
-from typing import Any, Iterator
+from typing import TYPE_CHECKING, Any, Iterator
 
 from baer_fast.errors import InputError
+
+if TYPE_CHECKING:
+    from baer_fast.io.rejects import Rejects
 
 
 def _reject_constant(name: str) -> float:
@@ -21,27 +26,53 @@ def _reject_constant(name: str) -> float:
     raise ValueError(f"non-finite number {name} is not allowed")
 
 
-def iter_jsonl(path: str) -> Iterator[tuple[int, dict]]:
-    """Yield (line_no, object) for each non-blank line; raise InputError on any bad line."""
+def _open_input(path: str):
     try:
-        fh = open(path, "rb")
+        return open(path, "rb")
     except FileNotFoundError:
         raise InputError("file not found", path=path) from None
     except IsADirectoryError:
         raise InputError("is a directory, expected a JSONL file", path=path) from None
-    with fh:
-        n_records = 0
-        for line_no, raw in enumerate(fh, start=1):
-            obj = _parse_line(raw, path=path, line_no=line_no)
-            if obj is None:
-                continue
-            n_records += 1
-            yield line_no, obj
+    except OSError as e:
+        raise InputError(f"cannot read: {e.strerror or e}", path=path) from None
+
+
+def iter_jsonl_raw(path: str, rejects: "Rejects | None" = None) -> Iterator[tuple[int, dict, bytes]]:
+    """Yield (line_no, object, raw line) per non-blank line.
+
+    A bad line raises InputError, or, with `rejects`, is recorded there and skipped.
+    A file with no record at all is always an error (nothing to work on).
+    """
+    n_records = 0
+    with _open_input(path) as fh:
+        raw = fh.readline()
+        line_no = 0
+        while raw:
+            line_no += 1
+            nxt = fh.readline()
+            try:
+                obj = _parse_line(raw, path=path, line_no=line_no, last=not nxt)
+            except InputError as err:
+                if rejects is None:
+                    raise
+                rejects.add(err, raw)
+                obj = None
+            if obj is not None:
+                n_records += 1
+                yield line_no, obj, raw
+            raw = nxt
     if n_records == 0:
-        raise InputError("empty file: no JSON records", path=path)
+        extra = f" ({len(rejects)} line(s) rejected)" if rejects is not None and len(rejects) else ""
+        raise InputError(f"empty file: no valid JSON records{extra}", path=path)
 
 
-def _parse_line(raw: bytes, *, path: str, line_no: int) -> dict | None:
+def iter_jsonl(path: str, rejects: "Rejects | None" = None) -> Iterator[tuple[int, dict]]:
+    """Yield (line_no, object) for each non-blank line; raise InputError on any bad line."""
+    for line_no, obj, _ in iter_jsonl_raw(path, rejects):
+        yield line_no, obj
+
+
+def _parse_line(raw: bytes, *, path: str, line_no: int, last: bool = False) -> dict | None:
     if line_no == 1 and raw.startswith(b"\xef\xbb\xbf"):
         raise InputError("file starts with a UTF-8 byte-order mark (BOM); save it without one",
                          path=path, line=line_no)
@@ -53,7 +84,12 @@ def _parse_line(raw: bytes, *, path: str, line_no: int) -> dict | None:
         return None
     try:
         obj = json.loads(text, parse_constant=_reject_constant)
+    except RecursionError:
+        raise InputError("malformed JSON: nested too deeply", path=path, line=line_no) from None
     except (json.JSONDecodeError, ValueError) as e:
+        if last and not raw.endswith(b"\n"):
+            raise InputError(f"truncated last line: no newline at the end and not valid JSON ({e}); "
+                             "was the writer interrupted?", path=path, line=line_no) from None
         raise InputError(f"malformed JSON: {e}", path=path, line=line_no) from None
     if not isinstance(obj, dict):
         raise InputError(f"expected a JSON object, got {type(obj).__name__}", path=path, line=line_no)
@@ -69,28 +105,43 @@ def dumps(obj: Any) -> str:
 def atomic_open(path: str, mode: str = "w"):
     """Open a temp file beside `path`; on clean exit fsync and rename over `path`, else delete it."""
     folder = os.path.dirname(os.path.abspath(path))
-    os.makedirs(folder, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(path) + ".", suffix=".tmp", dir=folder)
+    if os.path.isdir(path):
+        raise InputError("is a directory, expected a file path to write", path=path)
     try:
+        os.makedirs(folder, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(path) + ".", suffix=".tmp", dir=folder)
+    except OSError as e:
+        raise InputError(f"cannot write here: {e.strerror or e}", path=path) from None
+    try:
+        os.fchmod(fd, 0o666 & ~_umask())       # mkstemp makes 0600; outputs get the usual mode
         with os.fdopen(fd, mode, encoding=None if "b" in mode else "utf-8") as fh:
             yield fh
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, path)
-        _fsync_dir(folder)
+        fsync_dir(folder)
     except BaseException:
         if os.path.exists(tmp):
             os.unlink(tmp)
         raise
 
 
-def _fsync_dir(folder: str) -> None:
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def fsync_dir(folder: str) -> None:
+    """Make a rename or a new file in `folder` durable (best effort where unsupported)."""
     try:
         dfd = os.open(folder, os.O_RDONLY)
     except OSError:
         return
     try:
         os.fsync(dfd)
+    except OSError:
+        pass
     finally:
         os.close(dfd)
 
@@ -106,4 +157,9 @@ def write_jsonl(path: str, records) -> int:
 
 
 def is_finite_number(x: Any) -> bool:
-    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
+    if not isinstance(x, (int, float)) or isinstance(x, bool):
+        return False
+    try:
+        return math.isfinite(x)
+    except OverflowError:       # an int too large for a float
+        return False

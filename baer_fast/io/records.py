@@ -6,14 +6,22 @@ signals: {"id", "subset", "label"?, "split"?, "meta", "experts": {name: [u_1, ..
 Every `u` is P(response a is better) in the canonical frame (already mapped back
 from the display order it was run in); `null` is a missing or unparsed run.
 `label` is "a", "b" or "tie" (tie pairs are kept but excluded from fitting and accuracy).
+
+Readers take `rejects=` (see `io/rejects.py`): without it the first bad record raises
+an `InputError` naming file, line and field; with it bad records are skipped and kept
+there. Each record remembers the line it came from (`.line`, 0 when built in memory),
+so later whole-file checks can still point at a line.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Iterable, Iterator
+from typing import TYPE_CHECKING, Iterable, Iterator
 
 from baer_fast.errors import InputError
-from baer_fast.io.jsonl import is_finite_number, iter_jsonl, write_jsonl
+from baer_fast.io.jsonl import is_finite_number, iter_jsonl_raw, write_jsonl
+
+if TYPE_CHECKING:
+    from baer_fast.io.rejects import Rejects
 
 LABELS = ("a", "b", "tie")
 SPLITS = ("selection", "calibration", "test")
@@ -29,6 +37,7 @@ class Pair:
     subset: str = "default"     # category g(x) used by the stack's interaction block
     split: str | None = None    # explicit role; wins over the id hash
     meta: dict = field(default_factory=dict)
+    line: int = field(default=0, compare=False, repr=False)   # source line; not part of the format
 
     def swapped(self) -> "Pair":
         """Tx: the same pair with the candidates exchanged (label follows its response)."""
@@ -57,6 +66,7 @@ class Signals:
     label: str | None = None
     split: str | None = None
     meta: dict = field(default_factory=dict)
+    line: int = field(default=0, compare=False, repr=False)   # source line; not part of the format
 
     def swapped(self) -> "Signals":
         """Tx: u -> 1-u; runs of the two display orders exchange places (pairs of runs)."""
@@ -163,7 +173,7 @@ def pair_from_json(obj: dict, *, path: str = "<pairs>", line: int = 0) -> Pair:
                 label=_opt_choice(obj, "label", LABELS, path=path, line=line),
                 subset=_opt_str(obj, "subset", "default", path=path, line=line),
                 split=_opt_choice(obj, "split", SPLITS, path=path, line=line),
-                meta=_opt_dict(obj, "meta", path=path, line=line))
+                meta=_opt_dict(obj, "meta", path=path, line=line), line=line)
 
 
 def signals_from_json(obj: dict, *, path: str = "<signals>", line: int = 0) -> Signals:
@@ -176,7 +186,7 @@ def signals_from_json(obj: dict, *, path: str = "<signals>", line: int = 0) -> S
                    subset=_opt_str(obj, "subset", "default", path=path, line=line),
                    label=_opt_choice(obj, "label", LABELS, path=path, line=line),
                    split=_opt_choice(obj, "split", SPLITS, path=path, line=line),
-                   meta=_opt_dict(obj, "meta", path=path, line=line))
+                   meta=_opt_dict(obj, "meta", path=path, line=line), line=line)
 
 
 def _check_runs(name: str, runs, *, path: str, line: int) -> None:
@@ -195,35 +205,38 @@ def _check_runs(name: str, runs, *, path: str, line: int) -> None:
                              path=path, line=line, field=fld)
 
 
-def _read_unique(path: str, parse) -> Iterator:
-    seen: dict[str, int] = {}
-    for line_no, obj in iter_jsonl(path):
-        rec = parse(obj, path=path, line=line_no)
-        if rec.id in seen:
-            raise InputError(f"duplicate id {rec.id!r} (first on line {seen[rec.id]})",
-                             path=path, line=line_no, field="id")
-        seen[rec.id] = line_no
+def _read_unique(path: str, parse, rejects: "Rejects | None" = None,
+                 seen: dict | None = None) -> Iterator:
+    """Parse each line; ids must be unique (in this file and in `seen`, id -> 'file:line')."""
+    seen = {} if seen is None else seen
+    for line_no, obj, raw in iter_jsonl_raw(path, rejects):
+        try:
+            rec = parse(obj, path=path, line=line_no)
+            if rec.id in seen:
+                raise InputError(f"duplicate id {rec.id!r} (first at {seen[rec.id]})",
+                                 path=path, line=line_no, field="id")
+        except InputError as err:
+            if rejects is None:
+                raise
+            rejects.add(err, raw)
+            continue
+        seen[rec.id] = f"{path}:{line_no}"
         yield rec
 
 
-def read_pairs(path: str) -> list[Pair]:
-    return list(_read_unique(path, pair_from_json))
+def read_pairs(path: str, *, rejects: "Rejects | None" = None) -> list[Pair]:
+    return list(_read_unique(path, pair_from_json, rejects))
 
 
-def read_signals(path: str) -> list[Signals]:
-    return list(_read_unique(path, signals_from_json))
+def read_signals(path: str, *, rejects: "Rejects | None" = None) -> list[Signals]:
+    return list(_read_unique(path, signals_from_json, rejects))
 
 
-def read_signals_many(paths: Iterable[str]) -> list[Signals]:
+def read_signals_many(paths: Iterable[str], *, rejects: "Rejects | None" = None) -> list[Signals]:
     """Concatenate several signals files; ids must be unique across all of them."""
-    out, where = [], {}
+    out, seen = [], {}
     for path in paths:
-        for rec in read_signals(path):
-            if rec.id in where:
-                raise InputError(f"duplicate id {rec.id!r} (also in {where[rec.id]})",
-                                 path=path, field="id")
-            where[rec.id] = path
-            out.append(rec)
+        out += _read_unique(path, signals_from_json, rejects, seen)
     return out
 
 

@@ -5,7 +5,17 @@ Data go to `path` (plain JSONL, the interchange format, no header line); a sidec
 complete batch, and is rewritten atomically after each batch is flushed and fsync'd.
 On restart the data file is cut back to that length (dropping a torn last batch), the
 ids already written are skipped, and a different fingerprint (other model, head or
-input) is refused instead of mixed in.
+input) is refused instead of mixed in. Two runs writing one output at once are
+refused too (an exclusive lock on the data file, where the OS has `fcntl`).
+
+A command that writes per-pair results uses it as:
+
+    fp = {"command": "experts", "input_sha256": file_sha256(inp), "model": ...}
+    with ResumableWriter(out, fingerprint=fp, overwrite=args.overwrite) as w:
+        todo = [p for p in pairs if p.id not in w.done_ids]
+        for batch in batches(todo):
+            w.append([result_record(...) for ...])      # each record has a unique "id"
+        w.finish()
 """
 from __future__ import annotations
 
@@ -14,7 +24,14 @@ import json
 import os
 
 from baer_fast.errors import InputError
-from baer_fast.io.jsonl import atomic_open, dumps
+from baer_fast.io.jsonl import atomic_open, dumps, fsync_dir
+
+try:
+    import fcntl
+except ImportError:          # not POSIX: no lock, everything else holds
+    fcntl = None
+
+_FIX = "pass --overwrite to start again, or choose another --out"
 
 
 def progress_path(path: str) -> str:
@@ -22,55 +39,113 @@ def progress_path(path: str) -> str:
 
 
 def file_sha256(path: str) -> str:
+    """Hash of an input file (the fingerprint's 'same input' test)."""
     h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
+    try:
+        with open(path, "rb") as fh:
+            for block in iter(lambda: fh.read(1 << 20), b""):
+                h.update(block)
+    except FileNotFoundError:
+        raise InputError("file not found", path=path) from None
+    except IsADirectoryError:
+        raise InputError("is a directory, expected a file", path=path) from None
     return h.hexdigest()
 
 
 class ResumableWriter:
-    """with ResumableWriter(out, fingerprint=fp) as w: skip w.done_ids; w.append(batch)"""
+    """with ResumableWriter(out, fingerprint=fp) as w: skip w.done_ids; w.append(batch); w.finish()"""
 
     def __init__(self, path: str, *, fingerprint: dict, overwrite: bool = False):
         self.path, self.fingerprint = path, json.loads(json.dumps(fingerprint))
         self.done_ids: set[str] = set()
         self.resumed = False
+        if os.path.isdir(path):
+            raise InputError("is a directory, expected an output file path", path=path, field="--out")
         if overwrite:
             for p in (path, progress_path(path)):
                 if os.path.exists(p):
                     os.unlink(p)
-        if os.path.exists(path):
-            self._resume()
-        else:
-            os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-            open(path, "wb").close()
-            self._bytes, self._records, self.complete = 0, 0, False
-            self._write_progress()
+        existed = os.path.exists(path)
+        if not existed:
+            self._start()
         self._fh = open(path, "ab")
+        self._lock()                      # before a resume cuts the file back
+        if existed:
+            try:
+                self._resume()
+            except BaseException:
+                self._fh.close()
+                raise
 
-    def _resume(self) -> None:
+    def _start(self) -> None:
+        # The progress record is written first: a data file without one is never ours.
+        self._bytes, self._records, self.complete = 0, 0, False
+        try:
+            self._write_progress()
+        except OSError as e:
+            raise InputError(f"cannot write here: {e.strerror or e}", path=self.path) from None
+        open(self.path, "wb").close()
+        fsync_dir(os.path.dirname(os.path.abspath(self.path)))
+
+    def _lock(self) -> None:
+        if fcntl is None:
+            return
+        try:
+            fcntl.flock(self._fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            self._fh.close()
+            raise InputError("another baer-fast run is writing this output right now",
+                             path=self.path) from None
+
+    def _read_progress(self) -> dict:
         prog_file = progress_path(self.path)
         if not os.path.exists(prog_file):
             raise InputError("output exists but has no progress record, so it was not written by "
-                             "a resumable baer-fast run; pass --overwrite or choose another --out",
-                             path=self.path)
-        with open(prog_file, encoding="utf-8") as fh:
-            prog = json.load(fh)
-        if prog.get("fingerprint") != self.fingerprint:
-            diff = sorted(k for k in set(prog.get("fingerprint", {})) | set(self.fingerprint)
-                          if prog.get("fingerprint", {}).get(k) != self.fingerprint.get(k))
+                             f"a resumable baer-fast run; {_FIX}", path=self.path)
+        try:
+            with open(prog_file, encoding="utf-8") as fh:
+                prog = json.load(fh)
+            int(prog["bytes"]), int(prog["records"]), dict(prog["fingerprint"])
+        except (ValueError, KeyError, TypeError, UnicodeDecodeError):
+            raise InputError(f"progress record is unreadable; {_FIX}", path=prog_file) from None
+        return prog
+
+    def _resume(self) -> None:
+        prog = self._read_progress()
+        if prog["fingerprint"] != self.fingerprint:
+            old = prog["fingerprint"]
+            diff = sorted(k for k in set(old) | set(self.fingerprint) if old.get(k) != self.fingerprint.get(k))
             raise InputError(f"output was written by a different run (differs in: {', '.join(diff)}); "
-                             "refusing to mix results — pass --overwrite or choose another --out",
-                             path=self.path)
+                             f"refusing to mix results — {_FIX}", path=self.path)
         self._bytes, self._records = int(prog["bytes"]), int(prog["records"])
         self.complete = bool(prog.get("complete"))
-        with open(self.path, "r+b") as fh:
-            fh.truncate(self._bytes)          # drop a torn batch written after the last progress
-        with open(self.path, "rb") as fh:
-            for raw in fh:
-                self.done_ids.add(json.loads(raw)["id"])
+        size = os.path.getsize(self.path)
+        if size < self._bytes:
+            raise InputError(f"output is shorter ({size} bytes) than its progress record says "
+                             f"({self._bytes}); it was cut by something else; {_FIX}", path=self.path)
+        if size > self._bytes:
+            with open(self.path, "r+b") as fh:
+                fh.truncate(self._bytes)      # drop a torn batch written after the last progress
+                fh.flush()
+                os.fsync(fh.fileno())
+        self._load_done_ids()
         self.resumed = True
+
+    def _load_done_ids(self) -> None:
+        with open(self.path, "rb") as fh:
+            for line_no, raw in enumerate(fh, start=1):
+                try:
+                    rid = json.loads(raw)["id"]
+                except (ValueError, KeyError, TypeError):
+                    raise InputError(f"unreadable record in a resumable output; {_FIX}",
+                                     path=self.path, line=line_no) from None
+                if rid in self.done_ids:
+                    raise InputError(f"duplicate id {rid!r} in a resumable output; {_FIX}",
+                                     path=self.path, line=line_no, field="id")
+                self.done_ids.add(rid)
+        if len(self.done_ids) != self._records:
+            raise InputError(f"output holds {len(self.done_ids)} records but its progress record says "
+                             f"{self._records}; {_FIX}", path=self.path)
 
     def _write_progress(self) -> None:
         prog = {"fingerprint": self.fingerprint, "bytes": self._bytes, "records": self._records,
@@ -82,21 +157,26 @@ class ResumableWriter:
         """Write one batch, flush, fsync, then record progress (the batch is now durable)."""
         if not records:
             return
+        ids = [r["id"] for r in records]
+        if len(set(ids)) != len(ids) or not self.done_ids.isdisjoint(ids):
+            raise ValueError("ResumableWriter.append: an id was already written (caller must skip done_ids)")
         data = "".join(dumps(r) + "\n" for r in records).encode("utf-8")
         self._fh.write(data)
         self._fh.flush()
         os.fsync(self._fh.fileno())
         self._bytes += len(data)
         self._records += len(records)
-        self.done_ids.update(r["id"] for r in records)
+        self.done_ids.update(ids)
         self._write_progress()
 
     def finish(self) -> None:
+        """Mark the output complete (every input record has its result)."""
         self.complete = True
         self._write_progress()
 
     def close(self) -> None:
-        self._fh.close()
+        if not self._fh.closed:
+            self._fh.close()
 
     def __enter__(self):
         return self
