@@ -14,7 +14,8 @@ from baer_fast.io.jsonl import atomic_open
 
 FORMAT = "baer-fast-head"
 SCHEMA_VERSION = 1
-_PICKLE_MAGIC = (b"\x80", b"PK\x03\x04")   # pickle protocol >= 2; zip (torch.save / npz-with-pickle)
+# pickle protocol >= 2; zip (torch.save, .npz); protocol 0/1 pickles of a dict or list
+_PICKLE_MAGIC = (b"\x80", b"PK\x03\x04", b"(dp", b"(lp", b"}q", b"]q", b"}(", b"](")
 
 
 def _canonical(d: dict) -> bytes:
@@ -38,7 +39,7 @@ def save(path: str, artifact: dict) -> None:
 
 
 def load(path: str) -> dict:
-    """Read and validate; raise ArtifactError with the path and reason on anything odd."""
+    """Read and validate; raise ArtifactError naming the path (and line/field) on anything odd."""
     try:
         with open(path, "rb") as fh:
             raw = fh.read()
@@ -46,13 +47,22 @@ def load(path: str) -> dict:
         raise ArtifactError(f"{path}: head artifact not found") from None
     except IsADirectoryError:
         raise ArtifactError(f"{path}: is a directory, expected a head artifact (.json)") from None
+    except OSError as e:
+        raise ArtifactError(f"{path}: cannot read: {e.strerror or e}") from None
     if raw.startswith(_PICKLE_MAGIC):
         raise ArtifactError(f"{path}: looks like a pickle/zip file; baer-fast artifacts are JSON "
                             "and are never unpickled")
     try:
-        d = json.loads(raw.decode("utf-8"), parse_constant=_no_constants)
-    except (UnicodeDecodeError, ValueError) as e:
-        raise ArtifactError(f"{path}: not a valid JSON artifact (truncated or corrupt?): {e}") from None
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise ArtifactError(f"{path}: not valid UTF-8 (byte {e.start}); not a baer-fast artifact") from None
+    try:
+        d = json.loads(text, parse_constant=_no_constants)
+    except json.JSONDecodeError as e:
+        raise ArtifactError(f"{path}:{e.lineno}: not a valid JSON artifact (truncated or corrupt?): "
+                            f"{e.msg}") from None
+    except (ValueError, RecursionError) as e:
+        raise ArtifactError(f"{path}: not a valid JSON artifact: {e}") from None
     _validate(d, path)
     return d
 
@@ -61,25 +71,32 @@ def _no_constants(name):
     raise ValueError(f"non-finite number {name}")
 
 
+_TYPES = {"condition": str, "head": str, "heads": dict, "experts": list}
+
+
 def _validate(d, path: str) -> None:
     if not isinstance(d, dict) or d.get("format") != FORMAT:
-        raise ArtifactError(f"{path}: not a baer-fast head artifact (field 'format' must be {FORMAT!r})")
+        raise ArtifactError(f"{path}: field 'format': not a baer-fast head artifact (must be {FORMAT!r})")
     version = d.get("schema_version")
     if not isinstance(version, int) or isinstance(version, bool):
-        raise ArtifactError(f"{path}: field 'schema_version' is missing or not an integer")
+        raise ArtifactError(f"{path}: field 'schema_version': missing or not an integer")
     if version > SCHEMA_VERSION:
-        raise ArtifactError(f"{path}: schema_version {version} is newer than this baer-fast "
+        raise ArtifactError(f"{path}: field 'schema_version': {version} is newer than this baer-fast "
                             f"understands ({SCHEMA_VERSION}); upgrade baer-fast")
     if version < 1:
-        raise ArtifactError(f"{path}: unknown schema_version {version}")
+        raise ArtifactError(f"{path}: field 'schema_version': unknown version {version}")
     if d.get("checksum") != checksum(d):
-        raise ArtifactError(f"{path}: checksum mismatch: the artifact was modified after it was "
-                            "written; refit it")
-    for key in ("condition", "head", "heads", "experts"):
+        raise ArtifactError(f"{path}: field 'checksum': mismatch: the artifact was modified after it "
+                            "was written; refit it")
+    for key, typ in _TYPES.items():
         if key not in d:
-            raise ArtifactError(f"{path}: field '{key}' is missing")
+            raise ArtifactError(f"{path}: field '{key}': missing")
+        if not isinstance(d[key], typ):
+            raise ArtifactError(f"{path}: field '{key}': expected {typ.__name__}, got {type(d[key]).__name__}")
+    if not all(isinstance(e, str) and e for e in d["experts"]):
+        raise ArtifactError(f"{path}: field 'experts': expected a list of expert names")
     if d["head"] not in d["heads"]:
-        raise ArtifactError(f"{path}: deployed head {d['head']!r} has no parameters in 'heads'")
+        raise ArtifactError(f"{path}: field 'head': deployed head {d['head']!r} has no parameters in 'heads'")
 
 
 def deployed_head(d: dict):
