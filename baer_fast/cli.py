@@ -36,8 +36,15 @@ def _available(name: str) -> bool:
     return importlib.util.find_spec(f"baer_fast.commands.{COMMANDS[name][0]}") is not None
 
 
+class _Parser(argparse.ArgumentParser):
+    """Argument errors as one line (like every other error), exit 2."""
+
+    def error(self, message: str):
+        self.exit(EXIT_INPUT, f"error: {self.prog}: {message} (see {self.prog} --help)\n")
+
+
 def build_parser(argv: list[str]) -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="baer-fast", description="Robust pairwise LLM judging (BAER).")
+    parser = _Parser(prog="baer-fast", description="Robust pairwise LLM judging (BAER).")
     parser.add_argument("--version", action="store_true", help="print the version and exit")
     parser.add_argument("-q", "--quiet", action="store_true", help="no progress bars, warnings only")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
@@ -54,7 +61,10 @@ def build_parser(argv: list[str]) -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser(argv)
-    args = parser.parse_args(argv)
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as e:     # --help (0) or a bad argument (2): returned, like every other exit
+        return e.code if isinstance(e.code, int) else EXIT_INPUT
     if args.version:
         from baer_fast import __version__
         print(__version__)

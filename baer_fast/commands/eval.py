@@ -1,4 +1,4 @@
-"""`baer-fast eval --signals S --scores scores.jsonl [--json] [--split test|dev|all]`."""
+"""`baer-fast eval --signals S --scores scores.jsonl [--json] [--split test|dev|all] [--report DIR]`."""
 from __future__ import annotations
 
 import json
@@ -11,9 +11,12 @@ def add_arguments(p) -> None:
                    help="rows to evaluate (default: test, the held-apart split)")
     p.add_argument("--split-seed", default="baer-v1", help="salt of the id-hash split used at fit time")
     p.add_argument("--json", action="store_true", help="print the report as JSON instead of a table")
+    p.add_argument("--report", metavar="DIR", help="also write DIR/report.html with PNG plots")
+    p.add_argument("--head", help="head artifact the scores came from (shows its selection in --report)")
 
 
 def load_scores(path: str, ids: list[str]):
+    """[N] scores aligned with `ids`, and the head name recorded in the file (or None)."""
     import numpy as np
 
     from baer_fast.errors import InputError
@@ -24,17 +27,20 @@ def load_scores(path: str, ids: list[str]):
         for key in ("id", "score"):
             if key not in obj:
                 raise InputError("missing required field", path=path, line=line, field=key)
+        if not isinstance(obj["id"], str) or not obj["id"].strip():
+            raise InputError(f"expected a non-empty string, got {obj['id']!r}", path=path, line=line, field="id")
         if not is_finite_number(obj["score"]):
             raise InputError(f"expected a finite number, got {obj['score']!r}", path=path, line=line, field="score")
         if obj["id"] in found:
             raise InputError(f"duplicate id {obj['id']!r}", path=path, line=line, field="id")
         found[obj["id"]] = float(obj["score"])
-        head = obj.get("head", head)
+        if isinstance(obj.get("head"), str):
+            head = obj["head"]
     missing = [i for i in ids if i not in found]
     if missing:
         raise InputError(f"{len(missing)} pairs of the signals have no score (first: {missing[0]!r}); "
                          "every pair must be scored", path=path, field="id")
-    return np.array([found[i] for i in ids]), head
+    return np.array([found[i] for i in ids], dtype=np.float64), head
 
 
 def run(args) -> int:
@@ -42,9 +48,23 @@ def run(args) -> int:
     from baer_fast.io.records import read_signals
     from baer_fast.selection.splits import SplitSpec, roles
 
+    art = None
+    if args.head:
+        from baer_fast import artifact
+
+        art = artifact.load(args.head)
     records = read_signals(args.signals)
     scores, head = load_scores(args.scores, [r.id for r in records])
-    report = evaluate(records, scores, roles(records, SplitSpec(seed=args.split_seed)), split=args.split)
-    report["head"] = head or "head"
+    row_roles = roles(records, SplitSpec(seed=args.split_seed))
+    report = evaluate(records, scores, row_roles, split=args.split)
+    report["head"] = head or (art["head"] if art else "head")
+    if args.report:
+        from baer_fast.eval.report import write_report
+
+        path = write_report(args.report, records=records, scores=scores, roles=row_roles, report=report,
+                            artifact=art, title=f"{args.signals} — {args.scores}")
+        report["report_html"] = path
     print(json.dumps(report, indent=1) if args.json else format_table(report, title=args.signals))
+    if args.report and not args.json:
+        print(f"report: {report['report_html']}")
     return 0

@@ -1,17 +1,21 @@
 """`baer-fast score --head head.json --out scores.jsonl` from --signals S (or --model + --input).
 
-Crash-safe: scores are appended per batch and a rerun resumes after the last complete batch.
+Crash-safe: scores are appended per batch and a rerun resumes after the last complete batch
+(`io/resumable.py`); `--on-error skip` sets bad input records aside (`io/rejects.py`).
 """
 from __future__ import annotations
 
 import logging
-import sys
+import os
 
 log = logging.getLogger("baer_fast")
 BATCH = 2048
+BATCH_ENV = "BAER_FAST_SCORE_BATCH"   # hidden knob: smaller batches (crash/resume tests)
 
 
 def add_arguments(p) -> None:
+    from baer_fast.io.rejects import add_on_error_argument
+
     p.add_argument("--head", required=True, help="head artifact written by `baer-fast fit`")
     p.add_argument("--out", required=True, help="scores JSONL to write (resumable)")
     src = p.add_mutually_exclusive_group(required=True)
@@ -20,31 +24,48 @@ def add_arguments(p) -> None:
     p.add_argument("--model", help="local judge model folder (with --input)")
     p.add_argument("--kernels", default="auto", choices=("auto", "triton", "torch"))
     p.add_argument("--overwrite", action="store_true", help="discard an existing --out instead of resuming")
+    add_on_error_argument(p)
 
 
-def _records(args, art):
+def batch_size() -> int:
+    from baer_fast.errors import InputError
+
+    raw = os.environ.get(BATCH_ENV, "")
+    if not raw:
+        return BATCH
+    if not raw.isdigit() or int(raw) < 1:
+        raise InputError(f"{BATCH_ENV}={raw!r}: expected a positive integer")
+    return int(raw)
+
+
+def _records(args, art, rejects):
     from baer_fast.errors import InputError
     from baer_fast.io.records import read_pairs, read_signals
 
     if args.signals:
-        return read_signals(args.signals), args.signals
+        return read_signals(args.signals, rejects=rejects), args.signals
     if not args.model:
-        raise InputError("--input needs --model (the judge that produces the signals)")
+        raise InputError("--input needs --model (the judge that produces the signals)", field="--model")
+    pairs = read_pairs(args.input, rejects=rejects)
     from baer_fast.runtime.runner import run_experts
 
-    pairs = read_pairs(args.input)
     return run_experts(args.model, pairs, experts=art["experts"], kernels=args.kernels), args.input
 
 
 def run(args) -> int:
-    from tqdm import tqdm
-
     from baer_fast import artifact
+    from baer_fast.io.rejects import rejects_for, report_rejects
     from baer_fast.io.resumable import ResumableWriter, file_sha256
+    from baer_fast.progress import progress
     from baer_fast.scoring import check_experts, missing_evidence, score_records
 
+    step = batch_size()
     art = artifact.load(args.head)
-    records, where = _records(args, art)
+    rejects = rejects_for(args, out=args.out)
+    try:
+        records, where = _records(args, art, rejects)
+    finally:
+        report_rejects(rejects)
     check_experts(art, records, where)
     head = artifact.deployed_head(art)
     fingerprint = {"command": "score", "input_sha256": file_sha256(where), "head": art["checksum"]}
@@ -52,15 +73,14 @@ def run(args) -> int:
         todo = [r for r in records if r.id not in out.done_ids]
         if out.resumed:
             log.info("resuming %s: %d of %d pairs already scored", args.out, len(out.done_ids), len(records))
-        bar = tqdm(total=len(records), initial=len(records) - len(todo), unit="pair", file=sys.stderr,
-                   disable=args.quiet or None, desc="score")
-        for i in range(0, len(todo), BATCH):
-            batch = todo[i:i + BATCH]
-            out.append(score_records(art, batch, head))
-            bar.update(len(batch))
-        bar.close()
+        with progress(len(records), desc="score", quiet=args.quiet, initial=len(records) - len(todo)) as bar:
+            for i in range(0, len(todo), step):
+                batch = todo[i:i + step]
+                out.append(score_records(art, batch, head))
+                bar.update(len(batch))
         out.finish()
     n_missing = missing_evidence(art, records)
+    skipped = f"; {len(rejects)} bad records skipped -> {rejects.path}" if rejects is not None and len(rejects) else ""
     print(f"{len(records)} pairs scored with head={art['head']} ({art['condition']}) -> {args.out}; "
-          f"{n_missing} (pair, expert) cells had no evidence (p=0.5)")
+          f"{n_missing} (pair, expert) cells had no evidence (p=0.5){skipped}")
     return 0

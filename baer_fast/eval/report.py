@@ -1,0 +1,264 @@
+"""`eval --report DIR`: one self-contained HTML page plus the PNG plots it shows.
+
+Reads what `evaluate` reads (signals records, head scores, split roles) and the frozen
+artifact when given; writes `DIR/report.html` (inline CSS, images referenced as
+relative PNG files beside it) and the PNGs, each atomically. matplotlib is imported
+here only, with the Agg canvas (no display, no network, no global backend change).
+"""
+from __future__ import annotations
+
+import html
+import io
+import json
+import math
+import os
+from typing import Sequence
+
+import numpy as np
+
+from baer_fast.eval.metrics import expert_predictions, head_predictions, label_signs, mcnemar_exact
+from baer_fast.io.jsonl import atomic_open
+
+N_BINS = 10
+_CSS = """body{font-family:system-ui,sans-serif;margin:2em;max-width:70em;color:#222}
+table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:.25em .6em;text-align:right}
+th{background:#f3f3f3}td:first-child,th:first-child{text-align:left}img{max-width:100%;border:1px solid #eee}
+.baer{font-weight:bold}pre{background:#f7f7f7;padding:.6em;overflow:auto}"""
+
+
+def split_mask(roles: Sequence[str], split: str) -> np.ndarray:
+    """Rows of `split` as `evaluate` picks them ("dev" = every non-test row)."""
+    roles = np.asarray(roles)
+    if split == "all":
+        return np.ones(len(roles), bool)
+    return roles != "test" if split == "dev" else roles == split
+
+
+def sigmoid(s: np.ndarray) -> np.ndarray:
+    return 0.5 * (1.0 + np.tanh(0.5 * np.asarray(s, dtype=np.float64)))
+
+
+def subset_accuracy(records, scores, experts, rows) -> dict:
+    """{subset: {method: accuracy}} on labelled rows; method 'BAER' is the head."""
+    y = label_signs(records)
+    correct = {"BAER": head_predictions(scores) == y}
+    pred = expert_predictions(records, experts)
+    for k, name in enumerate(experts):
+        correct[name] = pred[:, k] == y
+    subsets = np.array([r.subset for r in records])
+    out = {}
+    for g in sorted(set(subsets[rows])):
+        m = rows & (subsets == g)
+        out[g] = {name: float(c[m].mean()) for name, c in correct.items()}
+    return out
+
+
+def reliability_bins(p_a: np.ndarray, is_a: np.ndarray, n_bins: int = N_BINS) -> dict:
+    """Equal-width bins of predicted P(a): mean prediction, observed frequency of 'a', count; ECE."""
+    edges = np.linspace(0.0, 1.0, n_bins + 1)
+    idx = np.clip(np.digitize(p_a, edges[1:-1]), 0, n_bins - 1)
+    bins = []
+    for b in range(n_bins):
+        m = idx == b
+        if m.any():
+            bins.append({"lo": float(edges[b]), "hi": float(edges[b + 1]), "n": int(m.sum()),
+                         "mean_p": float(p_a[m].mean()), "freq_a": float(is_a[m].mean())})
+    n = max(len(p_a), 1)
+    ece = sum(b["n"] / n * abs(b["mean_p"] - b["freq_a"]) for b in bins)
+    return {"bins": bins, "ece": float(ece), "n": int(len(p_a))}
+
+
+def position_consistency(records, experts, rows) -> dict:
+    """Per expert: how often its two display-order runs (u_ab, u_ba) disagree.
+
+    Runs are stored as consecutive (ab, ba) pairs. A pair disagrees when the runs fall on
+    opposite sides of 0.5 or exactly one of them is 0.5; both 0.5 agree (both say tie).
+    Pairs with a missing run are not counted; experts with a single run have no rate.
+    """
+    out = {}
+    for name in experts:
+        n = n_dis = 0
+        for r, keep in zip(records, rows):
+            runs = r.experts.get(name) if keep else None
+            if not runs or len(runs) < 2:
+                continue
+            for u_ab, u_ba in zip(runs[0::2], runs[1::2]):
+                if u_ab is None or u_ba is None:
+                    continue
+                n += 1
+                n_dis += np.sign(u_ab - 0.5) != np.sign(u_ba - 0.5)
+        out[name] = {"n_run_pairs": n, "disagree": int(n_dis),
+                     "consistency": (1.0 - n_dis / n) if n else None}
+    return out
+
+
+def mcnemar_vs_experts(records, scores, experts, rows) -> dict:
+    y = label_signs(records)
+    correct_h = (head_predictions(scores) == y)[rows]
+    pred = expert_predictions(records, experts)
+    return {name: mcnemar_exact(correct_h, (pred[:, k] == y)[rows]) for k, name in enumerate(experts)}
+
+
+# ---------------------------------------------------------------- plots
+
+def _figure(w: float, h: float):
+    from matplotlib.figure import Figure     # Agg canvas via savefig; pyplot is never touched
+
+    return Figure(figsize=(w, h), dpi=100)
+
+
+def _save_png(fig, path: str) -> None:
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", bbox_inches="tight")
+    with atomic_open(path, "wb") as fh:
+        fh.write(buf.getvalue())
+
+
+def plot_subset_accuracy(acc: dict, baseline: str | None, path: str) -> None:
+    methods = sorted(next(iter(acc.values())), key=lambda m: (m != "BAER", m != baseline, m)) if acc else []
+    fig = _figure(8, 1.2 + 0.32 * len(methods) * max(1, len(acc)) ** 0.5)
+    ax = fig.add_subplot()
+    height = 0.8 / max(len(acc), 1)
+    y = np.arange(len(methods))
+    for j, (g, by_m) in enumerate(acc.items()):
+        ax.barh(y + j * height, [100 * by_m[m] for m in methods], height=height, label=g)
+    labels = [m + (" (strongest baseline)" if m == baseline else "") for m in methods]
+    ax.set_yticks(y + height * (len(acc) - 1) / 2, labels)
+    ax.invert_yaxis()
+    ax.set_xlabel("accuracy (%)")
+    ax.set_title("Accuracy per subset: BAER vs. each expert")
+    ax.legend(title="subset", fontsize="small", bbox_to_anchor=(1.01, 1), loc="upper left")
+    _save_png(fig, path)
+
+
+def plot_reliability(rel: dict, path: str) -> None:
+    fig = _figure(5, 5)
+    ax = fig.add_subplot()
+    ax.plot([0, 1], [0, 1], ls="--", c="grey", lw=1, label="perfect calibration")
+    xs = [b["mean_p"] for b in rel["bins"]]
+    ys = [b["freq_a"] for b in rel["bins"]]
+    ax.plot(xs, ys, marker="o", label=f"BAER (ECE {rel['ece']:.3f})")
+    for b in rel["bins"]:
+        ax.annotate(str(b["n"]), (b["mean_p"], b["freq_a"]), fontsize=7, xytext=(3, -9),
+                    textcoords="offset points")
+    ax.set_xlim(0, 1)
+    ax.set_ylim(0, 1)
+    ax.set_xlabel("predicted P(a) = σ(score), binned")
+    ax.set_ylabel("observed frequency of label a")
+    ax.set_title(f"Reliability diagram ({rel['n']} labelled pairs)")
+    ax.legend(loc="upper left", fontsize="small")
+    _save_png(fig, path)
+
+
+def plot_consistency(cons: dict, path: str) -> None:
+    names = [n for n, c in cons.items() if c["consistency"] is not None]
+    fig = _figure(8, 1.2 + 0.3 * max(len(names), 1))
+    ax = fig.add_subplot()
+    ax.barh(np.arange(len(names)), [100 * cons[n]["consistency"] for n in names])
+    ax.set_yticks(np.arange(len(names)), names)
+    ax.invert_yaxis()
+    ax.set_xlim(0, 100)
+    ax.set_xlabel("position consistency (%): both display orders on the same side of 0.5")
+    ax.set_title("Position consistency per expert")
+    _save_png(fig, path)
+
+
+def plot_lambda(table: list, path: str) -> None:
+    fig = _figure(5, 3.5)
+    ax = fig.add_subplot()
+    ax.semilogx([r["lambda"] for r in table], [100 * r["calibration_accuracy"] for r in table], marker="o")
+    ax.set_xlabel("λ")
+    ax.set_ylabel("calibration accuracy (%)")
+    ax.set_title("Stack head: λ chosen on the calibration split")
+    _save_png(fig, path)
+
+
+# ---------------------------------------------------------------- HTML
+
+def _pct(x) -> str:
+    return "–" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{100 * x:.2f}"
+
+
+def _table(header: list, rows: list, bold_first: str | None = None) -> str:
+    th = "".join(f"<th>{html.escape(str(h))}</th>" for h in header)
+    body = []
+    for r in rows:
+        cls = ' class="baer"' if bold_first is not None and r[0] == bold_first else ""
+        body.append(f"<tr{cls}>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in r) + "</tr>")
+    return f"<table><tr>{th}</tr>{''.join(body)}</table>"
+
+
+def _img(name: str, alt: str) -> str:
+    return f'<p><img src="{html.escape(name)}" alt="{html.escape(alt)}"></p>'
+
+
+def _selection_html(art: dict | None) -> str:
+    if art is None:
+        return "<p>No artifact given (pass <code>--head head.json</code> to show the selection).</p>"
+    sel = art.get("selection", {})
+    rows = [["condition", art.get("condition")], ["deployed head", art.get("head")],
+            ["forced", art.get("forced")], ["experts", len(art.get("experts", []))]]
+    rows += [[f"selection.{k}", json.dumps(v) if isinstance(v, (dict, list)) else v] for k, v in sel.items()]
+    fo = art.get("fitted_on", {})
+    rows += [[f"fitted_on.{k}", v] for k, v in fo.items() if not isinstance(v, dict)]
+    return _table(["", "value"], rows)
+
+
+def write_report(out_dir: str, *, records, scores, roles, report: dict, artifact: dict | None = None,
+                 title: str = "") -> str:
+    """Write DIR/report.html and its PNGs; return the HTML path."""
+    from baer_fast.errors import InputError
+
+    if os.path.exists(out_dir) and not os.path.isdir(out_dir):
+        raise InputError("exists and is not a folder", path=out_dir, field="--report")
+    os.makedirs(out_dir, exist_ok=True)
+    experts = sorted(report["experts"])
+    y = label_signs(records)
+    in_split = split_mask(roles, report["split"])
+    rows = in_split & (y != 0)
+    scores = np.asarray(scores, dtype=np.float64)
+    baseline = report.get("strongest_on_test", {}).get("expert")
+
+    acc = subset_accuracy(records, scores, experts, rows)
+    rel = reliability_bins(sigmoid(scores[rows]), y[rows] == 1)
+    cons = position_consistency(records, experts, in_split)
+    mc = mcnemar_vs_experts(records, scores, experts, rows)
+    plot_subset_accuracy(acc, baseline, os.path.join(out_dir, "accuracy_by_subset.png"))
+    plot_reliability(rel, os.path.join(out_dir, "reliability.png"))
+    plot_consistency(cons, os.path.join(out_dir, "position_consistency.png"))
+    lam = (artifact or {}).get("fit_report", {}).get("stack", {}).get("lambda_table")
+    if lam:
+        plot_lambda(lam, os.path.join(out_dir, "stack_lambda.png"))
+
+    head = report.get("head", "head")
+    method_rows = [[f"BAER ({head})", _pct(report["accuracy"]), _pct(report["coverage"]), "", ""]]
+    for name in sorted(experts, key=lambda n: -report["experts"][n]["accuracy"]):
+        m = report["experts"][name]
+        tag = " (strongest baseline)" if name == baseline else ""
+        method_rows.append([name + tag, _pct(m["accuracy"]), _pct(m["coverage"]),
+                            f"{mc[name]['p_value']:.3g}", f"{mc[name]['x_only']}/{mc[name]['y_only']}"])
+    cons_rows = [[n, c["n_run_pairs"], c["disagree"], _pct(c["consistency"])] for n, c in cons.items()]
+    parts = [
+        f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>baer-fast report</title>"
+        f"<style>{_CSS}</style></head><body>",
+        f"<h1>baer-fast evaluation</h1><p>{html.escape(title)}</p>",
+        f"<p>split <b>{html.escape(report['split'])}</b>: {report['n_pairs']} pairs, {report['n_scored']} "
+        f"scored (labelled a/b); {report['n_tie_labels']} tie labels and {report['n_unlabelled']} unlabelled "
+        f"excluded from accuracy. Coverage of BAER: {_pct(report['coverage'])}%.</p>",
+        "<h2>Accuracy, coverage and McNemar</h2>",
+        _table(["method", "accuracy %", "coverage %", "McNemar p (BAER vs. it)", "BAER-only / it-only"],
+               method_rows, bold_first=f"BAER ({head})"),
+        f"<p>Any-expert oracle: {_pct(report.get('oracle_any_expert'))}%.</p>",
+        "<h2>Accuracy per subset</h2>", _img("accuracy_by_subset.png", "accuracy per subset"),
+        "<h2>Calibration of p_a</h2>", _img("reliability.png", "reliability diagram"),
+        f"<p>Expected calibration error: {rel['ece']:.4f} over {rel['n']} pairs, {N_BINS} bins.</p>",
+        "<h2>Position consistency</h2>", _img("position_consistency.png", "position consistency"),
+        _table(["expert", "run pairs (ab, ba)", "disagree", "consistency %"], cons_rows),
+        "<h2>Head selection</h2>", _selection_html(artifact),
+        _img("stack_lambda.png", "stack lambda") if lam else "",
+        "</body></html>\n",
+    ]
+    path = os.path.join(out_dir, "report.html")
+    with atomic_open(path) as fh:
+        fh.write("\n".join(parts))
+    return path
