@@ -1,0 +1,129 @@
+"""In-process judge for reward loops: texts in, signed antisymmetric scores out.
+
+    judge = Judge.from_pretrained("path/to/judge-model", head="head.json")
+    s = judge.score(questions, responses_a, responses_b)      # torch.float64 [N]
+
+The model stays resident; batches are sized by the engine's memory budget; the same
+inputs give the same scores. Every pair gets a score: text that is not valid UTF-8 is
+repaired and over-long pairs are cut symmetrically (runtime/truncation.py) instead of
+raising. Knows nothing about files beyond loading the head artifact.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Sequence
+
+from baer_fast.errors import BaerError, InputError
+
+BACKENDS = ("hf", "vllm")
+
+
+@dataclass(frozen=True)
+class JudgeOptions:
+    kernels: str = "auto"          # constrained-readout implementation: auto | triton | torch
+    device: str | None = None      # None = cuda when available, else cpu
+    dtype: str = "auto"            # auto = bf16 on CUDA, fp32 on CPU
+    truncate: bool = True          # cut over-long pairs symmetrically instead of raising
+
+
+class Judge:
+    def __init__(self, engine, art: dict, *, options: JudgeOptions = JudgeOptions()):
+        from baer_fast import artifact as artifact_io
+        from baer_fast import protocols
+
+        self.engine, self.art, self.options = engine, art, options
+        self.head = artifact_io.deployed_head(art)
+        unknown = [e for e in art["experts"] if e not in protocols.SINGLE_PASS]
+        if unknown:
+            raise InputError(f"the head uses expert {unknown[0]!r}, which the {type(engine).__name__} "
+                             f"cannot run (runnable: {', '.join(protocols.SINGLE_PASS)}); fit the head on "
+                             "signals produced by `baer-fast experts`", field="experts")
+        self.experts = list(art["experts"])
+        self.derived_params = dict(art.get("derived_params") or {})
+        missing = [e for e in self.experts if e in protocols.DERIVED_EXPERTS and e not in self.derived_params]
+        if missing:
+            raise InputError(f"derived expert {missing[0]!r} has no frozen parameters in the head "
+                             "artifact ('derived_params'); refit the head from `baer-fast experts` output",
+                             field="derived_params")
+        self._room = None
+
+    @classmethod
+    def from_pretrained(cls, model_path: str, head, *, backend: str = "hf", kernels: str = "auto",
+                        device: str | None = None, dtype: str = "auto", truncate: bool = True) -> "Judge":
+        """head: a path to a head artifact, or an already loaded artifact dict."""
+        from baer_fast import artifact as artifact_io
+        from baer_fast.runtime.config import EngineConfig
+        from baer_fast.runtime.runner import make_engine
+
+        if backend not in BACKENDS:
+            raise BaerError(f"unknown backend {backend!r} (choose from {', '.join(BACKENDS)})")
+        if backend == "vllm":
+            raise BaerError("the vLLM backend is not built yet in this version; use backend='hf'")
+        art = artifact_io.load(head) if isinstance(head, str) else head
+        options = JudgeOptions(kernels=kernels, device=device, dtype=dtype, truncate=truncate)
+        engine = make_engine(model_path, config=EngineConfig(kernels=kernels),
+                             device=device or "auto", dtype=dtype)
+        return cls(engine, art, options=options)
+
+    # ------------------------------------------------------------------ inputs
+
+    def room(self) -> int:
+        """Tokens left for question + responses after the longest prompt's fixed text."""
+        if self._room is None:
+            from baer_fast import protocols
+            from baer_fast.runtime.prompting import PromptEncoder
+
+            loaded = self.engine.loaded
+            enc = PromptEncoder(loaded.tokenizer, model_name=loaded.name, context_len=1 << 62)
+            overhead = max(len(enc.encode(p, pair_id="-", expert=name))
+                           for name in protocols.prompt_experts_for(self.experts)
+                           for p in protocols.get(name).prompts("", "", ""))
+            self._room = loaded.context_len - overhead
+        return self._room
+
+    def pairs(self, questions: Sequence[str], responses_a: Sequence[str], responses_b: Sequence[str]) -> list:
+        from baer_fast.io.records import Pair
+        from baer_fast.runtime.truncation import fit_pair, sanitize
+
+        if not len(questions) == len(responses_a) == len(responses_b):
+            raise InputError(f"questions, responses_a and responses_b differ in length "
+                             f"({len(questions)}, {len(responses_a)}, {len(responses_b)})")
+        out = []
+        for i, (q, a, b) in enumerate(zip(questions, responses_a, responses_b)):
+            q, a, b = str(q), str(a), str(b)
+            if self.options.truncate:
+                cut = fit_pair(self.engine.loaded.tokenizer, q, a, b, room=self.room())
+                q, a, b = cut.question, cut.response_a, cut.response_b
+            else:
+                q, a, b = sanitize(q), sanitize(a), sanitize(b)
+            out.append(Pair(f"judge-{i}", q, a, b, split="test"))
+        return out
+
+    # ------------------------------------------------------------------ outputs
+
+    def signals(self, questions, responses_a, responses_b) -> list:
+        """The expert runs of each pair (for auditing), as Signals records."""
+        from baer_fast.runtime.runner import run_experts
+
+        pairs = self.pairs(questions, responses_a, responses_b)
+        if not pairs:
+            return []
+        return run_experts(self.engine, pairs, experts=self.experts, derived_params=self.derived_params)
+
+    def score(self, questions, responses_a, responses_b):
+        """Signed scores [N] (float64): > 0 means response a is better; swapping a/b negates it."""
+        import torch
+
+        records = self.signals(questions, responses_a, responses_b)
+        if not records:
+            return torch.zeros(0, dtype=torch.float64)
+        return torch.as_tensor(self.head.score(records), dtype=torch.float64)
+
+    def prob_a(self, questions, responses_a, responses_b):
+        """P(a better) = sigmoid(score), [N] float64."""
+        return torch_sigmoid(self.score(questions, responses_a, responses_b))
+
+
+def torch_sigmoid(x):
+    import torch
+    return torch.sigmoid(x)

@@ -1,0 +1,1 @@
+"""Adapters to training libraries (TRL). Each imports its library lazily."""

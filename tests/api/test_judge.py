@@ -1,0 +1,59 @@
+import torch
+
+from baer_fast.api import Judge
+from baer_fast.errors import BaerError
+
+import pytest
+
+Q = ["what is the sum of a list?", "is the code correct?", "explain why"]
+A = ["the sum is 10", "yes the python code returns the sum", ""]
+B = ["it returns a list", "no", "because the answer is correct"]
+
+
+def test_scores_are_antisymmetric(judge):
+    s = judge.score(Q, A, B)
+    s_swapped = judge.score(Q, B, A)
+    assert s.shape == (3,) and s.dtype == torch.float64
+    assert torch.max(torch.abs(s + s_swapped)) < 1e-6      # fp32 model runs, float64 head
+    p = judge.prob_a(Q, A, B)
+    torch.testing.assert_close(p, torch.sigmoid(s))
+
+
+def test_deterministic_and_batch_independent(judge):
+    full = judge.score(Q, A, B)
+    assert torch.equal(full, judge.score(Q, A, B))
+    one = torch.cat([judge.score([q], [a], [b]) for q, a, b in zip(Q, A, B)])
+    torch.testing.assert_close(one, full, atol=1e-5, rtol=0)
+
+
+def test_signals_expose_the_runs(judge):
+    sig = judge.signals(Q[:1], A[:1], B[:1])
+    assert set(sig[0].experts) == set(judge.experts)
+    assert all(0.0 <= u <= 1.0 for runs in sig[0].experts.values() for u in runs if u is not None)
+
+
+def test_every_pair_gets_a_score_even_for_hostile_text(judge):
+    huge = "word " * 2_000_000                                # 10 MB
+    weird = "bad \udcff surrogate and \x00 nul and emoji \U0001F600"
+    s = judge.score(["q", "q", huge[:50_000]], [huge, "", weird], ["short", weird, ""])
+    assert s.shape == (3,) and torch.all(torch.isfinite(s))
+    swapped = judge.score(["q", "q", huge[:50_000]], ["short", weird, ""], [huge, "", weird])
+    assert torch.max(torch.abs(s + swapped)) < 1e-6          # truncation is symmetric
+
+
+def test_empty_batch(judge):
+    assert judge.score([], [], []).shape == (0,)
+
+
+def test_vllm_backend_not_built_says_so(judge_dir, head_path):
+    with pytest.raises(BaerError, match="vLLM backend is not built"):
+        Judge.from_pretrained(judge_dir, head=head_path, backend="vllm")
+
+
+def test_head_from_published_bank_is_refused(judge_dir, tmp_path):
+    from baer_fast import artifact
+    from baer_fast.selection.fit import fit_condition
+    from tests.foundation.conftest import make_signals
+    art = fit_condition(make_signals(120), condition="bank")
+    with pytest.raises(BaerError, match="cannot run"):
+        Judge.from_pretrained(judge_dir, head=art)

@@ -1,0 +1,95 @@
+"""The reward functions drive real TRL trainers (offline, CPU) with the BAER judge."""
+import pytest
+
+from baer_fast.errors import InputError
+from baer_fast.integrations.trl import BAERPairwiseJudge, grpo_reward, groups, online_dpo_reward
+
+trl = pytest.importorskip("trl", reason="TRL adapters need the [trl] extra")
+
+PROMPTS = ["what is the sum of a list?", "is the code correct?", "explain why", "count the words"]
+
+
+@pytest.fixture(scope="module")
+def policy_dir(tmp_path_factory):
+    from tests.fixtures.tiny_models import build_model_dir
+    return build_model_dir(str(tmp_path_factory.mktemp("policy")), arch="llama", seed=3, max_pos=256)
+
+
+def _dataset(conversational=False):
+    from datasets import Dataset
+    if conversational:
+        return Dataset.from_dict({"prompt": [[{"role": "user", "content": p}] for p in PROMPTS]})
+    return Dataset.from_dict({"prompt": PROMPTS})
+
+
+def test_online_dpo_rewards_negate_when_halves_swap(judge):
+    f = online_dpo_reward(judge)
+    first, second = ["the sum is 3", "no"], ["a list", "yes it is correct"]
+    r = f(prompts=2 * PROMPTS[:2], completions=first + second)
+    r_swapped = f(prompts=2 * PROMPTS[:2], completions=second + first)
+    assert len(r) == 4
+    assert r[:2] == [-v for v in r[2:]]
+    assert max(abs(x + y) for x, y in zip(r, r_swapped)) < 1e-6
+
+
+def test_online_dpo_trainer_runs_with_baer_rewards(judge, policy_dir, tmp_path):
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from trl.experimental.online_dpo import OnlineDPOConfig, OnlineDPOTrainer
+
+    calls = []
+    reward = online_dpo_reward(judge)
+
+    def counted(**kw):
+        out = reward(**kw)
+        calls.append(len(out))
+        return out
+
+    cfg = OnlineDPOConfig(output_dir=str(tmp_path), per_device_train_batch_size=2, max_steps=2,
+                          max_new_tokens=6, logging_steps=1, report_to=[], use_cpu=True, save_strategy="no",
+                          bf16=False, dataloader_num_workers=0, seed=0)
+    trainer = OnlineDPOTrainer(model=AutoModelForCausalLM.from_pretrained(policy_dir), reward_funcs=[counted],
+                               args=cfg, train_dataset=_dataset(),
+                               processing_class=AutoTokenizer.from_pretrained(policy_dir))
+    trainer.train()
+    assert calls == [4, 4]                       # 2 steps x (2 prompts x 2 completions)
+
+
+@pytest.mark.parametrize("method", ["mean_win", "bradley_terry"])
+def test_grpo_trainer_runs_with_baer_rewards(judge, policy_dir, tmp_path, method):
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from trl import GRPOConfig, GRPOTrainer
+
+    seen = []
+    reward = grpo_reward(judge, num_generations=2, method=method)
+
+    def counted(prompts, completions, **kw):
+        out = reward(prompts, completions, **kw)
+        seen.append(out)
+        return out
+
+    cfg = GRPOConfig(output_dir=str(tmp_path), per_device_train_batch_size=2, num_generations=2, max_steps=2,
+                     max_completion_length=6, logging_steps=1, report_to=[], use_cpu=True, save_strategy="no",
+                     bf16=False, dataloader_num_workers=0, seed=0)
+    trainer = GRPOTrainer(model=AutoModelForCausalLM.from_pretrained(policy_dir), reward_funcs=[counted],
+                          args=cfg, train_dataset=_dataset(conversational=True),
+                          processing_class=AutoTokenizer.from_pretrained(policy_dir))
+    trainer.train()
+    assert seen and all(len(r) % 2 == 0 for r in seen)
+    if method == "mean_win":                     # a pair's two mean-win rewards sum to 1
+        assert all(abs(r[i] + r[i + 1] - 1.0) < 1e-6 for r in seen for i in range(0, len(r), 2))
+
+
+def test_grpo_split_group_is_a_clear_error():
+    assert [list(g) for g in groups(["p", "p", "q", "q"], 2)] == [[0, 1], [2, 3]]
+    with pytest.raises(InputError, match="group was split"):
+        groups(["p", "p", "p", "q", "q"], 2)
+
+
+def test_pairwise_judge_shape_for_trl_1_0_code(judge):
+    pj = BAERPairwiseJudge(judge)
+    comps = [["the sum is 3", "no"], ["yes it is correct", "a list"]]
+    picks = pj.judge(PROMPTS[:2], comps)
+    flipped = pj.judge(PROMPTS[:2], [c[::-1] for c in comps])
+    assert all(p in (0, 1) for p in picks)
+    assert [1 - p for p in picks] == flipped or any(
+        s == 0 for s in pj.judge_model_scores(PROMPTS[:2], comps))
