@@ -21,37 +21,35 @@ PARALLEL_MIN_ROWS = 2048    # below this, thread start-up costs more than it sav
 
 
 @njit(cache=True, nogil=True)
-def _walk(x, root, left, right, feature, threshold):
-    node = root
-    while left[node] != -1:
-        if x[feature[node]] <= threshold[node]:
-            node = left[node]
-        else:
-            node = right[node]
-    return node
-
-
-@njit(cache=True, nogil=True)
-def _predict_row(x, roots, left, right, feature, threshold, value):
+def _predict_row(x, roots, left, right, feature, threshold, value, depth):
+    # All trees advance one level per step (independent chains the CPU overlaps);
+    # leaves point to themselves, so `depth` steps always end on a leaf, with no
+    # data-dependent loop exit and a select instead of a branch.
+    n_trees = roots.shape[0]
+    node = roots.copy()
+    for _ in range(depth):
+        for t in range(n_trees):
+            j = node[t]
+            node[t] = right[j] if x[feature[j]] > threshold[j] else left[j]
     total = 0.0
-    for t in range(roots.shape[0]):
-        total += value[_walk(x, roots[t], left, right, feature, threshold)]
-    return total / roots.shape[0]
+    for t in range(n_trees):
+        total += value[node[t]]
+    return total / n_trees
 
 
 @njit(cache=True, nogil=True)
-def _predict_serial(xs, roots, left, right, feature, threshold, value):
+def _predict_serial(xs, roots, left, right, feature, threshold, value, depth):
     out = np.empty(xs.shape[0])
     for i in range(xs.shape[0]):
-        out[i] = _predict_row(xs[i], roots, left, right, feature, threshold, value)
+        out[i] = _predict_row(xs[i], roots, left, right, feature, threshold, value, depth)
     return out
 
 
 @njit(cache=True, nogil=True, parallel=True)
-def _predict_parallel(xs, roots, left, right, feature, threshold, value):
+def _predict_parallel(xs, roots, left, right, feature, threshold, value, depth):
     out = np.empty(xs.shape[0])
     for i in prange(xs.shape[0]):
-        out[i] = _predict_row(xs[i], roots, left, right, feature, threshold, value)
+        out[i] = _predict_row(xs[i], roots, left, right, feature, threshold, value, depth)
     return out
 
 
@@ -85,7 +83,7 @@ class CompiledForest:
         xs = np.ascontiguousarray(x, dtype=np.float32)
         if xs.ndim != 2 or xs.shape[1] != self.n_features:
             raise ValueError(f"expected rows of {self.n_features} features, got shape {xs.shape}")
-        args = (self.roots, self.left, self.right, self.feature, self.threshold, self.value)
+        args = self._traversal()
         if xs.shape[0] >= PARALLEL_MIN_ROWS:
             return _predict_parallel(xs, *args)
         return _predict_serial(xs, *args)
@@ -93,7 +91,16 @@ class CompiledForest:
     def predict_one(self, x: np.ndarray) -> float:
         """One row [F] -> P(class 1): the latency path (no batch allocation, no threads)."""
         xs = np.ascontiguousarray(x, dtype=np.float32)
-        return _predict_row(xs, self.roots, self.left, self.right, self.feature, self.threshold, self.value)
+        return _predict_row(xs, *self._traversal())
+
+    def _traversal(self) -> tuple:
+        """Arrays for the kernels: leaves loop to themselves; depth = deepest leaf (cached)."""
+        if getattr(self, "_walk_args", None) is None:
+            idx = np.arange(len(self.left), dtype=np.int64)
+            leaf = self.left == -1
+            self._walk_args = (self.roots, np.where(leaf, idx, self.left), np.where(leaf, idx, self.right),
+                               self.feature, self.threshold, self.value, _max_depth(self.roots, self.left, self.right))
+        return self._walk_args
 
     def to_json(self) -> dict:
         return {"n_features": self.n_features, "roots": self.roots.tolist(), "left": self.left.tolist(),
@@ -126,6 +133,14 @@ class CompiledForest:
             raise ValueError("forest split feature out of range")
         if np.any(self.left[inner] <= np.flatnonzero(inner)) or np.any(self.right[inner] <= np.flatnonzero(inner)):
             raise ValueError("forest children must come after their parent (no cycles)")
+
+
+def _max_depth(roots: np.ndarray, left: np.ndarray, right: np.ndarray) -> int:
+    depth = np.zeros(len(left), np.int64)
+    for j in range(len(left)):             # children come after their parent (checked on load)
+        if left[j] != -1:
+            depth[left[j]] = depth[right[j]] = depth[j] + 1
+    return int(depth.max()) if len(depth) else 0
 
 
 def _export_tree(tree, classes: list) -> dict:
