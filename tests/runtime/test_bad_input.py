@@ -1,0 +1,96 @@
+"""Bad models and bad pairs fail with one clear line, before any silent guess."""
+import os
+import shutil
+
+import pytest
+
+from baer_fast.cli import main
+from baer_fast.errors import BaerError, InputError
+from baer_fast.io.records import Pair, write_pairs
+from baer_fast.runtime.model_loader import load_judge
+from baer_fast.runtime.prompting import PromptEncoder
+from baer_fast.runtime.runner import run_experts
+
+
+def _one_line(err) -> str:
+    msg = str(err)
+    assert "\n" not in msg
+    return msg
+
+
+def test_missing_model_dir(tmp_path):
+    with pytest.raises(InputError) as e:
+        load_judge(str(tmp_path / "nope"))
+    assert "model directory not found" in _one_line(e.value)
+
+
+def test_pickle_weights_refused(tmp_path, qwen_dir):
+    d = tmp_path / "pickled"
+    shutil.copytree(qwen_dir, d)
+    os.rename(d / "model.safetensors", d / "pytorch_model.bin")
+    with pytest.raises(InputError) as e:
+        load_judge(str(d))
+    assert "pytorch_model.bin" in _one_line(e.value) and "safetensors" in str(e.value)
+
+
+def test_model_without_chat_template(tmp_path, qwen_dir):
+    d = tmp_path / "no_template"
+    shutil.copytree(qwen_dir, d)
+    for name in ("chat_template.jinja", "chat_template.json"):
+        if (d / name).exists():
+            os.unlink(d / name)
+    cfg = (d / "tokenizer_config.json").read_text()
+    assert "chat_template" not in cfg or True
+    import json
+    obj = json.loads(cfg)
+    obj.pop("chat_template", None)
+    (d / "tokenizer_config.json").write_text(json.dumps(obj))
+    with pytest.raises(InputError) as e:
+        load_judge(str(d))
+    assert "no chat template" in _one_line(e.value)
+
+
+def test_label_that_is_not_one_token(digits_dir, loaded_models):
+    m = loaded_models(digits_dir)
+    enc = PromptEncoder(m.tokenizer, model_name="qwen3-digits", context_len=m.context_len)
+    assert len(enc.label_ids(tuple("123456789"))) == 9       # the score scale is safe here
+    with pytest.raises(InputError) as e:
+        enc.label_ids(("1", "10"))
+    msg = _one_line(e.value)
+    assert "'10'" in msg and "qwen3-digits" in msg and "2 tokens" in msg
+
+
+def test_score_expert_runs_on_digit_splitting_tokenizer(digits_dir, loaded_models):
+    pairs = [Pair("d", "What is 10 + 20?", "30", "It is 31 or 12.")]
+    sig = run_experts(loaded_models(digits_dir), pairs, experts=["score"])
+    assert len(sig[0].experts["score"]) == 2 and all(0 < u < 1 for u in sig[0].experts["score"])
+
+
+def test_pair_longer_than_context(short_ctx_dir, loaded_models):
+    long = "word " * 300
+    with pytest.raises(InputError) as e:
+        run_experts(loaded_models(short_ctx_dir), [Pair("long1", "q?", long, "short")], experts=["direct"])
+    msg = _one_line(e.value)
+    assert "long1" in msg and "context window" in msg and "(128)" in msg
+
+
+def test_cli_reports_one_line_and_exit_2(tmp_path, capsys, qwen_dir):
+    pairs = tmp_path / "pairs.jsonl"
+    write_pairs(str(pairs), [Pair("x", "q", "a", "b")])
+    rc = main(["experts", "--model", str(tmp_path / "missing"), "--input", str(pairs),
+               "--out", str(tmp_path / "s.jsonl")])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert rc == 2 and err[-1].startswith("error:") and "model directory not found" in err[-1]
+    rc = main(["experts", "--model", qwen_dir, "--input", str(pairs), "--out", str(tmp_path / "s.jsonl"),
+               "--experts", "direct,bogus"])
+    assert rc == 2 and "bogus" in capsys.readouterr().err
+
+
+def test_triton_readout_requested_without_it_fails_loudly(loaded, monkeypatch):
+    import torch
+    if torch.cuda.is_available():
+        pytest.skip("a GPU is present: --kernels triton is valid here")
+    monkeypatch.delenv("TRITON_INTERPRET", raising=False)
+    from baer_fast.runtime.config import EngineConfig
+    with pytest.raises(BaerError):
+        run_experts(loaded, [Pair("x", "q", "a", "b")], experts=["direct"], config=EngineConfig(kernels="triton"))
