@@ -44,14 +44,15 @@ def choice_logits_ref(hidden: torch.Tensor, weight: torch.Tensor, choice_ids: to
 
     Gathers the C LM-head rows first, so no [N, V] tensor is ever formed.
     """
+    # index_select, not weight[ids]: advanced indexing costs ~6 ms on a 151936-row head on CPU
     if choice_ids.dim() == 1:                            # shared ids: gather [C, H] once
-        logits = hidden.float() @ weight[choice_ids].float().T
+        logits = hidden.float() @ weight.index_select(0, choice_ids).float().T
     else:
         ids = _rowwise_ids(choice_ids, hidden.shape[0])  # [N, C] int
-        rows = weight[ids]                               # [N, C, H] — only the allowed rows
+        rows = weight.index_select(0, ids.reshape(-1)).view(*ids.shape, -1)  # [N, C, H] only
         logits = torch.einsum("nh,nch->nc", hidden.float(), rows.float())
     if bias is not None:
-        logits = logits + bias[choice_ids].float()       # [C] or [N, C], broadcast over rows
+        logits = logits + bias.index_select(0, choice_ids.reshape(-1)).view(choice_ids.shape).float()
     return torch.log_softmax(logits, dim=-1)             # [N, C] fp32
 
 
