@@ -58,7 +58,11 @@ class Judge:
         if backend not in BACKENDS:
             raise BaerError(f"unknown backend {backend!r} (choose from {', '.join(BACKENDS)})")
         if backend == "vllm":
-            raise BaerError("the vLLM backend is not built yet in this version; use backend='hf'")
+            from baer_fast.runtime.vllm_backend import VllmEngine, VllmOptions, require_vllm
+            require_vllm()                     # says how to install it before anything loads
+            art = artifact_io.load(head) if isinstance(head, str) else head
+            options = JudgeOptions(kernels=kernels, device=device, dtype=dtype, truncate=truncate)
+            return cls(VllmEngine.from_path(model_path, VllmOptions(dtype=dtype)), art, options=options)
         art = artifact_io.load(head) if isinstance(head, str) else head
         options = JudgeOptions(kernels=kernels, device=device, dtype=dtype, truncate=truncate)
         engine = make_engine(model_path, config=EngineConfig(kernels=kernels),

