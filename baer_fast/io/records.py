@@ -209,6 +209,7 @@ def _read_unique(path: str, parse, rejects: "Rejects | None" = None,
                  seen: dict | None = None) -> Iterator:
     """Parse each line; ids must be unique (in this file and in `seen`, id -> 'file:line')."""
     seen = {} if seen is None else seen
+    n_before, n_ok = len(rejects or ()), 0
     for line_no, obj, raw in iter_jsonl_raw(path, rejects):
         try:
             rec = parse(obj, path=path, line=line_no)
@@ -221,7 +222,11 @@ def _read_unique(path: str, parse, rejects: "Rejects | None" = None,
             rejects.add(err, raw)
             continue
         seen[rec.id] = f"{path}:{line_no}"
+        n_ok += 1
         yield rec
+    if n_ok == 0:      # only reachable under skip: every record was rejected
+        raise InputError(f"empty file: no valid JSON records ({len(rejects) - n_before} line(s) rejected)",
+                         path=path)
 
 
 def read_pairs(path: str, *, rejects: "Rejects | None" = None) -> list[Pair]:

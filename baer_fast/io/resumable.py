@@ -147,10 +147,12 @@ class ResumableWriter:
             raise InputError(f"output holds {len(self.done_ids)} records but its progress record says "
                              f"{self._records}; {_FIX}", path=self.path)
 
-    def _write_progress(self) -> None:
+    def _write_progress(self, *, sync_dir: bool = True) -> None:
+        # Per batch the folder is not fsync'd: after a power loss an older progress record
+        # (fewer bytes) may reappear, which only makes the resume redo a batch.
         prog = {"fingerprint": self.fingerprint, "bytes": self._bytes, "records": self._records,
                 "complete": self.complete}
-        with atomic_open(progress_path(self.path)) as fh:
+        with atomic_open(progress_path(self.path), sync_dir=sync_dir) as fh:
             fh.write(json.dumps(prog, sort_keys=True) + "\n")
 
     def append(self, records: list[dict]) -> None:
@@ -167,7 +169,7 @@ class ResumableWriter:
         self._bytes += len(data)
         self._records += len(records)
         self.done_ids.update(ids)
-        self._write_progress()
+        self._write_progress(sync_dir=False)
 
     def finish(self) -> None:
         """Mark the output complete (every input record has its result)."""
