@@ -1,4 +1,10 @@
-"""`baer-fast import KIND SRC --out DIR`: published judge outputs -> pairs.jsonl + signals.<cond>.jsonl."""
+"""`baer-fast import KIND SRC --out DIR`: published judge outputs -> pairs.jsonl + signals.<cond>.jsonl.
+
+Crash safety is per file: each output is written to a temp file, fsync'd and renamed into
+place (`io/jsonl.atomic_open`), so a killed import leaves every file either complete (new or
+the previous import's) or absent, never half-written. Rerunning the import rewrites the
+same bytes, so it is also the way to resume one.
+"""
 from __future__ import annotations
 
 import os
