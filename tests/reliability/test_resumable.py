@@ -1,0 +1,100 @@
+"""ResumableWriter: torn batches are dropped, foreign or damaged outputs are refused, ids never repeat."""
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+
+from baer_fast.errors import InputError
+from baer_fast.io.resumable import ResumableWriter, progress_path
+
+FP = {"command": "t", "input_sha256": "abc"}
+
+
+def _recs(lo, hi):
+    return [{"id": f"r{i}", "v": i} for i in range(lo, hi)]
+
+
+def _lines(path):
+    with open(path, encoding="utf-8") as fh:
+        return [json.loads(x) for x in fh]
+
+
+def test_resume_drops_a_torn_batch_and_skips_done_ids(tmp_path):
+    out = str(tmp_path / "o.jsonl")
+    with ResumableWriter(out, fingerprint=FP) as w:
+        w.append(_recs(0, 3))
+        w.append(_recs(3, 5))
+    with open(out, "ab") as fh:                       # a batch written, progress never recorded
+        fh.write(b'{"id": "r5", "v": 5}\n{"id": "r6", "v"')
+    with ResumableWriter(out, fingerprint=FP) as w:
+        assert w.resumed and w.done_ids == {f"r{i}" for i in range(5)} and not w.complete
+        w.append(_recs(5, 8))
+        w.finish()
+    assert _lines(out) == _recs(0, 8)
+    with open(progress_path(out)) as fh:
+        assert json.load(fh)["complete"]
+
+
+def test_a_different_fingerprint_is_refused_and_nothing_changes(tmp_path):
+    out = str(tmp_path / "o.jsonl")
+    with ResumableWriter(out, fingerprint=FP) as w:
+        w.append(_recs(0, 2))
+        w.finish()
+    before = open(out, "rb").read(), open(progress_path(out), "rb").read()
+    with pytest.raises(InputError, match="differs in: input_sha256"):
+        ResumableWriter(out, fingerprint=dict(FP, input_sha256="zzz"))
+    assert (open(out, "rb").read(), open(progress_path(out), "rb").read()) == before
+    with ResumableWriter(out, fingerprint=dict(FP, input_sha256="zzz"), overwrite=True) as w:
+        assert not w.resumed and not w.done_ids
+
+
+def test_append_refuses_an_id_already_written(tmp_path):
+    with ResumableWriter(str(tmp_path / "o.jsonl"), fingerprint=FP) as w:
+        w.append(_recs(0, 2))
+        with pytest.raises(ValueError):
+            w.append(_recs(1, 3))
+        with pytest.raises(ValueError):
+            w.append([{"id": "x"}, {"id": "x"}])
+
+
+@pytest.mark.parametrize("damage,match", [
+    ("cut", "shorter"), ("progress_garbage", "unreadable"), ("no_progress", "no progress record"),
+    ("duplicate", "duplicate id"),
+])
+def test_damaged_outputs_are_refused(tmp_path, damage, match):
+    out = str(tmp_path / "o.jsonl")
+    with ResumableWriter(out, fingerprint=FP) as w:
+        w.append(_recs(0, 3))
+    if damage == "cut":
+        os.truncate(out, 10)
+    elif damage == "progress_garbage":
+        open(progress_path(out), "w").write("{not json")
+    elif damage == "no_progress":
+        os.unlink(progress_path(out))
+    elif damage == "duplicate":
+        data = open(out, "rb").read().splitlines(keepends=True)
+        open(out, "wb").write(data[0] + data[0] + data[2])
+    with pytest.raises(InputError, match=match):
+        ResumableWriter(out, fingerprint=FP)
+
+
+def test_a_second_writer_on_the_same_output_is_refused(tmp_path):
+    out = str(tmp_path / "o.jsonl")
+    with ResumableWriter(out, fingerprint=FP):
+        with pytest.raises(InputError, match="another baer-fast run"):
+            ResumableWriter(out, fingerprint=FP)
+
+
+def test_progress_is_written_before_the_data_file(tmp_path):
+    out = str(tmp_path / "o.jsonl")
+    with ResumableWriter(out, fingerprint=FP):
+        pass
+    with ResumableWriter(out, fingerprint=FP) as w:      # an empty started run resumes cleanly
+        assert w.resumed and not w.done_ids
+
+
+def test_out_is_a_directory(tmp_path):
+    with pytest.raises(InputError, match="is a directory"):
+        ResumableWriter(str(tmp_path), fingerprint=FP)
