@@ -69,6 +69,8 @@ def run(args) -> int:
     check_experts(art, records, where)
     head = artifact.deployed_head(art)
     fingerprint = {"command": "score", "input_sha256": file_sha256(where), "head": art["checksum"]}
+    if args.input:      # the judge made the evidence: another model's scores must not be mixed in
+        fingerprint["model"] = os.path.abspath(args.model)
     with ResumableWriter(args.out, fingerprint=fingerprint, overwrite=args.overwrite) as out:
         todo = [r for r in records if r.id not in out.done_ids]
         if out.resumed:
