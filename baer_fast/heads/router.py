@@ -75,7 +75,7 @@ def fit_logistic(x: np.ndarray, t: np.ndarray) -> LogisticModel:
         return LogisticModel(np.zeros(x.shape[1]), 0.0, mean, scale)
     from sklearn.linear_model import LogisticRegression
 
-    m = LogisticRegression(C=LOGISTIC_C, solver="lbfgs", tol=1e-8, max_iter=5000)
+    m = LogisticRegression(C=LOGISTIC_C, solver="lbfgs", tol=1e-6, max_iter=2000)
     m.fit((x - mean) / scale, t)
     return LogisticModel(m.coef_.ravel().astype(np.float64), float(m.intercept_[0]), mean, scale)
 
