@@ -2,7 +2,8 @@
 
     readout:  constrained readout (gathered LM-head rows: torch reference; Triton on CUDA)
               vs the full-vocabulary projection + gather + log-softmax, at a Qwen3-8B-like
-              shape (V=151936, H=4096, bf16 head, N=64 positions, C=2 labels)
+              shape (V=151936, H=4096, bf16 head, C=2 labels; N=64 positions on CPU, 2048
+              on CUDA)
     evidence: fused evidence features + stack map (torch reference; Triton on CUDA) vs the
               numpy path (`features.evidence.evidence` + `stack_features`)
 
@@ -14,17 +15,19 @@ Linux only; -1 where that fails).
     python -m pytest benchmarks/bench_kernels.py --benchmark-json=/tmp/bench_kernels.json -q -s
 
 The last line printed is one JSON object with medians, peaks and ratios (also written to
-$BENCH_KERNELS_JSON when set).
+$BENCH_KERNELS_JSON when set). Without pytest-benchmark, `python benchmarks/bench_kernels.py`
+times the same paths with a plain median-of-20 loop and prints the same line.
 """
 from __future__ import annotations
 
 import json
 import os
+import statistics
 import subprocess
 import sys
+import time
 
 import numpy as np
-import pytest
 import torch
 
 from baer_fast.features import evidence as numpy_features
@@ -32,9 +35,10 @@ from baer_fast.kernels.choice_logits import choice_logits, choice_logits_ref
 from baer_fast.kernels.dispatch import HAS_TRITON_GPU
 from baer_fast.kernels.evidence_features import evidence_features, evidence_features_ref
 
-READOUT = dict(v=151_936, h=4096, n=64, c=2)        # Qwen3-8B head, 64 verdict positions
-EVIDENCE = dict(n=20_000, k=12, m=5, g=6)            # pairs, experts, runs, categories
 DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
+# Qwen3-8B head; verdict positions: 64 on CPU (sane memory), 2048 on a GPU (a decode batch)
+READOUT = dict(v=151_936, h=4096, n=2048 if DEVICE == "cuda" else 64, c=2)
+EVIDENCE = dict(n=20_000, k=12, m=5, g=6)            # pairs, experts, runs, categories
 
 
 def _readout_inputs(device: str) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
@@ -127,20 +131,10 @@ def _peak_cpu_here(bench: str, path: str) -> int:
     return max(0, _status_bytes("VmHWM") - base)
 
 
-@pytest.fixture(scope="module")
-def results(pytestconfig):
-    """Collects medians and peaks; prints one JSON line when the module is done."""
-    out = {"bench": "kernels", "device": DEVICE, "torch": torch.__version__,
-           "triton_gpu": HAS_TRITON_GPU, "readout": {"shape": READOUT},
-           "evidence": {"shape": EVIDENCE}}
-    yield out
-    _add_ratios(out)
-    line = json.dumps(out, sort_keys=True)
-    if os.environ.get("BENCH_KERNELS_JSON"):
-        with open(os.environ["BENCH_KERNELS_JSON"], "w") as f:
-            f.write(line + "\n")
-    reporter = pytestconfig.pluginmanager.get_plugin("terminalreporter")
-    reporter.write_line(line) if reporter else print(line)
+def new_results() -> dict:
+    return {"bench": "kernels", "device": DEVICE, "torch": torch.__version__,
+            "triton_gpu": HAS_TRITON_GPU, "readout": {"shape": READOUT},
+            "evidence": {"shape": EVIDENCE}}
 
 
 def _add_ratios(out: dict) -> None:
@@ -155,47 +149,101 @@ def _add_ratios(out: dict) -> None:
                     row["memory_ratio_" + base] = rows[base]["peak_bytes"] / row["peak_bytes"]
 
 
-@pytest.fixture(scope="module")
-def readout_inputs():
-    return _readout_inputs(DEVICE)
+def finish(out: dict) -> str:
+    """Ratios added; the JSON line, also written to $BENCH_KERNELS_JSON when set."""
+    _add_ratios(out)
+    line = json.dumps(out, sort_keys=True)
+    if os.environ.get("BENCH_KERNELS_JSON"):
+        with open(os.environ["BENCH_KERNELS_JSON"], "w") as f:
+            f.write(line + "\n")
+    return line
 
 
-@pytest.fixture(scope="module")
-def evidence_inputs():
-    return _evidence_inputs(DEVICE)
-
-
-def _needs_gpu(path: str) -> None:
-    if "triton" in path and not HAS_TRITON_GPU:
-        pytest.skip("Triton path needs a CUDA device (the interpreter is not benchmarked)")
-
-
-@pytest.mark.parametrize("path", list(READOUT_PATHS))
-def test_readout(benchmark, results, readout_inputs, path):
-    _needs_gpu(path)
-    fn = READOUT_PATHS[path]
-    benchmark.group = "readout"
-    benchmark.pedantic(_synced(fn), args=readout_inputs, rounds=5, warmup_rounds=1)
-    peak = _peak_cuda(fn, *readout_inputs) if DEVICE == "cuda" else _peak_cpu_subprocess("readout", path)
-    results["readout"][path] = {"median_s": benchmark.stats.stats.median, "peak_bytes": peak}
-
-
-@pytest.mark.parametrize("path", ["numpy", *EVIDENCE_PATHS])
-def test_evidence(benchmark, results, evidence_inputs, path):
-    _needs_gpu(path)
-    u, ut, cat, subsets = evidence_inputs
-    benchmark.group = "evidence"
+def case(bench: str, path: str, inputs: tuple):
+    """(callable, args, kwargs) of one benchmarked path on prepared inputs."""
+    if bench == "readout":
+        return READOUT_PATHS[path], inputs, {}
+    u, ut, cat, subsets = inputs
     if path == "numpy":
-        benchmark.pedantic(numpy_evidence, args=(u, subsets), rounds=5, warmup_rounds=1)
-        peak = _peak_cpu_subprocess("evidence", path)
+        return numpy_evidence, (u, subsets), {}
+    return EVIDENCE_PATHS[path], (ut,), {"category": cat, "n_categories": EVIDENCE["g"]}
+
+
+def peak_bytes(bench: str, path: str, inputs: tuple) -> int:
+    fn, args, kw = case(bench, path, inputs)
+    if DEVICE == "cuda" and path != "numpy":
+        return _peak_cuda(fn, *args, **kw)
+    return _peak_cpu_subprocess(bench, path)
+
+
+def runnable(path: str) -> bool:
+    return "triton" not in path or HAS_TRITON_GPU     # the interpreter is not benchmarked
+
+
+def standalone(rounds: int = 20) -> str:
+    """Without pytest-benchmark: median wall time of `rounds` synced calls, same JSON line."""
+    out = new_results()
+    for bench, paths, make in (("readout", READOUT_PATHS, _readout_inputs),
+                               ("evidence", ["numpy", *EVIDENCE_PATHS], _evidence_inputs)):
+        inputs = make(DEVICE)
+        for path in filter(runnable, paths):
+            fn, args, kw = case(bench, path, inputs)
+            run = _synced(fn)
+            run(*args, **kw)
+            times = []
+            for _ in range(rounds):
+                t0 = time.perf_counter()
+                run(*args, **kw)
+                times.append(time.perf_counter() - t0)
+            out[bench][path] = {"median_s": statistics.median(times),
+                                "peak_bytes": peak_bytes(bench, path, inputs)}
+        del inputs
+    return finish(out)
+
+
+try:  # the pytest-benchmark face of this file; standalone() works without pytest
+    import pytest
+except ImportError:
+    pytest = None
+
+if pytest is not None:
+    @pytest.fixture(scope="module")
+    def results(pytestconfig):
+        """Collects medians and peaks; prints one JSON line when the module is done."""
+        out = new_results()
+        yield out
+        line = finish(out)
+        reporter = pytestconfig.pluginmanager.get_plugin("terminalreporter")
+        reporter.write_line(line) if reporter else print(line)
+
+    @pytest.fixture(scope="module")
+    def readout_inputs():
+        return _readout_inputs(DEVICE)
+
+    @pytest.fixture(scope="module")
+    def evidence_inputs():
+        return _evidence_inputs(DEVICE)
+
+    def _bench(benchmark, results, bench: str, path: str, inputs: tuple) -> None:
+        if not runnable(path):
+            pytest.skip("Triton path needs a CUDA device (the interpreter is not benchmarked)")
+        fn, args, kw = case(bench, path, inputs)
+        benchmark.group = bench
+        benchmark.pedantic(_synced(fn), args=args, kwargs=kw, rounds=5, warmup_rounds=1)
+        results[bench][path] = {"median_s": benchmark.stats.stats.median,
+                                "peak_bytes": peak_bytes(bench, path, inputs)}
+
+    @pytest.mark.parametrize("path", list(READOUT_PATHS))
+    def test_readout(benchmark, results, readout_inputs, path):
+        _bench(benchmark, results, "readout", path, readout_inputs)
+
+    @pytest.mark.parametrize("path", ["numpy", *EVIDENCE_PATHS])
+    def test_evidence(benchmark, results, evidence_inputs, path):
+        _bench(benchmark, results, "evidence", path, evidence_inputs)
+
+
+if __name__ == "__main__":
+    if sys.argv[1:2] == ["--peak"]:
+        print(_peak_cpu_here(sys.argv[2], sys.argv[3]))
     else:
-        fn = _synced(EVIDENCE_PATHS[path])
-        kw = dict(category=cat, n_categories=EVIDENCE["g"])
-        benchmark.pedantic(fn, args=(ut,), kwargs=kw, rounds=5, warmup_rounds=1)
-        peak = (_peak_cuda(fn, ut, **kw) if DEVICE == "cuda"
-                else _peak_cpu_subprocess("evidence", path))
-    results["evidence"][path] = {"median_s": benchmark.stats.stats.median, "peak_bytes": peak}
-
-
-if __name__ == "__main__" and sys.argv[1:2] == ["--peak"]:
-    print(_peak_cpu_here(sys.argv[2], sys.argv[3]))
+        print(standalone())

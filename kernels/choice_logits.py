@@ -52,7 +52,8 @@ def choice_logits_ref(hidden: torch.Tensor, weight: torch.Tensor, choice_ids: to
         rows = weight.index_select(0, ids.reshape(-1)).view(*ids.shape, -1)  # [N, C, H] only
         logits = torch.einsum("nh,nch->nc", hidden.float(), rows.float())
     if bias is not None:
-        logits = logits + bias.index_select(0, choice_ids.reshape(-1)).view(choice_ids.shape).float()
+        picked = bias.index_select(0, choice_ids.reshape(-1)).view(choice_ids.shape)  # [C]|[N, C]
+        logits = logits + picked.float()
     return torch.log_softmax(logits, dim=-1)             # [N, C] fp32
 
 

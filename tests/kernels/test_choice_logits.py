@@ -38,7 +38,8 @@ def _matrix():
             for h in HIDDEN:
                 for c in CHOICES:
                     for n in ROWS:
-                        yield pytest.param(dtype, v, h, c, n, marks=_slow_if(n == 1024 and h == 4096),
+                        slow = _slow_if(n == 1024 and h == 4096)
+                        yield pytest.param(dtype, v, h, c, n, marks=slow,
                                            id=f"{str(dtype)[6:]}-V{v}-H{h}-C{c}-N{n}")
 
 
@@ -136,7 +137,8 @@ def test_bias_and_shared_or_per_row_ids(dtype, shared, device):
     hidden = torch.randn(n, h, generator=gen).to(device, dtype)
     got = _assert_accurate(hidden, weight, ids.to(device), bias)
     if shared:
-        per_row = choice_logits(hidden, weight, ids.expand(n, -1).contiguous().to(device), bias=bias)
+        per_row_ids = ids.expand(n, -1).contiguous().to(device)
+        per_row = choice_logits(hidden, weight, per_row_ids, bias=bias)
         torch.testing.assert_close(got, per_row, rtol=0, atol=0)
 
 

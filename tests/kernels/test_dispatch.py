@@ -74,7 +74,7 @@ def test_wrappers_route_to_the_right_implementation(device):
         torch.testing.assert_close(out.zt.cpu(), ref.zt, rtol=0, atol=1e-12)
 
 
-def test_import_and_torch_path_without_triton():
+def test_import_and_torch_path_without_triton(tmp_path):
     """With Triton unimportable the modules still import, "auto" uses torch and an explicit
     "triton" names what is missing (fresh interpreter: Triton is already loaded here)."""
     code = textwrap.dedent("""
@@ -93,6 +93,6 @@ def test_import_and_torch_path_without_triton():
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
     env["CUDA_VISIBLE_DEVICES"] = ""
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
-                          timeout=120)
+                          cwd=tmp_path, timeout=120)      # cwd: no checkout shadowing the install
     assert proc.returncode == 0, proc.stderr
     assert "raised: Triton is not importable here" in proc.stdout

@@ -41,7 +41,8 @@ def _check(out, u: np.ndarray, dtype: torch.dtype, subsets=None) -> None:
     for name, got, want, atol in [("p", out.p, p, atol_pd), ("delta", out.delta, delta, atol_pd),
                                   ("z", out.z, z, atol_z), ("zt", out.zt, zt, atol_z)]:
         assert got.dtype == dtype and got.shape == want.shape, name
-        np.testing.assert_allclose(got.double().cpu().numpy(), want, rtol=0, atol=atol, err_msg=name)
+        np.testing.assert_allclose(got.double().cpu().numpy(), want, rtol=0, atol=atol,
+                                   err_msg=name)
     if subsets is not None:
         phi = numpy_ref.stack_features(z, zt, subsets, CATEGORIES)
         np.testing.assert_allclose(out.phi.double().cpu().numpy(), phi, rtol=0, atol=atol_z)
@@ -94,9 +95,11 @@ def test_strided_runs_and_int32_categories(device):
 
 
 def test_empty_shapes_and_no_run_axis(device):
-    assert evidence_features(torch.empty(0, 3, 2, dtype=torch.float64, device=device)).p.shape == (0, 3)
-    out = evidence_features(torch.empty(4, 0, 2, dtype=torch.float64, device=device),
-                            category=torch.zeros(4, dtype=torch.long, device=device), n_categories=2)
+    f64 = dict(dtype=torch.float64, device=device)
+    assert evidence_features(torch.empty(0, 3, 2, **f64)).p.shape == (0, 3)
+    out = evidence_features(torch.empty(4, 0, 2, **f64),
+                            category=torch.zeros(4, dtype=torch.long, device=device),
+                            n_categories=2)
     assert out.phi.shape == (4, 2) and not out.phi.any()
     with pytest.raises(ValueError, match="M == 0"):
         evidence_features(torch.empty(2, 3, 0, dtype=torch.float64, device=device))
