@@ -53,6 +53,9 @@ def build_parser(argv: list[str]) -> argparse.ArgumentParser:
         if not _available(name):
             continue      # command not built in this version
         p = sub.add_parser(name, help=help_text, description=help_text)
+        # also accepted after the command; SUPPRESS keeps the global value when absent
+        p.add_argument("-q", "--quiet", action="store_true", default=argparse.SUPPRESS,
+                       help="no progress bars, warnings only")
         if name == wanted:
             _load(name).add_arguments(p)
     return parser
