@@ -86,6 +86,9 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:         # stdout closed early (e.g. `| head`): not an error of ours
+        sys.stderr.close()
+        return 0
 
 
 if __name__ == "__main__":

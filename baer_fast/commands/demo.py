@@ -5,8 +5,8 @@ split vs. the strongest single protocol. Uses the same library calls as the comm
 """
 from __future__ import annotations
 
+import logging
 import os
-import sys
 import tempfile
 
 
@@ -56,8 +56,8 @@ def run(args) -> int:
     out_dir = args.out or tempfile.mkdtemp(prefix="baer-demo-")
     os.makedirs(out_dir, exist_ok=True)
     imported = load("llmbar", sample_dir())
-    print(f"LLMBar Natural sample: {len(imported.pairs)} pairs, {len(imported.banks)} backbones; "
-          f"files in {out_dir}", file=sys.stderr)
+    logging.getLogger("baer_fast").info("LLMBar Natural sample: %d pairs, %d backbones; files in %s",
+                                        len(imported.pairs), len(imported.banks), out_dir)
     reports = {c: run_condition(c, sig, out_dir) for c, sig in sorted(imported.banks.items())}
     if args.json:
         print(json.dumps(reports, indent=1))
