@@ -131,24 +131,36 @@ class PrefixEngine:
         stats.kv_bytes_peak = max(stats.kv_bytes_peak, self._held(kv) + b * (p + n) * self.loaded.kv_bytes_per_token)
 
     def _gather_past(self, rows: list[_Row], kv, p: int):
-        """A DynamicCache holding each row's ancestors' KV, left-padded to p: [b, kvh, p, hd]."""
+        """A DynamicCache holding each row's ancestors' KV, left-padded to p: [b, kvh, p, hd].
+
+        Rows with the same parent share one assembled past (siblings are the common case:
+        a node's protocol suffixes), expanded to the rows by one index_select per layer.
+        """
         import torch
         from transformers import DynamicCache
         cache = DynamicCache()
         if p == 0:
             return cache
+        parents: dict[tuple[int, int], int] = {}
+        for r in rows:
+            parents.setdefault((r.g, r.chain[-1]), len(parents))
+        owner = {key: r for r in rows for key in [(r.g, r.chain[-1])]}
         first = kv[(rows[0].g, rows[0].chain[0])][0][0]
         kvh, hd = first.shape[0], first.shape[2]
+        pick = torch.tensor([parents[(r.g, r.chain[-1])] for r in rows], device=first.device)
         for layer in range(self._layers):
-            k = torch.zeros((len(rows), kvh, p, hd), dtype=first.dtype, device=first.device)
+            k = torch.zeros((len(parents), kvh, p, hd), dtype=first.dtype, device=first.device)
             v = torch.zeros_like(k)
-            for i, r in enumerate(rows):
+            for key, j in parents.items():
+                r = owner[key]
                 at = p - r.node.past
                 for anc in r.chain:
                     ka, va = kv[(r.g, anc)][layer]
-                    k[i, :, at: at + ka.shape[1]] = ka
-                    v[i, :, at: at + ka.shape[1]] = va
+                    k[j, :, at: at + ka.shape[1]] = ka
+                    v[j, :, at: at + ka.shape[1]] = va
                     at += ka.shape[1]
+            if len(parents) < len(rows):
+                k, v = k.index_select(0, pick), v.index_select(0, pick)
             cache.update(k, v, layer)
         return cache
 

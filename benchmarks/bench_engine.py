@@ -1,0 +1,158 @@
+"""Engine throughput: the DESIGN.md peer-anchor workload, naive vs prefix-shared, in one run.
+
+Workload: Qwen3 architecture with random weights (4 layers, hidden 256, 4 heads, head_dim 64,
+intermediate 768, 32,768-row vocabulary, fp32) loaded from a local directory through the
+normal loader; per pair a ~300-token question and two ~500-token responses rendered with the
+chat template; both display orders x 6 prompts that share [system][question][A][B] and differ
+in a ~40-token instruction; verdict P(A) over the two label tokens. A second workload runs the
+actual single-pass bank (direct, score, pointwise; pride/calibraeval are derived, no prompts).
+
+    python benchmarks/bench_engine.py [--pairs 16] [--rounds 3]    # table + one JSON line
+    pytest benchmarks/bench_engine.py --benchmark-only               # pytest-benchmark form
+
+Never asserts; reports medians (and min/max) over rounds, ending with one JSON line.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+
+ARCH = dict(layers=4, hidden=256, heads=4, kv_heads=4, head_dim=64, intermediate=768, model_vocab=32768)
+Q_TOKENS, R_TOKENS, INSTR_TOKENS, N_INSTR = 300, 500, 40, 6
+
+
+def build_model(folder: str) -> str:
+    from tests.fixtures.tiny_models import build_model_dir
+    return build_model_dir(folder, arch="qwen3", max_pos=8192, seed=0, **ARCH)
+
+
+def anchor_groups(loaded, n_pairs: int):
+    """Per pair: 2 orders x 6 instructions over the shared [system][question][A][B] skeleton."""
+    from baer_fast.protocols.base import ORDERS, Prompt, pairwise_segments
+    from baer_fast.runtime.prompting import PromptEncoder
+    from baer_fast.runtime.queries import Query
+    from tests.runtime.test_counts import text_of_tokens
+
+    enc = PromptEncoder(loaded.tokenizer, model_name="bench", context_len=loaded.context_len)
+    choices = enc.label_ids(("A", "B"))
+    instr = [text_of_tokens(enc.tok, INSTR_TOKENS, 1000 + k) + " Reply A or B." for k in range(N_INSTR)]
+    groups = []
+    for i in range(n_pairs):
+        q = text_of_tokens(enc.tok, Q_TOKENS, 3 * i)
+        a, b = text_of_tokens(enc.tok, R_TOKENS, 3 * i + 1), text_of_tokens(enc.tok, R_TOKENS, 3 * i + 2)
+        prompts = [Prompt(f"{o}/{k}", pairwise_segments(q, a, b, o, instr[k]), ("A", "B"))
+                   for o in ORDERS for k in range(N_INSTR)]
+        groups.append([Query(enc.encode(p, pair_id=str(i), expert="anchor"), choices) for p in prompts])
+    return groups
+
+
+def bank_pairs(loaded, n_pairs: int):
+    from baer_fast.io.records import Pair
+    from tests.runtime.test_counts import text_of_tokens
+    t = loaded.tokenizer
+    return [Pair(f"b{i}", text_of_tokens(t, Q_TOKENS, 3 * i), text_of_tokens(t, R_TOKENS, 3 * i + 1),
+                 text_of_tokens(t, R_TOKENS, 3 * i + 2), split="selection") for i in range(n_pairs)]
+
+
+def _time(fn, rounds: int) -> tuple[list[float], object]:
+    times, out = [], None
+    for _ in range(rounds):
+        t0 = time.perf_counter()
+        out = fn()
+        times.append(time.perf_counter() - t0)
+    return times, out
+
+
+def _row(name, times, n_pairs, tokens):
+    med = statistics.median(times)
+    return {"method": name, "pairs_per_s": n_pairs / med, "tokens_per_s": tokens / med,
+            "tokens_per_pair": tokens / n_pairs, "median_s": med, "min_s": min(times), "max_s": max(times)}
+
+
+def run(n_pairs: int, rounds: int, folder: str) -> dict:
+    import torch
+
+    from baer_fast.runtime.engine import PrefixEngine
+    from baer_fast.runtime.model_loader import load_judge
+    from baer_fast.runtime.naive import NaiveEngine
+    from baer_fast.runtime.runner import RunReport, run_experts
+
+    loaded = load_judge(build_model(folder))
+    groups = anchor_groups(loaded, n_pairs)
+    naive, prefix = NaiveEngine(loaded), PrefixEngine(loaded)
+    rows = []
+    t_naive, r_naive = _time(lambda: naive.run(groups), rounds)
+    t_prefix, r_prefix = _time(lambda: prefix.run(groups), rounds)
+    diff = max(abs(x - y) for ga, gb in zip(r_naive.logprobs, r_prefix.logprobs)
+               for qa, qb in zip(ga, gb) for x, y in zip(qa, qb))
+    rows.append(_row("anchor: naive, one prompt per forward, last position", t_naive, n_pairs,
+                     r_naive.stats.tokens_prefilled))
+    rows.append(_row("anchor: prefix engine", t_prefix, n_pairs, r_prefix.stats.tokens_prefilled))
+    pairs = bank_pairs(loaded, n_pairs)
+    reports = {}
+    for naive_flag in (True, False):
+        rep = RunReport()
+        t, _ = _time(lambda: run_experts(loaded, pairs, report=rep), 1) if False else _time(
+            lambda: run_experts(loaded, pairs, naive=naive_flag, report=(reports.setdefault(naive_flag, RunReport()))),
+            rounds)
+        tok = reports[naive_flag].stats.tokens_prefilled // rounds
+        rows.append(_row(f"single-pass bank: {'naive' if naive_flag else 'prefix engine'}", t, n_pairs, tok))
+    return {"bench": "engine", "threads": torch.get_num_threads(), "pairs": n_pairs, "rounds": rounds,
+            "arch": ARCH, "max_abs_logprob_diff": diff,
+            "kv_peak_bytes_prefix": r_prefix.stats.kv_bytes_peak,
+            "speedup_anchor": rows[0]["median_s"] / rows[1]["median_s"],
+            "speedup_bank": rows[2]["median_s"] / rows[3]["median_s"], "rows": rows}
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--pairs", type=int, default=16)
+    ap.add_argument("--rounds", type=int, default=3)
+    args = ap.parse_args(argv)
+    with tempfile.TemporaryDirectory() as folder:
+        res = run(args.pairs, args.rounds, folder)
+    for r in res["rows"]:
+        print(f"{r['method']:<58} {r['pairs_per_s']:7.3f} pairs/s {r['tokens_per_s']:9.0f} tok/s "
+              f"{r['tokens_per_pair']:8.0f} tok/pair  median {r['median_s']:.2f}s [{r['min_s']:.2f}, {r['max_s']:.2f}]",
+              file=sys.stderr)
+    print(json.dumps(res))
+    return 0
+
+
+# ------------------------------------------------------------------ pytest-benchmark form
+try:
+    import pytest
+except ImportError:            # script use without pytest installed
+    pytest = None
+
+if pytest is not None:
+    BENCH_PAIRS = int(os.environ.get("BENCH_PAIRS", "4"))
+
+    @pytest.fixture(scope="module")
+    def workload(tmp_path_factory):
+        from baer_fast.runtime.model_loader import load_judge
+        loaded = load_judge(build_model(str(tmp_path_factory.mktemp("bench_model"))))
+        return loaded, anchor_groups(loaded, BENCH_PAIRS)
+
+    def test_anchor_naive(benchmark, workload):
+        from baer_fast.runtime.naive import NaiveEngine
+        loaded, groups = workload
+        benchmark.extra_info["pairs"] = len(groups)
+        benchmark.pedantic(NaiveEngine(loaded).run, args=(groups,), rounds=2, iterations=1)
+
+    def test_anchor_prefix(benchmark, workload):
+        from baer_fast.runtime.engine import PrefixEngine
+        loaded, groups = workload
+        benchmark.extra_info["pairs"] = len(groups)
+        benchmark.pedantic(PrefixEngine(loaded).run, args=(groups,), rounds=3, iterations=1)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
