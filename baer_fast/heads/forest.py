@@ -94,12 +94,17 @@ class CompiledForest:
         return _predict_row(xs, *self._traversal())
 
     def _traversal(self) -> tuple:
-        """Arrays for the kernels: leaves loop to themselves; depth = deepest leaf (cached)."""
+        """Kernel arrays (cached): int32 indices, leaves looping to themselves, float32
+        thresholds rounded DOWN (exact for float32 rows: x > t  <=>  x > t32 when t32 is
+        the largest float32 <= t), and depth = the deepest leaf."""
         if getattr(self, "_walk_args", None) is None:
             idx = np.arange(len(self.left), dtype=np.int64)
             leaf = self.left == -1
-            self._walk_args = (self.roots, np.where(leaf, idx, self.left), np.where(leaf, idx, self.right),
-                               self.feature, self.threshold, self.value, _max_depth(self.roots, self.left, self.right))
+            t32 = self.threshold.astype(np.float32)
+            t32 = np.where(t32.astype(np.float64) > self.threshold, np.nextafter(t32, np.float32(-np.inf)), t32)
+            self._walk_args = (self.roots.astype(np.int32), np.where(leaf, idx, self.left).astype(np.int32),
+                               np.where(leaf, idx, self.right).astype(np.int32), self.feature.astype(np.int32),
+                               t32.astype(np.float32), self.value, _max_depth(self.roots, self.left, self.right))
         return self._walk_args
 
     def to_json(self) -> dict:
@@ -121,6 +126,8 @@ class CompiledForest:
         n = len(self.left)
         if not (len(self.right) == len(self.feature) == len(self.threshold) == len(self.value) == n):
             raise ValueError("forest arrays have different lengths")
+        if n >= 2 ** 31:
+            raise ValueError("forest too large for int32 node indices")
         if len(self.roots) == 0 or self.roots.min() < 0 or self.roots.max() >= n:
             raise ValueError("forest roots out of range")
         inner = self.left != -1
