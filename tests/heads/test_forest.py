@@ -81,3 +81,19 @@ def test_wrong_width_and_bad_arrays_fail_clearly():
     d["feature"][d["roots"][0]] = 31
     with pytest.raises(ValueError, match="feature out of range"):
         CompiledForest.from_json(d)
+
+
+def test_rows_sitting_on_thresholds_follow_sklearn():
+    """float32 rows equal to (the float32 neighbours of) each split threshold: x <= t goes left."""
+    model, _ = trained_forest(n_trees=20)
+    forest = CompiledForest.from_sklearn(model)
+    inner = forest.left != -1
+    rows = []
+    for f_idx, t in zip(forest.feature[inner][:200], forest.threshold[inner][:200]):
+        for v in (np.float32(t), np.nextafter(np.float32(t), np.float32(np.inf)),
+                  np.nextafter(np.float32(t), np.float32(-np.inf))):
+            r = np.zeros(30, np.float32)
+            r[:] = v
+            rows.append(r)
+    x = np.asarray(rows)
+    np.testing.assert_allclose(forest.predict(x), model.predict_proba(x)[:, 1], rtol=1e-6, atol=1e-6)

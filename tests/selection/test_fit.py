@@ -77,6 +77,8 @@ def test_forced_heads_and_unknown_experts():
     rows = specialist_signals(120, seed=8)
     art = fit_condition(rows, condition="f", head="stack")
     assert art["head"] == "stack" and art["forced"] and art["selection"]["reason"].startswith("forced")
+    auto = fit_condition(rows, condition="f")
+    assert auto["heads"] == art["heads"] and not auto["forced"]     # forcing changes only the choice
     with pytest.raises(InputError, match="reference"):
         fit_condition(rows, condition="f", head="reference")
     with pytest.raises(InputError, match="not an expert"):
