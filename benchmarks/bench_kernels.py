@@ -133,6 +133,7 @@ def _peak_cpu_here(bench: str, path: str) -> int:
 
 def new_results() -> dict:
     return {"bench": "kernels", "device": DEVICE, "torch": torch.__version__,
+            "threads": torch.get_num_threads(),   # on a shared CPU, OMP_NUM_THREADS=1 is steadier
             "triton_gpu": HAS_TRITON_GPU, "readout": {"shape": READOUT},
             "evidence": {"shape": EVIDENCE}}
 

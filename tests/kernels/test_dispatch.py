@@ -46,6 +46,18 @@ def test_auto_picks_torch_on_cpu_and_logs_once(caplog):
     assert len(lines) == 1 and "torch" in lines[0].getMessage()
 
 
+@pytest.mark.gpu
+@pytest.mark.skipif(not dispatch.HAS_TRITON_GPU, reason="needs a CUDA device with Triton")
+def test_auto_picks_triton_on_gpu_and_logs_once(caplog):
+    dispatch._announce.cache_clear()
+    with caplog.at_level(logging.INFO, logger=dispatch.__name__):
+        assert dispatch.resolve_kernels("auto") == "triton"
+        assert dispatch.resolve_kernels("auto", "cuda:0") == "triton"
+        assert dispatch.resolve_kernels("auto", "cpu") == "torch"     # CPU tensors stay on torch
+    lines = [r.getMessage() for r in caplog.records if r.name == dispatch.__name__]
+    assert len(lines) == 2 and "triton" in lines[0]                 # one line per decision
+
+
 def test_auto_never_picks_triton_for_cpu_tensors(monkeypatch):
     monkeypatch.setenv("TRITON_INTERPRET", "1")          # the interpreter is never automatic
     assert dispatch.resolve_kernels("auto", torch.device("cpu")) == "torch"
