@@ -98,15 +98,18 @@ def test_blank_test_labels_and_refit_give_identical_artifacts():
 
 
 def test_cli_fit_prints_selection_and_forced_route_scores_with_expert(tmp_path, capsys):
-    rows = specialist_signals(150, seed=11)
+    verify = reference_expert({"selection": 0.9, "calibration": 0.9, "test": 0.9})
+    rows = specialist_signals(150, seed=11, extra={"verify": verify})
     sig = tmp_path / "s.jsonl"
     write_signals(str(sig), rows)
     out = tmp_path / "h.json"
-    assert main(["fit", "--signals", str(sig), "--condition", "c", "--out", str(out), "--head", "route"]) == 0
+    assert main(["fit", "--signals", str(sig), "--condition", "c", "--out", str(out), "--head", "route",
+                 "--reference-expert", "verify"]) == 0
     text = capsys.readouterr().out
-    assert "selection: route (forced)" in text and "gate route" in text
+    assert "selection: route (forced)" in text and "gate route" in text and "gate reference: vs" in text
     art = artifact.load(str(out))
-    assert art["head"] == "route" and art["selection"]["forced"]
+    assert art["head"] == "route" and art["selection"]["forced"] and art["reference_expert"] == "verify"
+    assert "verify" not in art["heads"]["route"]["experts"]
     recs = score_records(art, rows)
     assert all(r["expert"] in art["heads"]["route"]["experts"] for r in recs)
     assert json.loads(out.read_text())["selection"]["candidates"]["route"]["cv_accuracy"] >= 0
