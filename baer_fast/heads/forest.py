@@ -21,16 +21,17 @@ PARALLEL_MIN_ROWS = 2048    # below this, thread start-up costs more than it sav
 
 
 @njit(cache=True, nogil=True)
-def _predict_row(x, roots, left, right, feature, threshold, value, depth):
-    # All trees advance one level per step (independent chains the CPU overlaps);
-    # leaves point to themselves, so `depth` steps always end on a leaf, with no
-    # data-dependent loop exit and a select instead of a branch.
+def _predict_row(x, roots, first_child, feature, threshold, value, depth):
+    # Kernel layout (see `_kernel_layout`): the children of node j are first_child[j]
+    # (x <= t) and first_child[j] + 1 (x > t); a leaf points to itself with t = +inf.
+    # All trees advance one level per step: independent chains the CPU overlaps, a
+    # fixed trip count and no data-dependent branch.
     n_trees = roots.shape[0]
     node = roots.copy()
     for _ in range(depth):
         for t in range(n_trees):
             j = node[t]
-            node[t] = right[j] if x[feature[j]] > threshold[j] else left[j]
+            node[t] = first_child[j] + np.int32(x[feature[j]] > threshold[j])
     total = 0.0
     for t in range(n_trees):
         total += value[node[t]]
@@ -38,18 +39,18 @@ def _predict_row(x, roots, left, right, feature, threshold, value, depth):
 
 
 @njit(cache=True, nogil=True)
-def _predict_serial(xs, roots, left, right, feature, threshold, value, depth):
+def _predict_serial(xs, roots, first_child, feature, threshold, value, depth):
     out = np.empty(xs.shape[0])
     for i in range(xs.shape[0]):
-        out[i] = _predict_row(xs[i], roots, left, right, feature, threshold, value, depth)
+        out[i] = _predict_row(xs[i], roots, first_child, feature, threshold, value, depth)
     return out
 
 
 @njit(cache=True, nogil=True, parallel=True)
-def _predict_parallel(xs, roots, left, right, feature, threshold, value, depth):
+def _predict_parallel(xs, roots, first_child, feature, threshold, value, depth):
     out = np.empty(xs.shape[0])
     for i in prange(xs.shape[0]):
-        out[i] = _predict_row(xs[i], roots, left, right, feature, threshold, value, depth)
+        out[i] = _predict_row(xs[i], roots, first_child, feature, threshold, value, depth)
     return out
 
 
@@ -94,17 +95,9 @@ class CompiledForest:
         return _predict_row(xs, *self._traversal())
 
     def _traversal(self) -> tuple:
-        """Kernel arrays (cached): int32 indices, leaves looping to themselves, float32
-        thresholds rounded DOWN (exact for float32 rows: x > t  <=>  x > t32 when t32 is
-        the largest float32 <= t), and depth = the deepest leaf."""
+        """Kernel arrays, built once per forest and cached."""
         if getattr(self, "_walk_args", None) is None:
-            idx = np.arange(len(self.left), dtype=np.int64)
-            leaf = self.left == -1
-            t32 = self.threshold.astype(np.float32)
-            t32 = np.where(t32.astype(np.float64) > self.threshold, np.nextafter(t32, np.float32(-np.inf)), t32)
-            self._walk_args = (self.roots.astype(np.int32), np.where(leaf, idx, self.left).astype(np.int32),
-                               np.where(leaf, idx, self.right).astype(np.int32), self.feature.astype(np.int32),
-                               t32.astype(np.float32), self.value, _max_depth(self.roots, self.left, self.right))
+            self._walk_args = _kernel_layout(self)
         return self._walk_args
 
     def to_json(self) -> dict:
@@ -140,6 +133,42 @@ class CompiledForest:
             raise ValueError("forest split feature out of range")
         if np.any(self.left[inner] <= np.flatnonzero(inner)) or np.any(self.right[inner] <= np.flatnonzero(inner)):
             raise ValueError("forest children must come after their parent (no cycles)")
+        refs = np.bincount(np.concatenate([self.left[inner], self.right[inner], self.roots]), minlength=n)
+        if refs.max(initial=0) > 1:
+            raise ValueError("forest node reached from two parents (each node needs exactly one)")
+
+
+def _kernel_layout(f: CompiledForest) -> tuple:
+    """Renumber nodes breadth-first per tree so siblings sit side by side.
+
+    -> (roots, first_child, feature, threshold, value, depth): int32 indices; float32
+    thresholds rounded DOWN, which is exact for float32 rows (x > t <=> x > t32 when
+    t32 is the largest float32 <= t); leaves loop to themselves with t = +inf; depth is
+    the deepest leaf, so `depth` steps from any root end on a leaf.
+    """
+    t32 = f.threshold.astype(np.float32)
+    t32 = np.where(t32.astype(np.float64) > f.threshold, np.nextafter(t32, np.float32(-np.inf)), t32)
+    n = len(f.left)
+    first, feat = np.zeros(n, np.int32), np.zeros(n, np.int32)
+    thr, val = np.full(n, np.inf, np.float32), np.zeros(n, np.float64)
+    roots, pos = [], 0
+    for r in f.roots:
+        roots.append(pos)
+        new_of, level = {int(r): pos}, [int(r)]      # old index -> new index
+        pos += 1
+        while level:
+            nxt = []
+            for j in level:
+                i = new_of[j]
+                if f.left[j] == -1:
+                    first[i], val[i] = i, f.value[j]
+                    continue
+                first[i], feat[i], thr[i] = pos, f.feature[j], t32[j]
+                new_of[int(f.left[j])], new_of[int(f.right[j])] = pos, pos + 1
+                nxt += [int(f.left[j]), int(f.right[j])]
+                pos += 2
+            level = nxt
+    return (np.asarray(roots, np.int32), first, feat, thr, val, _max_depth(f.roots, f.left, f.right))
 
 
 def _max_depth(roots: np.ndarray, left: np.ndarray, right: np.ndarray) -> int:
