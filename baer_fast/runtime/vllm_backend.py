@@ -55,7 +55,7 @@ class VllmOptions:
     # Share of GPU memory vLLM may take (weights + KV cache); ignored on CPU.
     gpu_memory_utilization: float = 0.9
     # CPU only: GiB of KV cache (VLLM_CPU_KVCACHE_SPACE) unless that variable is already set.
-    cpu_kv_cache_gb: float = 2.0
+    cpu_kv_cache_gb: int = 2
     # Longest prompt accepted; None = the model's own context length.
     max_model_len: int | None = None
     # Engine seed (sampling seeds are per request; see `generate`).
@@ -117,8 +117,13 @@ def _resolve_dtype(dtype: str) -> str:
 def _engine_kwargs(path: str, options: VllmOptions) -> dict:
     kw = dict(model=path, tokenizer=path, dtype=_resolve_dtype(options.dtype), seed=options.seed,
               enable_prefix_caching=options.prefix_caching, trust_remote_code=options.trust_remote_code,
-              tensor_parallel_size=options.tensor_parallel_size, max_logprobs=64)
+              tensor_parallel_size=options.tensor_parallel_size)
     if options.data_parallel_size > 1:
+        if options.distributed_executor_backend != "external_launcher":
+            raise BaerError("--data-parallel-size > 1: vLLM's offline engine runs one replica per process "
+                            "(distributed_executor_backend='external_launcher', launched with torchrun); "
+                            "baer-fast does not yet shard pairs across such processes — run one "
+                            "`baer-fast experts` per replica on a share of the input instead")
         kw["data_parallel_size"] = options.data_parallel_size
     if options.distributed_executor_backend:
         kw["distributed_executor_backend"] = options.distributed_executor_backend
@@ -214,10 +219,21 @@ def _prompt(q: Query):
 
 
 def _verdict_params(q: Query):
-    """One greedy token restricted to the allowed ids, with those ids' log-probabilities."""
+    """One greedy token restricted to the allowed ids, returning exactly those ids' log-probs.
+
+    `logprob_token_ids` (vLLM >= 0.32) gathers the named ids' log-probabilities; in vLLM's
+    default `raw_logprobs` mode they are normalised over the full vocabulary (computed before
+    the `allowed_token_ids` mask), so `constrained_logprobs` renormalises them. Top-k
+    `logprobs=` would not do: the allowed ids need not be among the vocabulary's top k.
+    """
     from vllm import SamplingParams
-    return SamplingParams(max_tokens=1, temperature=0.0, allowed_token_ids=list(q.choices),
-                          logprobs=len(set(q.choices)), detokenize=False)
+    ids = list(dict.fromkeys(q.choices))
+    try:
+        return SamplingParams(max_tokens=1, temperature=0.0, allowed_token_ids=ids, logprob_token_ids=ids,
+                              detokenize=False)
+    except TypeError as e:
+        raise BaerError(f"this vLLM has no SamplingParams.logprob_token_ids ({e}); the vLLM backend "
+                        "needs vLLM >= 0.32") from None
 
 
 def _sampling_params(s: Sampling, seed):
@@ -237,7 +253,7 @@ def constrained_logprobs(res, q: Query) -> list[float]:
     missing = [c for c in q.choices if c not in step]
     if missing:
         raise BaerError(f"vLLM returned no log-probability for allowed verdict token(s) {missing}; "
-                        "raise max_logprobs or check the vLLM version's allowed_token_ids support")
+                        "check the vLLM version's logprob_token_ids support")
     lp = [float(step[c].logprob) for c in q.choices]
     top = max(lp)
     if top == -math.inf:
@@ -259,7 +275,7 @@ def add_arguments(p) -> None:
                    help="vllm: GPUs one model instance is split over")
     p.add_argument("--data-parallel-size", type=int, default=d.data_parallel_size,
                    help="vllm: model replicas sharing the requests")
-    p.add_argument("--distributed-executor-backend", choices=("ray", "mp"), default=None,
+    p.add_argument("--distributed-executor-backend", choices=("ray", "mp", "external_launcher"), default=None,
                    help="vllm: 'ray' for multi-node (needs a running Ray cluster)")
     p.add_argument("--vllm-block-size", type=int, default=None, help="vllm: KV block size in tokens")
 

