@@ -20,6 +20,8 @@ def add_arguments(p) -> None:
                    help="reference-verification expert (default: the expert named 'reference', if present)")
     p.add_argument("--pointwise-expert", default=None, metavar="NAME",
                    help="pointwise expert, a routing candidate only (default: 'pointwise', if present)")
+    from baer_fast.io.rejects import add_on_error_argument
+    add_on_error_argument(p)
 
 
 def selection_lines(art: dict) -> list[str]:
@@ -46,10 +48,15 @@ def selection_lines(art: dict) -> list[str]:
 def run(args) -> int:
     from baer_fast import artifact
     from baer_fast.io.records import read_signals_many
+    from baer_fast.io.rejects import rejects_for, report_rejects
     from baer_fast.selection.fit import check_one_condition, fit_condition
     from baer_fast.selection.splits import SplitSpec
 
-    records = read_signals_many(args.signals)
+    rejects = rejects_for(args, out=args.out)
+    try:
+        records = read_signals_many(args.signals, rejects=rejects)
+    finally:
+        report_rejects(rejects)
     check_one_condition(records, ",".join(args.signals))
     art = fit_condition(records, condition=args.condition, spec=SplitSpec(seed=args.split_seed), head=args.head,
                         reference_expert=args.reference_expert, pointwise_expert=args.pointwise_expert)
