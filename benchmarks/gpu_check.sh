@@ -117,4 +117,16 @@ summary = {"env": read("env.json"), "kernel_tests_rc": tests_rc, "bench_rc": ben
 json.dump(summary, open(os.path.join(out, "summary.json"), "w"), indent=1)
 print(json.dumps(summary))
 EOF
+# ==== vLLM backend: hf engine vs vLLM on the same token ids (section owned by the vLLM backend) ====
+# Installs nothing: runs only if this machine's python already has vllm; never changes the
+# exit status. -> bench_backends.json (one JSON line), bench_backends.log.
+if "$PY" -c "import vllm" 2>/dev/null; then
+    timeout 480 "$PY" -P benchmarks/bench_backends.py --rounds 3 --json "$OUT/bench_backends.json" \
+        > "$OUT/bench_backends.log" 2>&1 || echo "gpu_check: bench_backends failed (see its log)" >&2
+    tail -n 8 "$OUT/bench_backends.log"
+else
+    echo "gpu_check: vllm is not installed here; bench_backends skipped" | tee "$OUT/bench_backends.log" >&2
+fi
+# ==== end vLLM backend ====
+
 exit "$TESTS_RC"
