@@ -23,6 +23,10 @@ from baer_fast.runtime.queries import EngineResult, EngineStats, Query
 from baer_fast.runtime.readout import lm_head, read_choices
 
 
+PAD_SLACK = 1.25     # a chunk may compute at most 25% more tokens than it has real ones...
+PAD_FREE = 64        # ...plus this many, so short suffixes still batch together
+
+
 @dataclass
 class _Row:
     g: int                  # group index
@@ -66,14 +70,18 @@ class PrefixEngine:
     def _chunks(self, rows: list[_Row]) -> list[list[_Row]]:
         rows = sorted(rows, key=lambda r: (r.n, r.node.past))
         budget, cap = self.config.activation_budget_bytes, self.config.batch_tokens
-        chunks, cur, n_max, p_max = [], [], 0, 0
+        chunks, cur, n_max, p_max, real = [], [], 0, 0, 0
         for r in rows:
             n2, p2 = max(n_max, r.n), max(p_max, r.node.past)
-            if cur and (self._cost(len(cur) + 1, n2, p2) > budget or (cap and (len(cur) + 1) * n2 > cap)):
+            b2 = len(cur) + 1
+            too_big = self._cost(b2, n2, p2) > budget or (cap and b2 * n2 > cap)
+            # rows come sorted by length: a long row after short ones would mostly compute padding
+            wasteful = b2 * n2 > PAD_SLACK * (real + r.n) + PAD_FREE
+            if cur and (too_big or wasteful):
                 chunks.append(cur)
-                cur, n2, p2 = [], r.n, r.node.past
+                cur, n2, p2, real = [], r.n, r.node.past, 0
             cur.append(r)
-            n_max, p_max = n2, p2
+            n_max, p_max, real = n2, p2, real + r.n
         return chunks + ([cur] if cur else [])
 
     def _cost(self, b: int, n: int, p: int) -> int:

@@ -3,8 +3,6 @@
 The independent count of a prefix-shared prefill is the number of distinct non-empty token
 prefixes over a pair's prompts; the naive count is the sum of prompt lengths.
 """
-import random
-
 import pytest
 
 from baer_fast import protocols
@@ -14,20 +12,11 @@ from baer_fast.runtime.engine import PrefixEngine
 from baer_fast.runtime.naive import NaiveEngine
 from baer_fast.runtime.prompting import PromptEncoder
 from baer_fast.runtime.runner import build_queries
-from tests.fixtures.tiny_models import _WORDS
+from tests.fixtures.tiny_models import text_of_tokens
 
 
 def distinct_prefixes(seqs) -> int:
     return len({tuple(s[:k]) for s in seqs for k in range(1, len(s) + 1)})
-
-
-def text_of_tokens(tok, n: int, seed: int) -> str:
-    """A text that is exactly n tokens on its own in `tok`."""
-    rng, words = random.Random(seed), []
-    while len(tok.encode(" ".join(words), add_special_tokens=False)) < n:
-        words.append(rng.choice(_WORDS))
-    ids = tok.encode(" ".join(words), add_special_tokens=False)[:n]
-    return tok.decode(ids)
 
 
 @pytest.fixture(scope="module")
