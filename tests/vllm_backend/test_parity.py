@@ -16,7 +16,7 @@ from baer_fast.runtime.model_loader import load_judge                       # no
 from baer_fast.runtime.naive import NaiveEngine                             # noqa: E402
 from baer_fast.runtime.queries import Query                                 # noqa: E402
 from baer_fast.runtime.runner import RunReport, run_experts                 # noqa: E402
-from baer_fast.runtime.vllm_backend import Sampling, VllmEngine, VllmOptions  # noqa: E402
+from baer_fast.runtime.vllm_backend import Sampling, VllmEngine              # noqa: E402
 from tests.fixtures.tiny_models import build_model_dir                      # noqa: E402
 from tests.runtime.conftest import make_pairs                               # noqa: E402
 
@@ -37,8 +37,29 @@ def hf(model_dir):
 
 
 @pytest.fixture(scope="module")
-def vllm_engine(model_dir):
-    return VllmEngine.from_path(model_dir, VllmOptions(dtype="float32", cpu_kv_cache_gb=1))
+def art(hf):
+    """A stack head fitted on the hf engine's signals, with frozen derived parameters."""
+    from baer_fast.selection.fit import fit_condition
+    report = RunReport()
+    signals = run_experts(hf, make_pairs(30, seed=3), report=report)
+    art = fit_condition(signals, condition="tiny-hd64")
+    art["derived_params"] = report.derived_params
+    return art
+
+
+@pytest.fixture(scope="module")
+def vllm_judge(model_dir, art):
+    """The module's one vLLM engine start, through the public API."""
+    from baer_fast.api import Judge
+    judge = Judge.from_pretrained(model_dir, head=art, backend="vllm", dtype="float32")
+    yield judge
+    judge.engine.close()
+
+
+@pytest.fixture(scope="module")
+def vllm_engine(vllm_judge):
+    assert isinstance(vllm_judge.engine, VllmEngine)
+    return vllm_judge.engine
 
 
 @pytest.fixture(scope="module")
@@ -95,19 +116,14 @@ def test_arbitrary_allowed_ids_match_naive(hf, vllm_engine):
     assert got.stats.tokens_prefilled == sum(got.tokens_per_group)
 
 
-def test_judge_runs_unchanged_on_the_vllm_engine(hf, vllm_engine, pairs):
+def test_judge_from_pretrained_vllm_matches_hf(hf, vllm_judge, art, pairs):
     from baer_fast.api import Judge
     from baer_fast.runtime.engine import PrefixEngine
-    from baer_fast.selection.fit import fit_condition
-    report = RunReport()
-    signals = run_experts(hf, make_pairs(30, seed=3), report=report)
-    art = fit_condition(signals, condition="tiny-hd64")
-    art["derived_params"] = report.derived_params
     q, a, b = [p.question for p in pairs], [p.response_a for p in pairs], [p.response_b for p in pairs]
-    s_v = Judge(vllm_engine, art).score(q, a, b)
+    s_v = vllm_judge.score(q, a, b)
     s_h = Judge(PrefixEngine(hf), art).score(q, a, b)
     assert float((s_v - s_h).abs().max()) <= 1e-3
-    assert float((s_v + Judge(vllm_engine, art).score(q, b, a)).abs().max()) <= 1e-3
+    assert float((s_v + vllm_judge.score(q, b, a)).abs().max()) <= 1e-3      # candidate symmetry
 
 
 def test_generate_is_seeded_per_prompt(vllm_engine):
