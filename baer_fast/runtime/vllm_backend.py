@@ -119,12 +119,12 @@ def _engine_kwargs(path: str, options: VllmOptions) -> dict:
               enable_prefix_caching=options.prefix_caching, trust_remote_code=options.trust_remote_code,
               tensor_parallel_size=options.tensor_parallel_size)
     if options.data_parallel_size > 1:
-        if options.distributed_executor_backend != "external_launcher":
-            raise BaerError("--data-parallel-size > 1: vLLM's offline engine runs one replica per process "
-                            "(distributed_executor_backend='external_launcher', launched with torchrun); "
-                            "baer-fast does not yet shard pairs across such processes — run one "
-                            "`baer-fast experts` per replica on a share of the input instead")
-        kw["data_parallel_size"] = options.data_parallel_size
+        # vLLM 0.32's LLM refuses data_parallel_size > 1 in one process; its external_launcher
+        # mode runs one replica per process, each on its own share of the prompts.
+        raise BaerError("--data-parallel-size > 1 is not supported yet: vLLM's offline engine runs one "
+                        "replica per process (torchrun + external_launcher) and baer-fast does not yet "
+                        "shard pairs across such processes; run one `baer-fast experts` per replica on a "
+                        "share of the input (e.g. CUDA_VISIBLE_DEVICES=i) and concatenate the signals")
     if options.distributed_executor_backend:
         kw["distributed_executor_backend"] = options.distributed_executor_backend
     if options.block_size:

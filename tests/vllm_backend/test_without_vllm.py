@@ -86,3 +86,25 @@ def test_options_validate():
         VllmOptions(tensor_parallel_size=0)
     with pytest.raises(ValueError):
         VllmOptions(dtype="int8")
+
+
+def test_options_fit_beside_the_experts_command():
+    """The hook adds only options `baer-fast experts` does not have (wiring it cannot clash)."""
+    from baer_fast.commands import experts
+    p = argparse.ArgumentParser()
+    experts.add_arguments(p)
+    add_arguments(p)
+    args = p.parse_args(["--model", "m", "--input", "i", "--out", "o", "--backend", "vllm",
+                         "--tensor-parallel-size", "2", "--dtype", "bfloat16"])
+    opts = options_from_args(args)
+    assert (opts.tensor_parallel_size, opts.dtype) == (2, "bfloat16")
+
+
+def test_engine_arguments_pass_through_and_data_parallel_is_refused():
+    from baer_fast.runtime.vllm_backend import _engine_kwargs
+    kw = _engine_kwargs("/m", VllmOptions(dtype="float32", tensor_parallel_size=4,
+                                          distributed_executor_backend="ray", block_size=16))
+    assert kw["enable_prefix_caching"] is True and kw["tensor_parallel_size"] == 4
+    assert (kw["distributed_executor_backend"], kw["block_size"], kw["dtype"]) == ("ray", 16, "float32")
+    with pytest.raises(BaerError, match="data-parallel-size"):
+        _engine_kwargs("/m", VllmOptions(data_parallel_size=2))
