@@ -128,7 +128,7 @@ class PrefixEngine:
             ids[i, : r.n] = torch.tensor(r.node.tokens)
             mask[i, p - r.node.past: p + r.n] = 1       # real past (right-aligned) + real new tokens
         pos = torch.tensor([[r.node.past] for r in rows]) + torch.arange(n)      # [b, n]
-        cache = self._gather_past(rows, kv, p)
+        cache = self._gather_past(rows, kv, p, n)
         res = self.loaded.base(input_ids=ids.to(dev), attention_mask=mask.to(dev), position_ids=pos.to(dev),
                                use_cache=True, **{self.loaded.cache_arg: cache})
         self._keep_kv(rows, cache, p, kv)
@@ -138,39 +138,55 @@ class PrefixEngine:
         stats.forwards += 1
         stats.kv_bytes_peak = max(stats.kv_bytes_peak, self._held(kv) + b * (p + n) * self.loaded.kv_bytes_per_token)
 
-    def _gather_past(self, rows: list[_Row], kv, p: int):
-        """A DynamicCache holding each row's ancestors' KV, left-padded to p: [b, kvh, p, hd].
+    def _gather_past(self, rows: list[_Row], kv, p: int, room: int):
+        """A cache holding each row's ancestors' KV, left-padded to p: [b, kvh, p, hd] per layer.
 
-        Rows with the same parent share one assembled past (siblings are the common case:
-        a node's protocol suffixes), expanded to the rows by one index_select per layer.
+        The past is written straight into buffers with `room` free slots for the new tokens
+        (past_cache.py). Rows with the same parent (siblings: a node's protocol suffixes) get
+        the past assembled once and copied to the other siblings with one index_copy.
         """
         import torch
         from transformers import DynamicCache
-        cache = DynamicCache()
+
+        from baer_fast.runtime.past_cache import inplace_cache
         if p == 0:
-            return cache
-        parents: dict[tuple[int, int], int] = {}
-        for r in rows:
-            parents.setdefault((r.g, r.chain[-1]), len(parents))
-        owner = {key: r for r in rows for key in [(r.g, r.chain[-1])]}
-        first = kv[(rows[0].g, rows[0].chain[0])][0][0]
-        kvh, hd = first.shape[0], first.shape[2]
-        pick = torch.tensor([parents[(r.g, r.chain[-1])] for r in rows], device=first.device)
+            return DynamicCache()
+        first_row: dict[tuple[int, int], int] = {}
+        for i, r in enumerate(rows):
+            first_row.setdefault((r.g, r.chain[-1]), i)
+        dup = [(i, first_row[(r.g, r.chain[-1])]) for i, r in enumerate(rows) if first_row[(r.g, r.chain[-1])] != i]
+        ref = kv[(rows[0].g, rows[0].chain[0])][0][0]
+        shape = (len(rows), ref.shape[0], p + room, ref.shape[2])
+        bufs = []
         for layer in range(self._layers):
-            k = torch.zeros((len(parents), kvh, p, hd), dtype=first.dtype, device=first.device)
-            v = torch.zeros_like(k)
-            for key, j in parents.items():
-                r = owner[key]
-                at = p - r.node.past
-                for anc in r.chain:
-                    ka, va = kv[(r.g, anc)][layer]
-                    k[j, :, at: at + ka.shape[1]] = ka
-                    v[j, :, at: at + ka.shape[1]] = va
-                    at += ka.shape[1]
-            if len(parents) < len(rows):
-                k, v = k.index_select(0, pick), v.index_select(0, pick)
-            cache.update(k, v, layer)
+            k = torch.empty(shape, dtype=ref.dtype, device=ref.device)
+            v = torch.empty_like(k)
+            for i in first_row.values():
+                self._write_past(rows[i], kv, layer, k[i], v[i], p)
+            if dup:
+                to = torch.tensor([i for i, _ in dup], device=ref.device)
+                src = torch.tensor([j for _, j in dup], device=ref.device)
+                k[:, :, :p].index_copy_(0, to, k[:, :, :p].index_select(0, src))
+                v[:, :, :p].index_copy_(0, to, v[:, :, :p].index_select(0, src))
+            bufs.append((k, v))
+        cache = inplace_cache(bufs, p)
+        if cache is None:                       # stock cache: same values, one more copy
+            cache = DynamicCache()
+            for layer, (k, v) in enumerate(bufs):
+                cache.update(k[:, :, :p].contiguous(), v[:, :, :p].contiguous(), layer)
         return cache
+
+    @staticmethod
+    def _write_past(r: _Row, kv, layer: int, k, v, p: int) -> None:
+        """k, v: [kvh, p + room, hd] of one row; zero the left padding (masked, but must be finite)."""
+        at = p - r.node.past
+        k[:, :at].zero_()
+        v[:, :at].zero_()
+        for anc in r.chain:
+            ka, va = kv[(r.g, anc)][layer]
+            k[:, at: at + ka.shape[1]] = ka
+            v[:, at: at + ka.shape[1]] = va
+            at += ka.shape[1]
 
     def _keep_kv(self, rows: list[_Row], cache, p: int, kv) -> None:
         """Store each inner node's own new KV (leaves are never a past, so nothing is kept)."""

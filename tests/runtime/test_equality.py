@@ -71,3 +71,12 @@ def test_engine_matches_naive_on_random_trees(loaded):
             for qa, qb in zip(ga, gb):
                 assert max(abs(x - y) for x, y in zip(qa, qb)) <= TOL
         assert got.stats.tokens_prefilled == sum(got.tokens_per_group)
+
+
+def test_stock_cache_fallback_matches(loaded, pairs, monkeypatch):
+    """Where the in-place cache layer cannot be installed, the stock DynamicCache path is used."""
+    import baer_fast.runtime.past_cache as past_cache
+    want = run_experts(loaded, pairs, experts=["direct", "pointwise"])
+    monkeypatch.setattr(past_cache, "inplace_cache", lambda bufs, past: None)
+    got = run_experts(loaded, pairs, experts=["direct", "pointwise"])
+    assert _max_diff(got, want) <= TOL

@@ -1,0 +1,350 @@
+"""Batched decoding with shared prompt KV and continuous batching: token ids in, token ids out.
+
+Knows nothing about prompts, labels or experts. A request is one prompt (token ids) with a
+token budget, stop conditions and a sample count; its prompt is prefilled once and its KV
+copied to one cache row per sample ("expand to the sample count"), so samples share the
+prompt's computation and only their own tokens are decoded separately.
+
+Layout (per-row cache positions, per-row masked batch). Every layer owns one buffer
+K, V: [slots, kvh, columns, hd]. A row's KV lives in its slot, contiguous from column 0:
+column j holds position j, and the row's own length `lens[b]` says where its next token is
+written. One decode step feeds each active row its last token at position `lens[b]`, writes
+the new K/V at column `lens[b]` of its slot (scatter, in place), and attends over columns
+[0, max(lens)] with a 4-D additive mask that hides every column past the row's own length.
+Rows of any length therefore share one forward with no left padding to recompute and no
+right padding to decode: the only waste is attention over masked columns of shorter rows.
+Active rows are kept in slots [0, n): a finished row leaves at once and the last active row
+is moved into its slot (one copy of that row's KV); waiting requests are prefilled and enter
+at the end as soon as enough slots are free for all their samples (continuous batching).
+
+Sampling: every (request, sample) has its own seed; its uniforms u_0, u_1, ... are drawn
+up front from a torch.Generator seeded with it, and token k is the inverse CDF of that row's
+temperature/top-p distribution at u_k. A row's tokens therefore depend only on its own
+logits and its own seed, never on which other rows share the batch (up to float rounding of
+the logits themselves). Greedy rows take the argmax. Only the last position's hidden state
+is projected to full-vocabulary logits.
+
+Host synchronisation: each step copies the chosen token ids to the host (one small transfer)
+to test EOS, stop strings and budgets; stop strings are matched on the decoded tail only.
+"""
+from __future__ import annotations
+
+import time
+from collections import deque
+from dataclasses import dataclass, field
+
+from baer_fast.runtime.readout import lm_head
+
+
+@dataclass(frozen=True)
+class GenRequest:
+    prompt: tuple[int, ...]           # token ids of the full rendered prompt
+    max_new_tokens: int               # budget for each sample
+    samples: int = 1                  # rows decoded from this prompt's one prefill
+    temperature: float = 0.0          # 0 = greedy
+    top_p: float = 1.0
+    seeds: tuple[int, ...] = ()       # one per sample when sampling (ignored when greedy)
+    stop: tuple[str, ...] = ()        # stop strings, matched on the decoded generation
+
+    def __post_init__(self):
+        if self.max_new_tokens < 1 or self.samples < 1 or not self.prompt:
+            raise ValueError("a generation request needs a prompt, max_new_tokens >= 1 and samples >= 1")
+        if self.temperature > 0 and len(self.seeds) != self.samples:
+            raise ValueError("a sampled request needs one seed per sample")
+
+
+@dataclass
+class GenResult:
+    tokens: list[tuple[int, ...]]     # per sample: generated ids (the stop/EOS token included)
+    finish: list[str]                 # per sample: "eos" | "stop" | "length"
+    seconds: float = 0.0              # this request's share of prefill and decode time
+
+
+@dataclass
+class DecodeStats:
+    tokens_prefilled: int = 0
+    tokens_decoded: int = 0           # generated tokens, every sample counted
+    steps: int = 0                    # batched decode forwards
+    prefills: int = 0                 # prefill forwards
+    rows_peak: int = 0
+    seconds: float = 0.0
+
+
+@dataclass
+class _Row:
+    req: int
+    budget: int
+    greedy: bool
+    temperature: float
+    top_p: float
+    u: list | None                    # per-token uniforms (sampled rows)
+    stop: tuple[str, ...]
+    out: list[int] = field(default_factory=list)
+    sample: int = 0
+
+
+class _SlotCache:
+    """Duck-typed transformers cache over the slot buffers: rows [0, n) write at their own column."""
+
+    def __init__(self, bufs, n: int, cols, width: int):
+        self.bufs, self.n, self.cols, self.width = bufs, n, cols, width
+        self._rows = None
+
+    def update(self, key_states, value_states, layer_idx, *args, **kwargs):
+        import torch
+        k, v = self.bufs[layer_idx]
+        if self._rows is None:
+            self._rows = torch.arange(self.n, device=k.device)
+        # key_states: [n, kvh, 1, hd] -> column cols[b] of slot b
+        k[self._rows, :, self.cols] = key_states[:, :, 0]
+        v[self._rows, :, self.cols] = value_states[:, :, 0]
+        return k[: self.n, :, : self.width], v[: self.n, :, : self.width]
+
+    def get_seq_length(self, layer_idx: int = 0) -> int:
+        return self.width - 1
+
+
+class Decoder:
+    """Decoder(loaded).generate(requests) -> one GenResult per request, in order."""
+
+    def __init__(self, loaded, *, max_rows: int = 64, prefill_tokens: int = 8192, eos_ids=None):
+        self.loaded = loaded
+        self.max_rows, self.prefill_tokens = max_rows, prefill_tokens
+        self.eos = frozenset(eos_ids) if eos_ids is not None else eos_token_ids(loaded)
+        cfg = loaded.model.config.get_text_config()
+        self._layers = cfg.num_hidden_layers
+        self._kvh = getattr(cfg, "num_key_value_heads", None) or cfg.num_attention_heads
+        self._hd = getattr(cfg, "head_dim", None) or cfg.hidden_size // cfg.num_attention_heads
+        self._pad = int(getattr(loaded.tokenizer, "pad_token_id", None) or 0)
+        self.stats = DecodeStats()
+
+    # ------------------------------------------------------------------ public
+    def generate(self, requests: list[GenRequest]) -> list[GenResult]:
+        import torch
+        t0 = time.perf_counter()
+        slots = max(min(self.max_rows, sum(r.samples for r in requests)), max((r.samples for r in requests), default=1))
+        self._requests = requests
+        self._results = [GenResult([()] * r.samples, [""] * r.samples) for r in requests]
+        self._rows: list[_Row] = []
+        self._bufs = None
+        self._slots = slots
+        pending = deque(range(len(requests)))
+        with torch.inference_mode():
+            while pending or self._rows:
+                self._admit(pending)
+                if self._rows:
+                    self._step()
+        self._bufs = None
+        self.stats.seconds += time.perf_counter() - t0
+        return self._results
+
+    # ------------------------------------------------------------------ buffers
+    def _ensure(self, width: int) -> None:
+        """Slot buffers with at least `width` columns (grown by doubling, rows' KV kept)."""
+        import torch
+        have = 0 if self._bufs is None else self._bufs[0][0].shape[2]
+        if width <= have:
+            return
+        cols = max(width, 2 * have, 256)
+        shape = (self._slots, self._kvh, cols, self._hd)
+        dev, dt = self.loaded.device, self.loaded.dtype
+        new = []
+        for layer in range(self._layers):
+            k, v = torch.zeros(shape, dtype=dt, device=dev), torch.zeros(shape, dtype=dt, device=dev)
+            if have:
+                k[:, :, :have] = self._bufs[layer][0]
+                v[:, :, :have] = self._bufs[layer][1]
+            new.append((k, v))
+        self._bufs = new
+
+    def _lens(self) -> list[int]:
+        return [len(self._requests[r.req].prompt) + len(r.out) - 1 for r in self._rows]
+
+    # ------------------------------------------------------------------ admission + prefill
+    def _admit(self, pending) -> None:
+        free, batch = self._slots - len(self._rows), []
+        while pending and self._requests[pending[0]].samples <= free:
+            i = pending.popleft()
+            free -= self._requests[i].samples
+            batch.append(i)
+        for chunk in self._prefill_chunks(batch):
+            self._prefill(chunk)
+
+    def _prefill_chunks(self, batch: list[int]) -> list[list[int]]:
+        batch = sorted(batch, key=lambda i: len(self._requests[i].prompt))
+        chunks, cur = [], []
+        for i in batch:
+            n = len(self._requests[i].prompt)
+            if cur and (len(cur) + 1) * n > self.prefill_tokens:
+                chunks.append(cur)
+                cur = []
+            cur.append(i)
+        return chunks + ([cur] if cur else [])
+
+    def _prefill(self, reqs: list[int]) -> None:
+        """Prefill each prompt once (right-padded batch, causal: exact for real tokens), copy its
+        KV to one slot per sample, and pick every sample's first token from the prompt's logits."""
+        import torch
+        from transformers import DynamicCache
+        t0 = time.perf_counter()
+        prompts = [self._requests[i].prompt for i in reqs]
+        width = max(len(p) for p in prompts)
+        ids = torch.full((len(prompts), width), self._pad, dtype=torch.long)
+        for j, p in enumerate(prompts):
+            ids[j, : len(p)] = torch.tensor(p)
+        dev = self.loaded.device
+        cache = DynamicCache()
+        res = self.loaded.base(input_ids=ids.to(dev), use_cache=True, **{self.loaded.cache_arg: cache})
+        last = torch.tensor([len(p) - 1 for p in prompts], device=dev)
+        hidden = res.last_hidden_state[torch.arange(len(prompts), device=dev), last]        # [m, H]
+        self._ensure(width + 1)
+        new_rows, src = [], []
+        for j, i in enumerate(reqs):
+            req = self._requests[i]
+            for s in range(req.samples):
+                slot = len(self._rows) + len(new_rows)
+                self._copy_prompt_kv(cache, j, slot, len(req.prompt))
+                new_rows.append(self._row(i, s))
+                src.append(j)
+        logits = self._logits(hidden[torch.tensor(src, device=dev)])
+        self.stats.prefills += 1
+        self.stats.tokens_prefilled += sum(len(p) for p in prompts)
+        self._rows.extend(new_rows)
+        self._advance(new_rows, logits, first=len(self._rows) - len(new_rows))
+        dt = time.perf_counter() - t0
+        total = sum(len(p) for p in prompts)
+        for i, p in zip(reqs, prompts):
+            self._results[i].seconds += dt * len(p) / total
+
+    def _copy_prompt_kv(self, cache, j: int, slot: int, n: int) -> None:
+        for layer in range(self._layers):
+            k, v = _layer_kv(cache, layer)                     # [m, kvh, width, hd]
+            self._bufs[layer][0][slot, :, :n] = k[j, :, :n]
+            self._bufs[layer][1][slot, :, :n] = v[j, :, :n]
+
+    def _row(self, i: int, s: int) -> _Row:
+        import torch
+        req = self._requests[i]
+        greedy = req.temperature <= 0
+        u = None
+        if not greedy:
+            g = torch.Generator().manual_seed(int(req.seeds[s]) & ((1 << 63) - 1))
+            u = torch.rand(req.max_new_tokens, generator=g, dtype=torch.float64).tolist()
+        return _Row(i, req.max_new_tokens, greedy, req.temperature, req.top_p, u, req.stop, sample=s)
+
+    # ------------------------------------------------------------------ decode
+    def _step(self) -> None:
+        import torch
+        t0 = time.perf_counter()
+        n, dev = len(self._rows), self.loaded.device
+        lens = self._lens()
+        width = max(lens) + 1
+        self._ensure(width)
+        pos = torch.tensor(lens, device=dev)                                   # [n]
+        ids = torch.tensor([r.out[-1] for r in self._rows], device=dev)[:, None]
+        cols = torch.arange(width, device=dev)
+        # mask: [n, 1, 1, width] additive; column j is visible to row b iff j <= lens[b]
+        mask = torch.zeros((n, 1, 1, width), dtype=self.loaded.dtype, device=dev)
+        mask.masked_fill_((cols[None, :] > pos[:, None])[:, None, None, :], torch.finfo(self.loaded.dtype).min)
+        cache = _SlotCache(self._bufs, n, pos, width)
+        res = self.loaded.base(input_ids=ids, attention_mask=mask, position_ids=pos[:, None], use_cache=True,
+                               **{self.loaded.cache_arg: cache})
+        logits = self._logits(res.last_hidden_state[:, -1])
+        self.stats.steps += 1
+        self.stats.rows_peak = max(self.stats.rows_peak, n)
+        rows = list(self._rows)
+        self._advance(rows, logits, first=0)
+        dt = (time.perf_counter() - t0) / n
+        for r in rows:
+            self._results[r.req].seconds += dt
+
+    def _logits(self, hidden):
+        """hidden [m, H] -> full-vocabulary logits [m, V] fp32 (last positions only)."""
+        weight, bias = lm_head(self.loaded.model)
+        out = hidden @ weight.T
+        if bias is not None:
+            out = out + bias
+        return out.float()
+
+    def _advance(self, rows: list[_Row], logits, *, first: int) -> None:
+        """Append each row's next token (rows occupy slots first..first+len(rows)); retire finished rows."""
+        toks = pick_tokens(logits, rows)
+        done = []
+        for k, (r, t) in enumerate(zip(rows, toks)):
+            r.out.append(t)
+            why = self._finished(r)
+            if why:
+                res = self._results[r.req]
+                res.tokens[r.sample], res.finish[r.sample] = tuple(r.out), why
+                self.stats.tokens_decoded += len(r.out)
+                done.append(first + k)
+        for slot in sorted(done, reverse=True):
+            self._retire(slot)
+
+    def _finished(self, r: _Row) -> str:
+        if r.out[-1] in self.eos:
+            return "eos"
+        if r.stop and _hits_stop(self.loaded.tokenizer, r.out, r.stop):
+            return "stop"
+        return "length" if len(r.out) >= r.budget else ""
+
+    def _retire(self, slot: int) -> None:
+        """Free `slot`: the last active row moves into it (one copy of its KV)."""
+        last = len(self._rows) - 1
+        if slot != last:
+            n = len(self._requests[self._rows[last].req].prompt) + len(self._rows[last].out)
+            for k, v in self._bufs:
+                k[slot, :, :n] = k[last, :, :n]
+                v[slot, :, :n] = v[last, :, :n]
+            self._rows[slot] = self._rows[last]
+        self._rows.pop()
+
+
+def pick_tokens(logits, rows: list[_Row]) -> list[int]:
+    """logits [m, V] fp32 -> one token per row: argmax for greedy rows, else the inverse CDF of
+    the row's temperature/top-p distribution at its own next uniform."""
+    import torch
+    out = logits.argmax(-1)
+    sampled = [k for k, r in enumerate(rows) if not r.greedy]
+    if sampled:
+        idx = torch.tensor(sampled, device=logits.device)
+        temp = torch.tensor([rows[k].temperature for k in sampled], device=logits.device)
+        top_p = torch.tensor([rows[k].top_p for k in sampled], device=logits.device)
+        u = torch.tensor([rows[k].u[len(rows[k].out)] for k in sampled], device=logits.device, dtype=torch.float64)
+        probs = torch.softmax(logits[idx] / temp[:, None], dim=-1)
+        p_sorted, order = probs.sort(dim=-1, descending=True)        # ties: stable by index on CPU and CUDA
+        before = p_sorted.cumsum(-1) - p_sorted
+        p_sorted = p_sorted.masked_fill(before >= top_p[:, None], 0.0).double()   # the top token always stays
+        cdf = p_sorted.cumsum(-1)
+        j = torch.searchsorted(cdf, (u * cdf[:, -1])[:, None], right=True).clamp(max=cdf.shape[1] - 1)
+        out[idx] = order.gather(1, j)[:, 0]
+    return out.tolist()
+
+
+def _hits_stop(tok, out: list[int], stop: tuple[str, ...]) -> bool:
+    """Did the last token complete a stop string? Only the decoded tail is examined."""
+    longest = max(len(s) for s in stop)
+    tail = tok.decode(out[-(longest + 8):], skip_special_tokens=False)
+    prev = tok.decode(out[-(longest + 8):-1], skip_special_tokens=False) if len(out) > 1 else ""
+    return any(s in tail and s not in prev for s in stop)
+
+
+def eos_token_ids(loaded) -> frozenset:
+    """EOS ids as `generate` would use them: the generation config's, else the tokenizer's."""
+    ids = set()
+    gen = getattr(loaded.model, "generation_config", None)
+    eos = getattr(gen, "eos_token_id", None) if gen is not None else None
+    if eos is None:
+        eos = getattr(loaded.model.config, "eos_token_id", None)
+    if eos is not None:
+        ids.update([eos] if isinstance(eos, int) else eos)
+    if not ids and getattr(loaded.tokenizer, "eos_token_id", None) is not None:
+        ids.add(loaded.tokenizer.eos_token_id)
+    return frozenset(ids)
+
+
+def _layer_kv(cache, layer: int):
+    """(keys, values) [b, kvh, t, hd] of one cache layer, across transformers 5.x layouts."""
+    if hasattr(cache, "layers"):
+        return cache.layers[layer].keys, cache.layers[layer].values
+    return cache.key_cache[layer], cache.value_cache[layer]
