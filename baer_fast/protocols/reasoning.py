@@ -1,0 +1,49 @@
+"""What generative experts declare: generation prompts, then verdict readouts. Pure text, no torch.
+
+A generative expert exposes `NAME`, `LABELS`, `MAX_NEW_TOKENS` (default budget),
+`TEMPERATURE`/`TOP_P` (0 = greedy), `SAMPLES`, `STOP` and three functions:
+
+    generations(question, a, b) -> list[Generation]      # stage 1: what to decode
+    verdicts(question, a, b, texts) -> list[Verdict]     # stage 2: what to read
+    runs(logprobs_by_key) -> list[u]                     # canonical runs, like single-pass experts
+
+`texts[gen_key]` is the list of decoded sample texts of that generation (reasoning with the
+stop string or EOS removed). A Verdict either continues a generation (its prompt ids, the
+generated ids, then the cue's ids; the verdict is read after the cue) or is a fresh Prompt
+(from base.py) whose text embeds generated texts and is read like a single-pass prompt.
+Generations that depend on one candidate or none (PRePair analyses, the rubric, the reference
+solution) are declared once per pair, so the runtime decodes them once and both display
+orders reuse them.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from baer_fast.protocols.base import ORDERS, Prompt, pairwise_segments, prob
+
+
+@dataclass(frozen=True)
+class Generation:
+    key: str                  # unique within its expert, e.g. "ab", "a", "solution"
+    prompt: Prompt            # rendered with the chat template; decoding starts the assistant turn
+    samples: int = 1
+
+
+@dataclass(frozen=True)
+class Continue:
+    key: str                  # readout key, e.g. "ab" or "ab/3"
+    gen: str                  # the Generation it continues
+    sample: int               # which sample of it
+    cue: str                  # appended after the generated text; the verdict is read after it
+    labels: tuple[str, ...]
+
+
+def pairwise_generations(question: str, a: str, b: str, instruction: str, samples: int = 1) -> list[Generation]:
+    """One reasoning prompt per display order, on the shared pairwise skeleton."""
+    return [Generation(order, Prompt(order, pairwise_segments(question, a, b, order, instruction), ()), samples)
+            for order in ORDERS]
+
+
+def order_runs(lp: dict, suffix: str = "") -> list[float]:
+    """[u from order ab, u from order ba] for labels (A, B): in order ba, a is shown as B."""
+    return [prob(lp["ab" + suffix], 0), prob(lp["ba" + suffix], 1)]

@@ -1,0 +1,197 @@
+"""Generative experts: pairs in, canonical runs out — decode every reasoning, then read verdicts.
+
+Two batched phases over a chunk of pairs, whatever the mix of experts:
+  1. every Generation of every (pair, expert) is one request to the decoder (decode.py):
+     batched across pairs, experts and samples; a generation that depends on one candidate
+     or none (PRePair analyses, rubric, reference solution) is declared once per pair, so
+     it is decoded once and both display orders reuse it (counted in `ExpertCost.calls`);
+  2. every Verdict becomes one token-id query — prompt + generated ids + cue, or a fresh
+     prompt embedding generated texts — read with the same constrained readout as the
+     single-pass experts, through the prefix engine (samples of one prompt share its KV).
+
+Seeds: a sampled row's seed hashes (global seed, pair id, expert, sample index, the rendered
+prompt text). It depends on what is displayed, not on the display order's name, so the
+swapped pair's order-ba prompt (the same text as the original's order-ab prompt) draws the
+same samples: runs mirror under the swap, and do not depend on batch composition.
+"""
+from __future__ import annotations
+
+import hashlib
+import time
+from dataclasses import dataclass, field
+
+from baer_fast import protocols
+from baer_fast.errors import InputError
+from baer_fast.protocols.reasoning import Continue
+from baer_fast.runtime.queries import EngineStats, Query
+
+CUE_ROOM = 64        # context kept free after a generation for its cue (and the readout)
+
+
+@dataclass(frozen=True)
+class GenerationConfig:
+    max_new_tokens: dict = field(default_factory=dict)   # expert -> budget (else the protocol's default)
+    seed: int = 0                                         # global seed of every sampled row
+    max_rows: int = 64                                    # decode rows in flight at once
+
+    def budget(self, name: str) -> int:
+        return int(self.max_new_tokens.get(name, protocols.get(name).MAX_NEW_TOKENS))
+
+    def settings(self, name: str) -> dict:
+        mod = protocols.get(name)
+        return {"max_new_tokens": self.budget(name), "temperature": mod.TEMPERATURE, "top_p": mod.TOP_P,
+                "samples": mod.SAMPLES, "seed": self.seed}
+
+
+@dataclass
+class ExpertCost:
+    calls: int = 0               # generation requests (prefilled prompts), summed over pairs
+    rows: int = 0                # decoded sequences (calls x samples)
+    tokens_decoded: int = 0
+    seconds: float = 0.0         # its share of decode and readout time
+
+    def add(self, other: "ExpertCost") -> None:
+        self.calls += other.calls
+        self.rows += other.rows
+        self.tokens_decoded += other.tokens_decoded
+        self.seconds += other.seconds
+
+
+@dataclass
+class GenerativeReport:
+    cost: dict = field(default_factory=dict)              # expert -> ExpertCost
+    readout: EngineStats = field(default_factory=EngineStats)
+
+    def charge(self, name: str, cost: ExpertCost) -> None:
+        self.cost.setdefault(name, ExpertCost()).add(cost)
+
+    def lines(self) -> list[str]:
+        return [f"  {name:<18} {c.calls:6d} generations {c.rows:6d} rows {c.tokens_decoded:9d} tokens decoded "
+                f"{c.seconds:8.2f}s" for name, c in self.cost.items()]
+
+
+@dataclass
+class _Req:
+    pair: int
+    name: str
+    key: str
+    ids: tuple[int, ...]
+
+
+def sample_seed(seed: int, pair_id: str, expert: str, sample: int, prompt) -> int:
+    """63-bit seed of one sampled row; depends on the displayed prompt text, not the order name."""
+    h = hashlib.sha256("\0".join([str(seed), pair_id, expert, str(sample), prompt.system, prompt.user]).encode())
+    return int.from_bytes(h.digest()[:8], "little") & ((1 << 63) - 1)
+
+
+def run_generative(engine, pairs, names: list[str], *, config: GenerationConfig = GenerationConfig(),
+                   report: GenerativeReport | None = None, decoder=None) -> list[dict]:
+    """-> per pair {"runs": {expert: runs}, "meta": {expert: counters+settings}, "texts": {expert: {key: [str]}}}.
+
+    engine: the readout engine (PrefixEngine or NaiveEngine); decoder: defaults to decode.Decoder
+    on the engine's model (anything with `generate(list[GenRequest]) -> list[GenResult]`).
+    """
+    from baer_fast.runtime.decode import Decoder
+    from baer_fast.runtime.prompting import PromptEncoder
+    loaded = engine.loaded
+    report = report if report is not None else GenerativeReport()
+    enc = PromptEncoder(loaded.tokenizer, model_name=loaded.name, context_len=loaded.context_len)
+    decoder = decoder or Decoder(loaded, max_rows=config.max_rows)
+    reqs, requests = _requests(enc, pairs, names, config)
+    results = decoder.generate(requests) if requests else []
+    gen_ids, texts = _trimmed(loaded.tokenizer, reqs, requests, results, decoder)
+    groups, where = _verdict_queries(enc, pairs, names, reqs, gen_ids, texts)
+    t0 = time.perf_counter()
+    lps = engine.run(groups)
+    report.readout.add(lps.stats)
+    read_s = time.perf_counter() - t0
+    return _assemble(pairs, names, config, reqs, requests, results, groups, where, lps.logprobs, texts, read_s,
+                     report)
+
+
+def _requests(enc, pairs, names, config):
+    from baer_fast.runtime.decode import GenRequest
+    reqs, requests = [], []
+    for i, pair in enumerate(pairs):
+        for name in names:
+            mod = protocols.get(name)
+            for gen in mod.generations(pair.question, pair.response_a, pair.response_b):
+                ids = enc.encode(gen.prompt, pair_id=pair.id, expert=name)
+                room = enc.context_len - len(ids) - CUE_ROOM
+                if room < 1:
+                    raise InputError(f"pair {pair.id!r}: the {name}/{gen.key} prompt ({len(ids)} tokens) leaves "
+                                     f"no room to generate in the context of {enc.model_name!r} "
+                                     f"({enc.context_len})", field="response_a")
+                seeds = tuple(sample_seed(config.seed, pair.id, name, s, gen.prompt) for s in range(gen.samples))
+                requests.append(GenRequest(ids, min(config.budget(name), room), gen.samples, mod.TEMPERATURE,
+                                           mod.TOP_P, seeds if mod.TEMPERATURE > 0 else (), tuple(mod.STOP)))
+                reqs.append(_Req(i, name, gen.key, ids))
+    return reqs, requests
+
+
+def _trim(tok, ids: tuple[int, ...], finish: str, stop, eos) -> tuple[int, ...]:
+    """Drop EOS, or the tokens that completed a stop string (until it no longer appears)."""
+    if finish == "eos":
+        return ids[:-1]
+    if finish == "stop":
+        while ids and any(s in tok.decode(ids, skip_special_tokens=False) for s in stop):
+            ids = ids[:-1]
+    return ids
+
+
+def _trimmed(tok, reqs, requests, results, decoder):
+    gen_ids, texts = [], {}
+    for r, req, res in zip(reqs, requests, results):
+        ids = [_trim(tok, t, f, req.stop, decoder.eos) for t, f in zip(res.tokens, res.finish)]
+        gen_ids.append(ids)
+        texts.setdefault(r.pair, {}).setdefault(r.name, {})[r.key] = [
+            tok.decode(list(x), skip_special_tokens=True) for x in ids]
+    return gen_ids, texts
+
+
+def _verdict_queries(enc, pairs, names, reqs, gen_ids, texts):
+    by_key = {(r.pair, r.name, r.key): k for k, r in enumerate(reqs)}
+    cue_ids: dict[str, tuple[int, ...]] = {}
+    groups, where = [], []
+    for i, pair in enumerate(pairs):
+        group, locs = [], []
+        for name in names:
+            mod = protocols.get(name)
+            for v in mod.verdicts(pair.question, pair.response_a, pair.response_b, texts.get(i, {}).get(name, {})):
+                if isinstance(v, Continue):
+                    k = by_key[(i, name, v.gen)]
+                    if v.cue not in cue_ids:
+                        cue_ids[v.cue] = tuple(enc.tok.encode(v.cue, add_special_tokens=False))
+                    ids = reqs[k].ids + tuple(gen_ids[k][v.sample]) + cue_ids[v.cue]
+                else:
+                    ids = enc.encode(v, pair_id=pair.id, expert=name)
+                group.append(Query(ids, enc.label_ids(v.labels)))
+                locs.append((name, v.key))
+        groups.append(group)
+        where.append(locs)
+    return groups, where
+
+
+def _assemble(pairs, names, config, reqs, requests, results, groups, where, logprobs, texts, read_s, report):
+    read_tokens = sum(len(q.ids) for g in groups for q in g) or 1
+    out = []
+    for i, _ in enumerate(pairs):
+        cost = {name: ExpertCost() for name in names}
+        for r, req, res in zip(reqs, requests, results):
+            if r.pair == i:
+                c = cost[r.name]
+                c.calls += 1
+                c.rows += req.samples
+                c.tokens_decoded += sum(len(t) for t in res.tokens)
+                c.seconds += res.seconds
+        lp_by: dict[str, dict] = {}
+        for (name, key), q, lp in zip(where[i], groups[i], logprobs[i]):
+            lp_by.setdefault(name, {})[key] = lp
+            cost[name].seconds += read_s * len(q.ids) / read_tokens
+        runs = {name: protocols.get(name).runs(lp_by[name]) for name in names}
+        meta = {name: {"calls": cost[name].calls, "tokens_decoded": cost[name].tokens_decoded,
+                       **config.settings(name)} for name in names}
+        for name in names:
+            report.charge(name, cost[name])
+        out.append({"runs": runs, "meta": meta, "texts": texts.get(i, {})})
+    return out
