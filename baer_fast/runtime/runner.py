@@ -19,6 +19,7 @@ class RunReport:
     stats: EngineStats = field(default_factory=EngineStats)
     tokens_naive: int = 0                 # what one plain forward per prompt would prefill
     derived_params: dict = field(default_factory=dict)
+    generative: object = None             # generative.GenerativeReport (cost per expert) once one ran
 
 
 def make_engine(model, *, config: EngineConfig = EngineConfig(), naive: bool = False, **load_kw):
@@ -72,6 +73,21 @@ def prompt_runs(engine, pairs: list[Pair], prompt_experts: list[str], report: Ru
     return out
 
 
+def generative_runs(engine, pairs: list[Pair], names, rows: list[dict], report: RunReport,
+                    generation=None) -> None:
+    """Add the generative experts' runs, counters and texts to `rows` in place (runtime/generative.py)."""
+    gen = [n for n in names if n in protocols.GENERATIVE]
+    if not gen:
+        return
+    from baer_fast.runtime.generative import GenerationConfig, GenerativeReport, run_generative
+    if report.generative is None:
+        report.generative = GenerativeReport()
+    out = run_generative(engine, pairs, gen, config=generation or GenerationConfig(), report=report.generative)
+    for row, g in zip(rows, out):
+        row["runs"].update(g["runs"])
+        row["generation"], row["texts"] = g["meta"], g["texts"]
+
+
 def _is_test(pair_like) -> bool:
     try:
         from baer_fast.selection.splits import role
@@ -115,23 +131,27 @@ def pair_meta(pair: Pair) -> dict:
 def to_signals(pair: Pair, runs: dict, row: dict, names: list[str], engine_name: str) -> Signals:
     meta = {**pair.meta, **pair_meta(pair), "tokens_prefilled": row["tokens_prefilled"],
             "tokens_naive": row["tokens_naive"], "engine": engine_name}
+    if "generation" in row:
+        meta["generation"] = row["generation"]
     return Signals(pair.id, {n: runs[n] for n in names}, pair.subset, pair.label, pair.split, meta)
 
 
 def run_experts(model, pairs: list[Pair], *, experts=None, config: EngineConfig = EngineConfig(),
                 derived_params: dict | None = None, naive: bool = False, report: RunReport | None = None,
-                **load_kw) -> list[Signals]:
+                generation=None, **load_kw) -> list[Signals]:
     """Run the single-pass bank on `pairs` (both display orders) -> one Signals per pair.
 
     model: a local model directory, a LoadedModel, or an engine. Derived experts use
     `derived_params` when given, else are fitted on the non-test pairs here; the params used
-    end up in `report.derived_params` (plain JSON for the head artifact).
+    end up in `report.derived_params` (plain JSON for the head artifact). Generative experts
+    (protocols.GENERATIVE, opt-in by name) decode with `generation` (a GenerationConfig).
     """
     names = resolve_experts(experts)
     derived = [n for n in names if n in protocols.DERIVED_EXPERTS]
     engine = make_engine(model, config=config, naive=naive, **load_kw)
     report = report if report is not None else RunReport()
     rows = prompt_runs(engine, pairs, protocols.prompt_experts_for(names), report)
+    generative_runs(engine, pairs, names, rows, report, generation)
     if derived:
         report.derived_params = dict(derived_params) if derived_params else fit_derived(
             [(p, r["runs"]) for p, r in zip(pairs, rows)], derived)
