@@ -126,6 +126,29 @@ def test_judge_from_pretrained_vllm_matches_hf(hf, vllm_judge, art, pairs):
     assert float((s_v + vllm_judge.score(q, b, a)).abs().max()) <= 1e-3      # candidate symmetry
 
 
+def test_experts_command_writes_the_same_signals(model_dir, vllm_engine, pairs, tmp_path, monkeypatch):
+    """`baer-fast experts` with the vLLM engine in place of the hf one: same file format, same runs.
+    (The command's --backend flag is wired by the engine owner via vllm_backend.engine_from_args;
+    here the engine is swapped in under the command so the module keeps its one engine start.)"""
+    from baer_fast import cli
+    from baer_fast.io.records import read_signals, write_pairs
+    from baer_fast.runtime import runner
+    src = str(tmp_path / "pairs.jsonl")
+    write_pairs(src, pairs)
+    argv = ["experts", "--model", model_dir, "--input", src, "--experts", ",".join(EXPERTS), "-q",
+            "--dtype", "float32", "--out"]
+    assert cli.main(argv + [str(tmp_path / "hf.jsonl")]) == 0
+    monkeypatch.setattr(runner, "make_engine", lambda *a, **k: vllm_engine)
+    assert cli.main(argv + [str(tmp_path / "vllm.jsonl")]) == 0
+    hf_rows, v_rows = read_signals(str(tmp_path / "hf.jsonl")), read_signals(str(tmp_path / "vllm.jsonl"))
+    assert [r.id for r in v_rows] == [r.id for r in hf_rows]
+    for a, b in zip(v_rows, hf_rows):
+        assert a.meta.keys() == b.meta.keys() and a.meta["tokens_naive"] == b.meta["tokens_naive"]
+        assert (a.subset, a.label, a.split) == (b.subset, b.label, b.split)
+        for name in EXPERTS:
+            assert max(abs(u - v) for u, v in zip(a.experts[name], b.experts[name], strict=True)) <= TOL
+
+
 def test_generate_is_seeded_per_prompt(vllm_engine):
     prompts = [(11, 12, 13, 14), (21, 22, 23), (11, 12, 13, 15)]
     s = Sampling(max_tokens=6, temperature=1.0)
