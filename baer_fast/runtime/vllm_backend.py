@@ -96,6 +96,14 @@ class VllmModel:
     def name(self) -> str:
         return os.path.basename(os.path.normpath(self.path))
 
+    @property
+    def model(self):
+        """No torch module here: the hf decoder cannot run on a vLLM engine (say so, not AttributeError)."""
+        raise BaerError("generative experts are not wired to the vLLM backend yet (the hf decoder needs the "
+                        "torch model; VllmEngine.generate is the hook to use); run them with --backend hf")
+
+    base = model
+
 
 def require_vllm():
     """The vllm module, or a BaerError saying how to get it."""

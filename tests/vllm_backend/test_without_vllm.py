@@ -108,3 +108,11 @@ def test_engine_arguments_pass_through_and_data_parallel_is_refused():
     assert (kw["distributed_executor_backend"], kw["block_size"], kw["dtype"]) == ("ray", 16, "float32")
     with pytest.raises(BaerError, match="data-parallel-size"):
         _engine_kwargs("/m", VllmOptions(data_parallel_size=2))
+
+
+def test_generative_experts_on_vllm_fail_with_a_clear_error():
+    from baer_fast.runtime.vllm_backend import VllmModel
+    m = VllmModel(llm=None, tokenizer=None, path="/models/judge-8b", context_len=8)
+    assert m.name == "judge-8b"
+    with pytest.raises(BaerError, match="generative experts are not wired"):
+        m.model
