@@ -4,6 +4,10 @@ Append-only and resumable by id: reruns skip ids already in --out. Derived exper
 (pride, calibraeval) need all direct runs before their label-free fit, so without
 --derived-params the prompt experts stream to `<out>.raw.jsonl` (resumable) and --out is
 written at the end, with the fitted parameters beside it in `<out>.derived.json`.
+Generative experts (cot, self_consistency, rubric, prepair, deliberate, reference; `--experts all`
+for the full bank) decode with per-expert budgets (--max-new-tokens) and a global --seed;
+--keep-texts writes their generated texts to `<out>.texts.jsonl`; a cost report per expert
+(generations, tokens decoded, seconds) is printed at the end.
 """
 from __future__ import annotations
 
@@ -25,7 +29,14 @@ def add_arguments(p) -> None:
     p.add_argument("--input", required=True, help="pairs JSONL")
     p.add_argument("--out", required=True, help="signals JSONL (appended to; rerun resumes)")
     p.add_argument("--experts", default=None,
-                   help="comma-separated subset of: direct,score,pointwise,pride,calibraeval (default: all)")
+                   help="comma-separated subset of: direct,score,pointwise,pride,calibraeval (default: these) and "
+                        "the generative cot,self_consistency,rubric,prepair,deliberate,reference; 'all' = every one")
+    p.add_argument("--max-new-tokens", default=None,
+                   help="generation budget per generative expert, e.g. cot=256,reference=4096, or one number "
+                        "for all (default: each protocol's own)")
+    p.add_argument("--seed", type=int, default=0, help="global seed of sampled generations (self_consistency)")
+    p.add_argument("--keep-texts", action="store_true",
+                   help="write generated texts (reasoning, rubric, analyses, reference) to <out>.texts.jsonl")
     p.add_argument("--batch-tokens", type=int, default=d.batch_tokens,
                    help="cap on padded tokens per forward (default: derived from --memory-gb)")
     p.add_argument("--memory-gb", type=float, default=d.memory_budget_bytes / 2**30,
@@ -45,7 +56,10 @@ def add_arguments(p) -> None:
 
 def _experts(arg) -> list[str]:
     from baer_fast.runtime.runner import resolve_experts
+    from baer_fast import protocols
     names = None if arg is None else [x.strip() for x in arg.split(",") if x.strip()]
+    if names == ["all"]:
+        names = list(protocols.ALL)
     try:
         return resolve_experts(names)
     except ValueError as e:
@@ -61,6 +75,29 @@ def _fingerprint(args, names: list[str], params_file: str | None) -> dict:
             "weights": weights, "input_sha256": file_sha256(args.input), "experts": names,
             "engine": "naive" if args.naive else "prefix", "dtype": args.dtype,
             "derived_params_sha256": file_sha256(params_file) if params_file else None}
+
+
+def _generation(args, names: list[str]):
+    """GenerationConfig from --max-new-tokens/--seed, or None when no generative expert is asked for."""
+    from baer_fast import protocols
+    from baer_fast.runtime.generative import GenerationConfig
+    gen = [n for n in names if n in protocols.GENERATIVE]
+    if not gen:
+        return None
+    budgets = {}
+    for item in (args.max_new_tokens or "").split(","):
+        name, _, val = item.strip().rpartition("=")
+        if not val:
+            continue
+        try:
+            n = int(val)
+        except ValueError:
+            raise InputError(f"{val!r} is not a whole number of tokens", field="--max-new-tokens") from None
+        if n < 1 or (name and name not in protocols.GENERATIVE):
+            raise InputError(f"{item.strip()!r}: expected EXPERT=N with N >= 1 and EXPERT one of "
+                             f"{', '.join(protocols.GENERATIVE)}", field="--max-new-tokens")
+        budgets.update({name: n} if name else {g: n for g in protocols.GENERATIVE})
+    return GenerationConfig(max_new_tokens=budgets, seed=args.seed)
 
 
 def _open_writer(path: str, fingerprint: dict, overwrite: bool):
@@ -96,9 +133,14 @@ def run(args) -> int:
         if missing:
             raise InputError(f"no parameters for {', '.join(missing)}", path=args.derived_params)
     two_phase = bool(derived) and params is None
-    stream_names = protocols.prompt_experts_for(names) if two_phase else names
+    stream_names = (protocols.prompt_experts_for(names) + [n for n in names if n in protocols.GENERATIVE]
+                    if two_phase else names)
     target = args.out + ".raw.jsonl" if two_phase else args.out
     fp = _fingerprint(args, stream_names, args.derived_params)
+    generation = _generation(args, names)
+    if generation is not None:
+        fp["generation"] = {n: generation.settings(n) for n in names if n in protocols.GENERATIVE}
+    args.generation = generation
     stats = _stream(args, pairs, stream_names, derived if not two_phase else [], params, target, fp)
     if two_phase:
         _finish_derived(args, names, derived, target)
@@ -111,11 +153,13 @@ def _stream(args, pairs, names, derived, params, target, fp) -> str:
 
     from baer_fast import protocols
     from baer_fast.runtime.config import EngineConfig
-    from baer_fast.runtime.runner import RunReport, apply_derived, make_engine, prompt_runs, to_signals
+    from baer_fast.runtime.runner import (RunReport, apply_derived, generative_runs, make_engine, prompt_runs,
+                                          to_signals)
 
     config = EngineConfig(memory_budget_bytes=int(args.memory_gb * 2**30), batch_tokens=args.batch_tokens,
                           kernels=args.kernels)
     writer = _open_writer(target, fp, args.overwrite)
+    texts = _open_writer(args.out + ".texts.jsonl", fp, args.overwrite) if args.keep_texts and args.generation else None
     todo = [p for p in pairs if p.id not in writer.done_ids]
     engine = make_engine(args.model, config=config, naive=args.naive, device=args.device, dtype=args.dtype,
                          attn=args.attn, trust_remote_code=args.trust_remote_code) if todo else None
@@ -125,6 +169,10 @@ def _stream(args, pairs, names, derived, params, target, fp) -> str:
         for i in range(0, len(todo), max(1, args.chunk_pairs)):
             chunk = todo[i: i + args.chunk_pairs]
             rows = prompt_runs(engine, chunk, protocols.prompt_experts_for(names), report)
+            generative_runs(engine, chunk, names, rows, report, args.generation)
+            if texts is not None:       # texts first: a kill between the two redoes the chunk, texts skip it
+                texts.append([{"id": p.id, "texts": r["texts"]} for p, r in zip(chunk, rows)
+                              if p.id not in texts.done_ids])
             writer.append([to_signals(p, apply_derived(r["runs"], derived, params or {}), r, names,
                                       "naive" if args.naive else "prefix").to_json()
                            for p, r in zip(chunk, rows)])
@@ -132,9 +180,16 @@ def _stream(args, pairs, names, derived, params, target, fp) -> str:
             dt = max(time.perf_counter() - t0, 1e-9)
             bar.set_postfix_str(f"{bar.n / dt:.2f} pairs/s, {report.stats.tokens_prefilled / dt:.0f} tok/s")
         writer.finish()
+        if texts is not None:
+            texts.finish()
     finally:
         bar.close()
         writer.close()
+        if texts is not None:
+            texts.close()
+    if report.generative is not None:
+        print("generative experts (cost per expert, this run):\n" + "\n".join(report.generative.lines()),
+              file=sys.stderr)
     return _summary(len(pairs), len(todo), report, time.perf_counter() - t0)
 
 
