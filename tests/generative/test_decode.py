@@ -1,0 +1,89 @@
+"""The shared-prefix batched decoder against HF `generate`, one prompt at a time (fp32)."""
+import pytest
+
+from baer_fast.runtime.decode import Decoder, GenRequest
+from tests.generative.conftest import random_prompts
+
+
+def hf_greedy(loaded, prompt, n: int) -> list[int]:
+    import torch
+    out = loaded.model.generate(torch.tensor([prompt]), attention_mask=torch.ones(1, len(prompt), dtype=torch.long),
+                                max_new_tokens=n, do_sample=False)
+    return out[0, len(prompt):].tolist()
+
+
+@pytest.mark.parametrize("arch", ["qwen3", "llama"])
+@pytest.mark.parametrize("max_rows", [3, 64])
+def test_greedy_equals_hf_generate(gen_models, arch, max_rows):
+    """Prompts of different lengths in one batch; per-row budgets finish rows early, and with
+    max_rows=3 waiting prompts enter as rows leave (continuous batching)."""
+    loaded = gen_models(arch)[1]
+    prompts = random_prompts(loaded, 8, seed=1)
+    budgets = [16, 3, 16, 1, 12, 16, 7, 10]
+    dec = Decoder(loaded, max_rows=max_rows)
+    got = dec.generate([GenRequest(p, b) for p, b in zip(prompts, budgets)])
+    for p, b, res in zip(prompts, budgets, got):
+        want = hf_greedy(loaded, p, b)
+        assert list(res.tokens[0]) == want
+        assert res.finish[0] == ("eos" if want[-1] in dec.eos else "length")
+    assert dec.stats.tokens_prefilled == sum(len(p) for p in prompts)
+    assert dec.stats.tokens_decoded == sum(len(r.tokens[0]) for r in got)
+
+
+def test_stop_string_ends_a_row_early(qwen):
+    """A stop string taken from the row's own greedy text: the row stops at the token that
+    completes it (that token kept, as `generate` does), the other rows run on unchanged."""
+    tok = qwen.tokenizer
+    prompts = random_prompts(qwen, 4, seed=2)
+    full = [hf_greedy(qwen, p, 14) for p in prompts]
+    piece = next(s for s in (tok.decode(full[0][k:k + 1]) for k in range(3, 10)) if s.strip() and "\ufffd" not in s)
+    stop = (piece.strip(),)
+    k = next(k for k in range(1, 15) if stop[0] in tok.decode(full[0][:k]))
+    got = Decoder(qwen).generate([GenRequest(prompts[0], 14, stop=stop)] + [GenRequest(p, 14) for p in prompts[1:]])
+    assert list(got[0].tokens[0]) == full[0][:k] and got[0].finish[0] == "stop"
+    for res, want in zip(got[1:], full[1:]):
+        assert list(res.tokens[0]) == want
+
+
+def _sampled(prompt, seeds, n=12, temperature=0.9, top_p=0.9):
+    return GenRequest(prompt, n, samples=len(seeds), temperature=temperature, top_p=top_p, seeds=tuple(seeds))
+
+
+def test_samples_are_reproducible_and_independent_of_the_batch(qwen):
+    prompts = random_prompts(qwen, 5, seed=3)
+    target = _sampled(prompts[0], [11, 12, 13])
+    alone = Decoder(qwen).generate([target])[0]
+    again = Decoder(qwen).generate([target])[0]
+    assert alone.tokens == again.tokens
+    # another batch: other sampled and greedy rows around it, few slots (rows enter and leave)
+    crowd = [GenRequest(prompts[1], 5), _sampled(prompts[2], [1, 2]), target, _sampled(prompts[3], [7], n=3),
+             GenRequest(prompts[4], 9)]
+    mixed = Decoder(qwen, max_rows=4).generate(crowd)[2]
+    assert mixed.tokens == alone.tokens
+    # the same seed in a one-sample request gives that sample; other seeds give other samples
+    single = Decoder(qwen).generate([_sampled(prompts[0], [12])])[0]
+    assert single.tokens[0] == alone.tokens[1]
+    assert len(set(alone.tokens)) > 1
+
+
+def test_samples_share_one_prefill(qwen):
+    prompt = random_prompts(qwen, 1, seed=4)[0]
+    dec = Decoder(qwen)
+    dec.generate([_sampled(prompt, range(5), n=4)])
+    assert dec.stats.tokens_prefilled == len(prompt)
+    assert dec.stats.tokens_decoded == 5 * 4
+
+
+def test_greedy_and_top_p_limits(qwen):
+    """top_p -> 0 keeps only the most likely token: sampling then equals greedy decoding."""
+    prompt = random_prompts(qwen, 1, seed=5)[0]
+    greedy = Decoder(qwen).generate([GenRequest(prompt, 10)])[0].tokens[0]
+    tiny_p = Decoder(qwen).generate([_sampled(prompt, [3, 4], n=10, temperature=1.0, top_p=1e-9)])[0]
+    assert tiny_p.tokens == [greedy, greedy]
+
+
+def test_bad_requests_are_refused():
+    with pytest.raises(ValueError):
+        GenRequest((1, 2), 0)
+    with pytest.raises(ValueError):
+        GenRequest((1, 2), 4, samples=2, temperature=0.7, seeds=(1,))
