@@ -18,7 +18,10 @@ from baer_fast.runtime.queries import Query                                 # no
 from baer_fast.runtime.runner import RunReport, run_experts                 # noqa: E402
 from baer_fast.runtime.vllm_backend import Sampling, VllmEngine              # noqa: E402
 from tests.fixtures.tiny_models import build_model_dir                      # noqa: E402
-from tests.runtime.conftest import make_pairs                               # noqa: E402
+try:                                         # make_pairs is moving from tests/runtime/conftest.py
+    from tests.fixtures.tiny_models import make_pairs                       # noqa: E402
+except ImportError:
+    from tests.runtime.conftest import make_pairs                           # noqa: E402
 
 TOL = 1e-4
 EXPERTS = ["direct", "score", "pointwise"]
