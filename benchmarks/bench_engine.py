@@ -62,13 +62,16 @@ def bank_pairs(loaded, n_pairs: int):
                  text_of_tokens(t, R_TOKENS, 3 * i + 2), split="selection") for i in range(n_pairs)]
 
 
-def _time(fn, rounds: int) -> tuple[list[float], object]:
-    times, out = [], None
+def _time_pair(fn_a, fn_b, rounds: int):
+    """Interleave the two methods round by round, so drifting load on a shared machine hits both."""
+    ta, tb, out_a, out_b = [], [], None, None
     for _ in range(rounds):
-        t0 = time.perf_counter()
-        out = fn()
-        times.append(time.perf_counter() - t0)
-    return times, out
+        for fn, times, slot in ((fn_a, ta, 0), (fn_b, tb, 1)):
+            t0 = time.perf_counter()
+            res = fn()
+            times.append(time.perf_counter() - t0)
+            out_a, out_b = (res, out_b) if slot == 0 else (out_a, res)
+    return ta, tb, out_a, out_b
 
 
 def _row(name, times, n_pairs, tokens):
@@ -89,24 +92,26 @@ def run(n_pairs: int, rounds: int, folder: str) -> dict:
     groups = anchor_groups(loaded, n_pairs)
     naive, prefix = NaiveEngine(loaded), PrefixEngine(loaded)
     rows = []
-    t_naive, r_naive = _time(lambda: naive.run(groups), rounds)
-    t_prefix, r_prefix = _time(lambda: prefix.run(groups), rounds)
+    t_naive, t_prefix, r_naive, r_prefix = _time_pair(lambda: naive.run(groups), lambda: prefix.run(groups), rounds)
     diff = max(abs(x - y) for ga, gb in zip(r_naive.logprobs, r_prefix.logprobs)
                for qa, qb in zip(ga, gb) for x, y in zip(qa, qb))
     rows.append(_row("anchor: naive, one prompt per forward, last position", t_naive, n_pairs,
                      r_naive.stats.tokens_prefilled))
     rows.append(_row("anchor: prefix engine", t_prefix, n_pairs, r_prefix.stats.tokens_prefilled))
     pairs = bank_pairs(loaded, n_pairs)
-    for naive_flag in (True, False):
-        rep = RunReport()
-        t, _ = _time(lambda: run_experts(loaded, pairs, naive=naive_flag, report=rep), rounds)
-        tok = rep.stats.tokens_prefilled // rounds
-        rows.append(_row(f"single-pass bank: {'naive' if naive_flag else 'prefix engine'}", t, n_pairs, tok))
-    return {"bench": "engine", "load_avg_1m": os.getloadavg()[0], "threads": torch.get_num_threads(), "pairs": n_pairs, "rounds": rounds,
-            "arch": ARCH, "max_abs_logprob_diff": diff,
+    rep_n, rep_p = RunReport(), RunReport()
+    t_bn, t_bp, _, _ = _time_pair(lambda: run_experts(loaded, pairs, naive=True, report=rep_n),
+                                  lambda: run_experts(loaded, pairs, report=rep_p), rounds)
+    rows.append(_row("single-pass bank: naive", t_bn, n_pairs, rep_n.stats.tokens_prefilled // rounds))
+    rows.append(_row("single-pass bank: prefix engine", t_bp, n_pairs, rep_p.stats.tokens_prefilled // rounds))
+    ratio = lambda a, b: statistics.median(x / y for x, y in zip(a, b))    # noqa: E731
+    return {"bench": "engine", "load_avg_1m": os.getloadavg()[0], "threads": torch.get_num_threads(),
+            "pairs": n_pairs, "rounds": rounds, "arch": ARCH, "max_abs_logprob_diff": diff,
             "kv_peak_bytes_prefix": r_prefix.stats.kv_bytes_peak,
             "speedup_anchor": rows[0]["median_s"] / rows[1]["median_s"],
-            "speedup_bank": rows[2]["median_s"] / rows[3]["median_s"], "rows": rows}
+            "speedup_bank": rows[2]["median_s"] / rows[3]["median_s"],
+            "speedup_anchor_paired_median": ratio(t_naive, t_prefix),
+            "speedup_bank_paired_median": ratio(t_bn, t_bp), "rows": rows}
 
 
 def main(argv=None) -> int:

@@ -124,6 +124,8 @@ def run(args) -> int:
     from baer_fast.runtime.model_loader import check_model_dir
 
     names = _experts(args.experts)
+    if args.chunk_pairs < 1:
+        raise InputError("must be at least 1", field="--chunk-pairs")
     check_model_dir(args.model)
     pairs = read_pairs(args.input)
     params = _load_params(args.derived_params)
@@ -166,7 +168,7 @@ def _stream(args, pairs, names, derived, params, target, fp) -> str:
     report, t0 = RunReport(), time.perf_counter()       # throughput excludes model loading
     bar = tqdm(total=len(todo), unit="pair", disable=args.quiet or not todo, file=sys.stderr, desc="experts")
     try:
-        for i in range(0, len(todo), max(1, args.chunk_pairs)):
+        for i in range(0, len(todo), args.chunk_pairs):
             chunk = todo[i: i + args.chunk_pairs]
             rows = prompt_runs(engine, chunk, protocols.prompt_experts_for(names), report)
             generative_runs(engine, chunk, names, rows, report, args.generation)

@@ -86,7 +86,7 @@ class PrefixEngine:
 
     def _cost(self, b: int, n: int, p: int) -> int:
         scores = b * self._heads * n * (p + n) * 4               # attention probabilities, fp32
-        past = b * p * self.loaded.kv_bytes_per_token            # gathered ancestor KV
+        past = b * (p + n) * self.loaded.kv_bytes_per_token      # gathered ancestor KV + room for new
         return b * n * self._act_per_token + scores + past
 
     # ------------------------------------------------------------------ running

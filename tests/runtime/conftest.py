@@ -2,9 +2,17 @@
 saved to tmp dirs and loaded through the same `--model PATH` code path as real models."""
 from __future__ import annotations
 
+import os
+import sys
+
 import pytest
 
-from tests.fixtures.tiny_models import build_model_dir
+# `tests` is not a package of its own; make `tests.fixtures` importable under plain `pytest` too
+_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+if _ROOT not in sys.path:
+    sys.path.insert(0, _ROOT)
+
+from tests.fixtures.tiny_models import build_model_dir  # noqa: E402
 
 
 @pytest.fixture(scope="session")
@@ -48,18 +56,3 @@ def loaded_models():
 @pytest.fixture
 def loaded(model_dir, loaded_models):
     return loaded_models(model_dir)
-
-
-def make_pairs(n: int, *, seed: int = 0, long: int = 1):
-    """Pairs of varied lengths (so batches pad differently); every third is a test row."""
-    import random
-
-    from baer_fast.io.records import Pair
-    from tests.fixtures.tiny_models import _WORDS
-    rng = random.Random(seed)
-
-    def text(k):
-        return " ".join(rng.choice(_WORDS) for _ in range(k)) + rng.choice([".", "!", " 42.", "?"])
-    return [Pair(f"p{i:03d}", text(rng.randint(3, 25) * long), text(rng.randint(1, 40) * long),
-                 text(rng.randint(1, 40) * long), label=rng.choice(["a", "b"]),
-                 split=["selection", "calibration", "test"][i % 3]) for i in range(n)]

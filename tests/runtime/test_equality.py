@@ -8,7 +8,7 @@ from baer_fast.runtime.engine import PrefixEngine
 from baer_fast.runtime.naive import NaiveEngine
 from baer_fast.runtime.queries import Query
 from baer_fast.runtime.runner import RunReport, run_experts
-from tests.runtime.conftest import make_pairs
+from tests.fixtures.tiny_models import make_pairs
 
 TOL = 1e-5
 

@@ -10,7 +10,7 @@ import pytest
 
 from baer_fast.cli import main
 from baer_fast.io.records import write_pairs
-from tests.runtime.conftest import make_pairs
+from tests.fixtures.tiny_models import make_pairs
 
 N_PAIRS = 10
 

@@ -1,6 +1,6 @@
 """Candidate symmetry: runs on the swapped pair mirror the runs on the pair."""
 from baer_fast.runtime.runner import RunReport, run_experts
-from tests.runtime.conftest import make_pairs
+from tests.fixtures.tiny_models import make_pairs
 
 
 def test_swapped_pairs_give_mirrored_runs(loaded):
