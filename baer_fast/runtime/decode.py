@@ -3,7 +3,10 @@
 Knows nothing about prompts, labels or experts. A request is one prompt (token ids) with a
 token budget, stop conditions and a sample count; its prompt is prefilled once and its KV
 copied to one cache row per sample ("expand to the sample count"), so samples share the
-prompt's computation and only their own tokens are decoded separately.
+prompt's computation and only their own tokens are decoded separately. Prompts entering
+together also share prefixes: a prompt's stem (the radix-tree parent of the node where it
+ends, e.g. [system][question][A][B] of one display order under several instructions) is
+prefilled once, and each prompt's own suffix is prefilled over the stem's KV in its slot.
 
 Layout (per-row cache positions, per-row masked batch). Every layer owns one buffer
 K, V: [slots, kvh, columns, hd]. A row's KV lives in its slot, contiguous from column 0:
@@ -84,21 +87,24 @@ class _Row:
 
 
 class _SlotCache:
-    """Duck-typed transformers cache over the slot buffers: rows [0, n) write at their own column."""
+    """Duck-typed transformers cache over the slot buffers: slots [first, first + k) write their
+    new tokens at their own columns `cols` [k, q] and attend over columns [0, width)."""
 
-    def __init__(self, bufs, n: int, cols, width: int):
-        self.bufs, self.n, self.cols, self.width = bufs, n, cols, width
+    def __init__(self, bufs, first: int, cols, width: int):
+        self.bufs, self.first, self.cols, self.width = bufs, first, cols, width
         self._rows = None
 
     def update(self, key_states, value_states, layer_idx, *args, **kwargs):
         import torch
         k, v = self.bufs[layer_idx]
+        n = key_states.shape[0]
         if self._rows is None:
-            self._rows = torch.arange(self.n, device=k.device)
-        # key_states: [n, kvh, 1, hd] -> column cols[b] of slot b
-        k[self._rows, :, self.cols] = key_states[:, :, 0]
-        v[self._rows, :, self.cols] = value_states[:, :, 0]
-        return k[: self.n, :, : self.width], v[: self.n, :, : self.width]
+            self._rows = torch.arange(self.first, self.first + n, device=k.device)[:, None]
+        # key_states: [n, kvh, q, hd] -> k[slot, :, col] for every (slot, col) pair, as [n, q, kvh, hd]
+        k[self._rows, :, self.cols] = key_states.transpose(1, 2)
+        v[self._rows, :, self.cols] = value_states.transpose(1, 2)
+        end = self.first + n
+        return k[self.first: end, :, : self.width], v[self.first: end, :, : self.width]
 
     def get_seq_length(self, layer_idx: int = 0) -> int:
         return self.width - 1
@@ -167,60 +173,117 @@ class Decoder:
             i = pending.popleft()
             free -= self._requests[i].samples
             batch.append(i)
-        for chunk in self._prefill_chunks(batch):
-            self._prefill(chunk)
+        if batch:
+            self._prefill(batch)
 
-    def _prefill_chunks(self, batch: list[int]) -> list[list[int]]:
-        batch = sorted(batch, key=lambda i: len(self._requests[i].prompt))
-        chunks, cur = [], []
-        for i in batch:
-            n = len(self._requests[i].prompt)
-            if cur and (len(cur) + 1) * n > self.prefill_tokens:
-                chunks.append(cur)
-                cur = []
-            cur.append(i)
-        return chunks + ([cur] if cur else [])
+    def _prefill(self, batch: list[int]) -> None:
+        """Prefill the entering prompts, sharing prefixes, then expand each to its samples.
 
-    def _prefill(self, reqs: list[int]) -> None:
-        """Prefill each prompt once (right-padded batch, causal: exact for real tokens), copy its
-        KV to one slot per sample, and pick every sample's first token from the prompt's logits."""
+        Prompts that share a prefix with another entering prompt (the radix tree's parent of
+        the node where the prompt ends: e.g. [system][question][A][B] of one display order)
+        get that stem prefilled once and then only their own suffix, over the stem's KV, in
+        the prompt's first-sample slot; other prompts are prefilled whole. Every further
+        sample's slot receives a copy of the finished prompt KV; all samples draw their first
+        token from the prompt's last-position logits.
+        """
+        import torch
+        t0 = time.perf_counter()
+        prompts = [self._requests[i].prompt for i in batch]
+        stem = prompt_stems(prompts)
+        stemmed = sorted((j for j in range(len(batch)) if stem[j]), key=lambda j: len(prompts[j]) - stem[j])
+        order = stemmed + [j for j in range(len(batch)) if not stem[j]]
+        base = len(self._rows)
+        first_slot = {j: base + k for k, j in enumerate(order)}
+        self._ensure(max(len(p) for p in prompts) + 1)
+        last = self._prefill_plain(prompts, stem, first_slot)
+        last.update(self._prefill_suffixes(prompts, stem, stemmed, first_slot))
+        slot, extra = base + len(order), []
+        for j in order:
+            for s in range(1, self._requests[batch[j]].samples):
+                self._copy_slot(first_slot[j], slot, len(prompts[j]))
+                extra.append((j, s))
+                slot += 1
+        new_rows = [self._row(batch[j], 0) for j in order] + [self._row(batch[j], s) for j, s in extra]
+        logits = self._logits(torch.stack([last[j] for j in order] + [last[j] for j, _ in extra]))
+        self._rows.extend(new_rows)
+        self._advance(new_rows, logits, first=base)
+        dt, total = time.perf_counter() - t0, sum(len(p) for p in prompts)
+        for i, p in zip(batch, prompts):
+            self._results[i].seconds += dt * len(p) / total
+
+    def _prefill_plain(self, prompts, stem, first_slot) -> dict:
+        """Distinct stems and whole stemless prompts: right-padded causal batches (exact for real
+        tokens); KV copied to the first-sample slots -> {j: last hidden [H]} of stemless prompts."""
+        seqs: dict[tuple, list[int]] = {}
+        for j, p in enumerate(prompts):
+            seqs.setdefault(p[: stem[j]] if stem[j] else p, []).append(j)
+        last = {}
+        for chunk in _chunks(sorted(seqs, key=len), len, self.prefill_tokens):
+            cache, hidden = self._plain_forward(chunk)
+            for m, seq in enumerate(chunk):
+                for j in seqs[seq]:
+                    self._copy_prompt_kv(cache, m, first_slot[j], len(seq))
+                    if not stem[j]:
+                        last[j] = hidden[m]
+        return last
+
+    def _prefill_suffixes(self, prompts, stem, stemmed, first_slot) -> dict:
+        """Each stemmed prompt's own suffix over its stem's KV, slots contiguous per chunk."""
+        import torch
+        dev, last = self.loaded.device, {}
+        for chunk in _chunks(stemmed, lambda j: len(prompts[j]) - stem[j], self.prefill_tokens):
+            q = max(len(prompts[j]) - stem[j] for j in chunk)
+            ids = torch.full((len(chunk), q), self._pad, dtype=torch.long)
+            for k, j in enumerate(chunk):
+                ids[k, : len(prompts[j]) - stem[j]] = torch.tensor(prompts[j][stem[j]:])
+            pos = torch.tensor([stem[j] for j in chunk])[:, None] + torch.arange(q)          # [k, q]
+            hidden = self._forward(first_slot[chunk[0]], ids.to(dev), pos.to(dev))
+            for k, j in enumerate(chunk):
+                last[j] = hidden[k, len(prompts[j]) - stem[j] - 1]
+            self.stats.tokens_prefilled += sum(len(prompts[j]) - stem[j] for j in chunk)
+        return last
+
+    def _plain_forward(self, seqs):
+        """Right-padded batch with no past -> (cache, last real hidden [m, H])."""
         import torch
         from transformers import DynamicCache
-        t0 = time.perf_counter()
-        prompts = [self._requests[i].prompt for i in reqs]
-        width = max(len(p) for p in prompts)
-        ids = torch.full((len(prompts), width), self._pad, dtype=torch.long)
-        for j, p in enumerate(prompts):
-            ids[j, : len(p)] = torch.tensor(p)
         dev = self.loaded.device
+        width = max(len(p) for p in seqs)
+        ids = torch.full((len(seqs), width), self._pad, dtype=torch.long)
+        for j, p in enumerate(seqs):
+            ids[j, : len(p)] = torch.tensor(p)
         cache = DynamicCache()
         res = self.loaded.base(input_ids=ids.to(dev), use_cache=True, **{self.loaded.cache_arg: cache})
-        last = torch.tensor([len(p) - 1 for p in prompts], device=dev)
-        hidden = res.last_hidden_state[torch.arange(len(prompts), device=dev), last]        # [m, H]
-        self._ensure(width + 1)
-        new_rows, src = [], []
-        for j, i in enumerate(reqs):
-            req = self._requests[i]
-            for s in range(req.samples):
-                slot = len(self._rows) + len(new_rows)
-                self._copy_prompt_kv(cache, j, slot, len(req.prompt))
-                new_rows.append(self._row(i, s))
-                src.append(j)
-        logits = self._logits(hidden[torch.tensor(src, device=dev)])
+        last = torch.tensor([len(p) - 1 for p in seqs], device=dev)
         self.stats.prefills += 1
-        self.stats.tokens_prefilled += sum(len(p) for p in prompts)
-        self._rows.extend(new_rows)
-        self._advance(new_rows, logits, first=len(self._rows) - len(new_rows))
-        dt = time.perf_counter() - t0
-        total = sum(len(p) for p in prompts)
-        for i, p in zip(reqs, prompts):
-            self._results[i].seconds += dt * len(p) / total
+        self.stats.tokens_prefilled += sum(len(p) for p in seqs)
+        return cache, res.last_hidden_state[torch.arange(len(seqs), device=dev), last]
 
     def _copy_prompt_kv(self, cache, j: int, slot: int, n: int) -> None:
         for layer in range(self._layers):
             k, v = _layer_kv(cache, layer)                     # [m, kvh, width, hd]
             self._bufs[layer][0][slot, :, :n] = k[j, :, :n]
             self._bufs[layer][1][slot, :, :n] = v[j, :, :n]
+
+    def _copy_slot(self, src: int, dst: int, n: int) -> None:
+        for k, v in self._bufs:
+            k[dst, :, :n] = k[src, :, :n]
+            v[dst, :, :n] = v[src, :, :n]
+
+    def _forward(self, first: int, ids, pos):
+        """Slots [first, first + k) take tokens ids [k, q] at positions pos [k, q] (= their
+        columns), each attending to its own columns <= that position -> hidden [k, q, H]."""
+        import torch
+        width = int(pos.max()) + 1
+        self._ensure(width)
+        cols = torch.arange(width, device=ids.device)
+        # mask: [k, 1, q, width] additive; column c is visible to query (b, i) iff c <= pos[b, i]
+        mask = torch.zeros((ids.shape[0], 1, ids.shape[1], width), dtype=self.loaded.dtype, device=ids.device)
+        mask.masked_fill_((cols[None, None, :] > pos[:, :, None])[:, None], torch.finfo(self.loaded.dtype).min)
+        cache = _SlotCache(self._bufs, first, pos, width)
+        res = self.loaded.base(input_ids=ids, attention_mask=mask, position_ids=pos, use_cache=True,
+                               **{self.loaded.cache_arg: cache})
+        return res.last_hidden_state
 
     def _row(self, i: int, s: int) -> _Row:
         import torch
@@ -237,19 +300,9 @@ class Decoder:
         import torch
         t0 = time.perf_counter()
         n, dev = len(self._rows), self.loaded.device
-        lens = self._lens()
-        width = max(lens) + 1
-        self._ensure(width)
-        pos = torch.tensor(lens, device=dev)                                   # [n]
+        pos = torch.tensor(self._lens(), device=dev)[:, None]                  # [n, 1]
         ids = torch.tensor([r.out[-1] for r in self._rows], device=dev)[:, None]
-        cols = torch.arange(width, device=dev)
-        # mask: [n, 1, 1, width] additive; column j is visible to row b iff j <= lens[b]
-        mask = torch.zeros((n, 1, 1, width), dtype=self.loaded.dtype, device=dev)
-        mask.masked_fill_((cols[None, :] > pos[:, None])[:, None, None, :], torch.finfo(self.loaded.dtype).min)
-        cache = _SlotCache(self._bufs, n, pos, width)
-        res = self.loaded.base(input_ids=ids, attention_mask=mask, position_ids=pos[:, None], use_cache=True,
-                               **{self.loaded.cache_arg: cache})
-        logits = self._logits(res.last_hidden_state[:, -1])
+        logits = self._logits(self._forward(0, ids, pos)[:, -1])
         self.stats.steps += 1
         self.stats.rows_peak = max(self.stats.rows_peak, n)
         rows = list(self._rows)
@@ -341,6 +394,30 @@ def eos_token_ids(loaded) -> frozenset:
     if not ids and getattr(loaded.tokenizer, "eos_token_id", None) is not None:
         ids.add(loaded.tokenizer.eos_token_id)
     return frozenset(ids)
+
+
+def prompt_stems(prompts: list[tuple[int, ...]]) -> list[int]:
+    """Per prompt, the length of the prefix it shares with other prompts of the batch (the
+    tokens above the radix-tree node where it ends; 0 = shares nothing worth a stem)."""
+    from baer_fast.runtime.prefix_tree import build_tree
+    stem = [0] * len(prompts)
+    for node in build_tree(list(prompts)):
+        for i in node.ends:
+            stem[i] = node.past
+    return stem
+
+
+def _chunks(items: list, length, budget: int) -> list[list]:
+    """Consecutive chunks of items (sorted by length) with len(chunk) * longest <= budget."""
+    chunks, cur, longest = [], [], 0
+    for it in items:
+        n = max(longest, length(it))
+        if cur and (len(cur) + 1) * n > budget:
+            chunks.append(cur)
+            cur, n = [], length(it)
+        cur.append(it)
+        longest = n
+    return chunks + ([cur] if cur else [])
 
 
 def _layer_kv(cache, layer: int):
