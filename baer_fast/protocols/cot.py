@@ -18,7 +18,7 @@ CUE = "\n\nFinal verdict:\n"
 
 
 def generations(question: str, a: str, b: str):
-    return pairwise_generations(question, a, b, INSTRUCTION)
+    return pairwise_generations(question, a, b, INSTRUCTION, cue=CUE, labels=LABELS)
 
 
 def verdicts(question: str, a: str, b: str, texts: dict):

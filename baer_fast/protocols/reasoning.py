@@ -10,7 +10,9 @@ A generative expert exposes `NAME`, `LABELS`, `MAX_NEW_TOKENS` (default budget),
 `texts[gen_key]` is the list of decoded sample texts of that generation (reasoning with the
 stop string or EOS removed). A Verdict either continues a generation (its prompt ids, the
 generated ids, then the cue's ids; the verdict is read after the cue) or is a fresh Prompt
-(from base.py) whose text embeds generated texts and is read like a single-pass prompt.
+(from base.py) whose text embeds generated texts and is read like a single-pass prompt. A
+Generation that declares the cue and labels of its Continue verdicts lets the decoder read
+them as each row finishes (same ids, same constrained readout, no second prefill).
 Generations that depend on one candidate or none (PRePair analyses, the rubric, the reference
 solution) are declared once per pair, so the runtime decodes them once and both display
 orders reuse them.
@@ -27,6 +29,8 @@ class Generation:
     key: str                  # unique within its expert, e.g. "ab", "a", "solution"
     prompt: Prompt            # rendered with the chat template; decoding starts the assistant turn
     samples: int = 1
+    cue: str = ""             # when a Continue verdict follows: its cue and labels, so the runtime
+    labels: tuple[str, ...] = ()   # may read the verdict right at the end of decoding
 
 
 @dataclass(frozen=True)
@@ -38,10 +42,11 @@ class Continue:
     labels: tuple[str, ...]
 
 
-def pairwise_generations(question: str, a: str, b: str, instruction: str, samples: int = 1) -> list[Generation]:
+def pairwise_generations(question: str, a: str, b: str, instruction: str, *, samples: int = 1, cue: str = "",
+                         labels: tuple[str, ...] = ()) -> list[Generation]:
     """One reasoning prompt per display order, on the shared pairwise skeleton."""
-    return [Generation(order, Prompt(order, pairwise_segments(question, a, b, order, instruction), ()), samples)
-            for order in ORDERS]
+    return [Generation(order, Prompt(order, pairwise_segments(question, a, b, order, instruction), ()), samples,
+                       cue, labels) for order in ORDERS]
 
 
 def order_runs(lp: dict, suffix: str = "") -> list[float]:

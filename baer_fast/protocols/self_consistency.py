@@ -21,7 +21,7 @@ CUE = "\n\nFinal verdict:\n"
 
 
 def generations(question: str, a: str, b: str):
-    return pairwise_generations(question, a, b, INSTRUCTION, samples=SAMPLES)
+    return pairwise_generations(question, a, b, INSTRUCTION, samples=SAMPLES, cue=CUE, labels=LABELS)
 
 
 def verdicts(question: str, a: str, b: str, texts: dict):

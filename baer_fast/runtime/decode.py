@@ -48,10 +48,14 @@ class GenRequest:
     top_p: float = 1.0
     seeds: tuple[int, ...] = ()       # one per sample when sampling (ignored when greedy)
     stop: tuple[str, ...] = ()        # stop strings, matched on the decoded generation
+    cue: tuple[int, ...] = ()         # with choices: fed after the kept generation (EOS/stop trimmed)...
+    choices: tuple[int, ...] = ()     # ...then log-softmax over these ids is read (GenResult.verdicts)
 
     def __post_init__(self):
         if self.max_new_tokens < 1 or self.samples < 1 or not self.prompt:
             raise ValueError("a generation request needs a prompt, max_new_tokens >= 1 and samples >= 1")
+        if self.choices and not self.cue:
+            raise ValueError("a verdict read after the generation needs a non-empty cue")
         if self.temperature > 0 and len(self.seeds) != self.samples:
             raise ValueError("a sampled request needs one seed per sample")
 
@@ -61,6 +65,7 @@ class GenResult:
     tokens: list[tuple[int, ...]]     # per sample: generated ids (the stop/EOS token included)
     finish: list[str]                 # per sample: "eos" | "stop" | "length"
     seconds: float = 0.0              # this request's share of prefill and decode time
+    verdicts: list | None = None      # per sample: log-probs over `choices` after the cue (if asked)
 
 
 @dataclass
@@ -70,6 +75,7 @@ class DecodeStats:
     steps: int = 0                    # batched decode forwards
     prefills: int = 0                 # prefill forwards
     rows_peak: int = 0
+    tokens_cue: int = 0               # tokens fed after generations to read verdicts
     seconds: float = 0.0
 
 
@@ -84,6 +90,7 @@ class _Row:
     stop: tuple[str, ...]
     out: list[int] = field(default_factory=list)
     sample: int = 0
+    finish: str = ""
 
 
 class _SlotCache:
@@ -130,7 +137,8 @@ class Decoder:
         t0 = time.perf_counter()
         slots = max(min(self.max_rows, sum(r.samples for r in requests)), max((r.samples for r in requests), default=1))
         self._requests = requests
-        self._results = [GenResult([()] * r.samples, [""] * r.samples) for r in requests]
+        self._results = [GenResult([()] * r.samples, [""] * r.samples,
+                                   verdicts=[None] * r.samples if r.choices else None) for r in requests]
         self._rows: list[_Row] = []
         self._bufs = None
         self._slots = slots
@@ -156,10 +164,11 @@ class Decoder:
         dev, dt = self.loaded.device, self.loaded.dtype
         new = []
         for layer in range(self._layers):
-            k, v = torch.zeros(shape, dtype=dt, device=dev), torch.zeros(shape, dtype=dt, device=dev)
-            if have:
-                k[:, :, :have] = self._bufs[layer][0]
-                v[:, :, :have] = self._bufs[layer][1]
+            k, v = torch.empty(shape, dtype=dt, device=dev), torch.empty(shape, dtype=dt, device=dev)
+            for buf, old in ((k, 0), (v, 1)):
+                buf[:, :, have:].zero_()        # masked columns must be finite (additive mask)
+                if have:
+                    buf[:, :, :have] = self._bufs[layer][old]
             new.append((k, v))
         self._bufs = new
 
@@ -325,14 +334,14 @@ class Decoder:
         done = []
         for k, (r, t) in enumerate(zip(rows, toks)):
             r.out.append(t)
-            why = self._finished(r)
-            if why:
+            r.finish = self._finished(r)
+            if r.finish:
                 res = self._results[r.req]
-                res.tokens[r.sample], res.finish[r.sample] = tuple(r.out), why
+                res.tokens[r.sample], res.finish[r.sample] = tuple(r.out), r.finish
                 self.stats.tokens_decoded += len(r.out)
                 done.append(first + k)
-        for slot in sorted(done, reverse=True):
-            self._retire(slot)
+        if done:
+            self._retire(done)
 
     def _finished(self, r: _Row) -> str:
         if r.out[-1] in self.eos:
@@ -341,16 +350,55 @@ class Decoder:
             return "stop"
         return "length" if len(r.out) >= r.budget else ""
 
-    def _retire(self, slot: int) -> None:
-        """Free `slot`: the last active row moves into it (one copy of its KV)."""
-        last = len(self._rows) - 1
-        if slot != last:
-            n = len(self._requests[self._rows[last].req].prompt) + len(self._rows[last].out)
-            for k, v in self._bufs:
-                k[slot, :, :n] = k[last, :, :n]
-                v[slot, :, :n] = v[last, :, :n]
-            self._rows[slot] = self._rows[last]
-        self._rows.pop()
+    def _retire(self, done: list[int]) -> None:
+        """Free the slots `done`: finished rows are swapped into the tail [n - k, n) (one KV swap
+        per row not already there), verdicts are read there in one forward, then the tail goes."""
+        n, k = len(self._rows), len(done)
+        gone = set(done)
+        keep_in_tail = [t for t in range(n - k, n) if t not in gone]
+        for d, t in zip(sorted(s for s in done if s < n - k), keep_in_tail):
+            self._swap(d, t)
+        if any(self._requests[self._rows[s].req].choices for s in range(n - k, n)):
+            self._read_verdicts(n - k)
+        del self._rows[n - k:]
+
+    def _swap(self, a: int, b: int) -> None:
+        n = max(len(self._requests[self._rows[s].req].prompt) + len(self._rows[s].out) for s in (a, b))
+        for k, v in self._bufs:
+            for buf in (k, v):
+                tmp = buf[a, :, :n].clone()
+                buf[a, :, :n] = buf[b, :, :n]
+                buf[b, :, :n] = tmp
+        self._rows[a], self._rows[b] = self._rows[b], self._rows[a]
+
+    def _read_verdicts(self, first: int) -> None:
+        """Rows [first, n) are finished: feed each its kept generation's missing KV plus the cue,
+        and read the constrained verdict at the last cue position (rows without a cue feed a pad)."""
+        import torch
+
+        from baer_fast.runtime.readout import read_choices
+        tok, dev = self.loaded.tokenizer, self.loaded.device
+        feeds, starts = [], []
+        for r in self._rows[first:]:
+            req = self._requests[r.req]
+            kept = trim_generation(tok, tuple(r.out), r.finish, req.stop)
+            k0 = min(len(kept), len(r.out) - 1)          # generated tokens whose KV is in the cache
+            feeds.append(list(kept[k0:]) + list(req.cue) if req.choices else [self._pad])
+            starts.append(len(req.prompt) + k0)
+        q = max(len(f) for f in feeds)
+        ids = torch.full((len(feeds), q), self._pad, dtype=torch.long)
+        for j, f in enumerate(feeds):
+            ids[j, : len(f)] = torch.tensor(f)
+        pos = torch.tensor(starts)[:, None] + torch.arange(q)
+        hidden = self._forward(first, ids.to(dev), pos.to(dev))                   # [k, q, H]
+        weight, bias = lm_head(self.loaded.model)
+        for j, r in enumerate(self._rows[first:]):
+            req = self._requests[r.req]
+            if req.choices:
+                h = hidden[j, len(feeds[j]) - 1][None]
+                choice = torch.tensor(req.choices, dtype=torch.long, device=dev)
+                self._results[r.req].verdicts[r.sample] = read_choices(h, weight, choice, bias=bias)[0].double().tolist()
+                self.stats.tokens_cue += len(feeds[j])
 
 
 def pick_tokens(logits, rows: list[_Row]) -> list[int]:
@@ -372,6 +420,17 @@ def pick_tokens(logits, rows: list[_Row]) -> list[int]:
         j = torch.searchsorted(cdf, (u * cdf[:, -1])[:, None], right=True).clamp(max=cdf.shape[1] - 1)
         out[idx] = order.gather(1, j)[:, 0]
     return out.tolist()
+
+
+def trim_generation(tok, ids: tuple[int, ...], finish: str, stop) -> tuple[int, ...]:
+    """The kept generation: EOS dropped, or the tokens that completed a stop string dropped
+    (until it no longer appears in the decoded text)."""
+    if finish == "eos":
+        return ids[:-1]
+    if finish == "stop":
+        while ids and any(s in tok.decode(ids, skip_special_tokens=False) for s in stop):
+            ids = ids[:-1]
+    return ids
 
 
 def _hits_stop(tok, out: list[int], stop: tuple[str, ...]) -> bool:

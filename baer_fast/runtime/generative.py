@@ -5,9 +5,11 @@ Two batched phases over a chunk of pairs, whatever the mix of experts:
      batched across pairs, experts and samples; a generation that depends on one candidate
      or none (PRePair analyses, rubric, reference solution) is declared once per pair, so
      it is decoded once and both display orders reuse it (counted in `ExpertCost.calls`);
-  2. every Verdict becomes one token-id query — prompt + generated ids + cue, or a fresh
-     prompt embedding generated texts — read with the same constrained readout as the
-     single-pass experts, through the prefix engine (samples of one prompt share its KV).
+  2. every Verdict is read with the same constrained readout as the single-pass experts:
+     a continuation (prompt + kept generated ids + cue) whose Generation declared its cue is
+     read by the decoder as the row finishes (no second prefill); any other continuation,
+     and every fresh prompt embedding generated texts, is one token-id query through the
+     prefix engine.
 
 Seeds: a sampled row's seed hashes (global seed, pair id, expert, sample index, the rendered
 prompt text). It depends on what is displayed, not on the display order's name, so the
@@ -99,14 +101,16 @@ def run_generative(engine, pairs, names: list[str], *, config: GenerationConfig 
     decoder = decoder or Decoder(loaded, max_rows=config.max_rows)
     reqs, requests = _requests(enc, pairs, names, config)
     results = decoder.generate(requests) if requests else []
-    gen_ids, texts = _trimmed(loaded.tokenizer, reqs, requests, results, decoder)
-    groups, where = _verdict_queries(enc, pairs, names, reqs, gen_ids, texts)
+    gen_ids, texts = _trimmed(loaded.tokenizer, reqs, requests, results)
+    groups, where, direct = _verdict_queries(enc, pairs, names, reqs, requests, results, gen_ids, texts)
     t0 = time.perf_counter()
-    lps = engine.run(groups)
-    report.readout.add(lps.stats)
+    lps = engine.run(groups) if any(groups) else None
+    if lps is not None:
+        report.readout.add(lps.stats)
     read_s = time.perf_counter() - t0
-    return _assemble(pairs, names, config, reqs, requests, results, groups, where, lps.logprobs, texts, read_s,
-                     report)
+    logprobs = lps.logprobs if lps is not None else [[] for _ in groups]
+    return _assemble(pairs, names, config, reqs, requests, results, (groups, where, logprobs, direct), texts,
+                     read_s, report)
 
 
 def _requests(enc, pairs, names, config):
@@ -123,36 +127,31 @@ def _requests(enc, pairs, names, config):
                                      f"no room to generate in the context of {enc.model_name!r} "
                                      f"({enc.context_len})", field="response_a")
                 seeds = tuple(sample_seed(config.seed, pair.id, name, s, gen.prompt) for s in range(gen.samples))
+                cue = tuple(enc.tok.encode(gen.cue, add_special_tokens=False)) if gen.labels else ()
                 requests.append(GenRequest(ids, min(config.budget(name), room), gen.samples, mod.TEMPERATURE,
-                                           mod.TOP_P, seeds if mod.TEMPERATURE > 0 else (), tuple(mod.STOP)))
+                                           mod.TOP_P, seeds if mod.TEMPERATURE > 0 else (), tuple(mod.STOP), cue,
+                                           enc.label_ids(gen.labels) if gen.labels else ()))
                 reqs.append(_Req(i, name, gen.key, ids))
     return reqs, requests
 
 
-def _trim(tok, ids: tuple[int, ...], finish: str, stop, eos) -> tuple[int, ...]:
-    """Drop EOS, or the tokens that completed a stop string (until it no longer appears)."""
-    if finish == "eos":
-        return ids[:-1]
-    if finish == "stop":
-        while ids and any(s in tok.decode(ids, skip_special_tokens=False) for s in stop):
-            ids = ids[:-1]
-    return ids
-
-
-def _trimmed(tok, reqs, requests, results, decoder):
+def _trimmed(tok, reqs, requests, results):
+    from baer_fast.runtime.decode import trim_generation
     gen_ids, texts = [], {}
     for r, req, res in zip(reqs, requests, results):
-        ids = [_trim(tok, t, f, req.stop, decoder.eos) for t, f in zip(res.tokens, res.finish)]
+        ids = [trim_generation(tok, t, f, req.stop) for t, f in zip(res.tokens, res.finish)]
         gen_ids.append(ids)
         texts.setdefault(r.pair, {}).setdefault(r.name, {})[r.key] = [
             tok.decode(list(x), skip_special_tokens=True) for x in ids]
     return gen_ids, texts
 
 
-def _verdict_queries(enc, pairs, names, reqs, gen_ids, texts):
+def _verdict_queries(enc, pairs, names, reqs, requests, results, gen_ids, texts):
+    """-> engine query groups, their (expert, key) per pair, and {(pair, expert, key): log-probs}
+    already read by the decoder."""
     by_key = {(r.pair, r.name, r.key): k for k, r in enumerate(reqs)}
     cue_ids: dict[str, tuple[int, ...]] = {}
-    groups, where = [], []
+    groups, where, direct = [], [], {}
     for i, pair in enumerate(pairs):
         group, locs = [], []
         for name in names:
@@ -162,6 +161,11 @@ def _verdict_queries(enc, pairs, names, reqs, gen_ids, texts):
                     k = by_key[(i, name, v.gen)]
                     if v.cue not in cue_ids:
                         cue_ids[v.cue] = tuple(enc.tok.encode(v.cue, add_special_tokens=False))
+                    res, req = results[k], requests[k]
+                    if (res.verdicts is not None and req.cue == cue_ids[v.cue]
+                            and req.choices == enc.label_ids(v.labels)):
+                        direct[(i, name, v.key)] = res.verdicts[v.sample]
+                        continue
                     ids = reqs[k].ids + tuple(gen_ids[k][v.sample]) + cue_ids[v.cue]
                 else:
                     ids = enc.encode(v, pair_id=pair.id, expert=name)
@@ -169,10 +173,11 @@ def _verdict_queries(enc, pairs, names, reqs, gen_ids, texts):
                 locs.append((name, v.key))
         groups.append(group)
         where.append(locs)
-    return groups, where
+    return groups, where, direct
 
 
-def _assemble(pairs, names, config, reqs, requests, results, groups, where, logprobs, texts, read_s, report):
+def _assemble(pairs, names, config, reqs, requests, results, readout, texts, read_s, report):
+    groups, where, logprobs, direct = readout
     read_tokens = sum(len(q.ids) for g in groups for q in g) or 1
     out = []
     for i, _ in enumerate(pairs):
@@ -185,6 +190,9 @@ def _assemble(pairs, names, config, reqs, requests, results, groups, where, logp
                 c.tokens_decoded += sum(len(t) for t in res.tokens)
                 c.seconds += res.seconds
         lp_by: dict[str, dict] = {}
+        for (p, name, key), lp in direct.items():
+            if p == i:
+                lp_by.setdefault(name, {})[key] = lp
         for (name, key), q, lp in zip(where[i], groups[i], logprobs[i]):
             lp_by.setdefault(name, {})[key] = lp
             cost[name].seconds += read_s * len(q.ids) / read_tokens

@@ -134,3 +134,29 @@ def test_budgets_and_settings_recorded(qwen):
 def test_unknown_expert_is_refused(qwen):
     with pytest.raises(ValueError, match="generative experts"):
         run_experts(qwen, make_pairs(1), experts=["chain_of_thought"])
+
+
+class EngineReadDecoder(CountingDecoder):
+    """The same generations with the decoder's own verdicts dropped: every verdict is then read
+    by the prefix engine on prompt + kept generation + cue."""
+
+    def generate(self, requests):
+        out = super().generate(requests)
+        for res in out:
+            res.verdicts = None
+        return out
+
+
+def test_verdicts_read_by_the_decoder_equal_the_engine_readout(qwen):
+    ps = make_pairs(3, seed=6)
+    names = ["cot", "self_consistency", "deliberate"]
+    engine = make_engine(qwen)
+    fast = run_generative(engine, ps, names, config=GEN)
+    slow_report = GenerativeReport()
+    slow = run_generative(engine, ps, names, config=GEN, decoder=EngineReadDecoder(qwen), report=slow_report)
+    assert slow_report.readout.tokens_prefilled > 0
+    for f, s in zip(fast, slow):
+        assert f["texts"] == s["texts"]
+        for name in names:
+            for u, v in zip(f["runs"][name], s["runs"][name], strict=True):
+                assert abs(u - v) <= 1e-5, name
