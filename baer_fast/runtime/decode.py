@@ -38,6 +38,9 @@ from dataclasses import dataclass, field
 
 from baer_fast.runtime.readout import lm_head
 
+INITIAL_COLUMNS_MAX = 2048   # slot-buffer columns allocated up front at most; beyond, grown by doubling
+NUCLEUS_TOP_K = 1024         # top-p candidates taken by top-k first; a row whose top-k mass < top_p sorts all
+
 
 @dataclass(frozen=True)
 class GenRequest:
@@ -142,6 +145,9 @@ class Decoder:
         self._rows: list[_Row] = []
         self._bufs = None
         self._slots = slots
+        # first allocation: every row's full length if that is modest (no regrowth copies), else grow
+        self._cols_hint = min(max((len(r.prompt) + r.max_new_tokens + len(r.cue) + 1 for r in requests), default=1),
+                              INITIAL_COLUMNS_MAX)
         pending = deque(range(len(requests)))
         with torch.inference_mode():
             while pending or self._rows:
@@ -159,7 +165,7 @@ class Decoder:
         have = 0 if self._bufs is None else self._bufs[0][0].shape[2]
         if width <= have:
             return
-        cols = max(width, 2 * have, 256)
+        cols = max(width, 2 * have, self._cols_hint)
         shape = (self._slots, self._kvh, cols, self._hd)
         dev, dt = self.loaded.device, self.loaded.dtype
         new = []
@@ -407,19 +413,35 @@ def pick_tokens(logits, rows: list[_Row]) -> list[int]:
     import torch
     out = logits.argmax(-1)
     sampled = [k for k, r in enumerate(rows) if not r.greedy]
-    if sampled:
-        idx = torch.tensor(sampled, device=logits.device)
-        temp = torch.tensor([rows[k].temperature for k in sampled], device=logits.device)
-        top_p = torch.tensor([rows[k].top_p for k in sampled], device=logits.device)
-        u = torch.tensor([rows[k].u[len(rows[k].out)] for k in sampled], device=logits.device, dtype=torch.float64)
-        probs = torch.softmax(logits[idx] / temp[:, None], dim=-1)
-        p_sorted, order = probs.sort(dim=-1, descending=True)        # ties: stable by index on CPU and CUDA
-        before = p_sorted.cumsum(-1) - p_sorted
-        p_sorted = p_sorted.masked_fill(before >= top_p[:, None], 0.0).double()   # the top token always stays
-        cdf = p_sorted.cumsum(-1)
-        j = torch.searchsorted(cdf, (u * cdf[:, -1])[:, None], right=True).clamp(max=cdf.shape[1] - 1)
-        out[idx] = order.gather(1, j)[:, 0]
+    if not sampled:
+        return out.tolist()
+    dev = logits.device
+    idx = torch.tensor(sampled, device=dev)
+    temp = torch.tensor([rows[k].temperature for k in sampled], device=dev)
+    top_p = torch.tensor([rows[k].top_p for k in sampled], device=dev)
+    u = torch.tensor([rows[k].u[len(rows[k].out)] for k in sampled], device=dev, dtype=torch.float64)
+    probs = torch.softmax(logits[idx] / temp[:, None], dim=-1)                       # [s, V]
+    # The nucleus lies inside the top K exactly when the top K hold >= top_p of the mass: those
+    # rows need only a top-k (the usual case for a trained model); the others sort everything.
+    p_top, order = probs.topk(min(NUCLEUS_TOP_K, probs.shape[-1]), dim=-1)
+    wide = (p_top.sum(-1) < top_p).nonzero()[:, 0]
+    picked = _nucleus_pick(p_top, order, top_p, u)
+    if len(wide):
+        p_all, order_all = probs[wide].sort(dim=-1, descending=True)
+        picked[wide] = _nucleus_pick(p_all, order_all, top_p[wide], u[wide])
+    out[idx] = picked
     return out.tolist()
+
+
+def _nucleus_pick(p_sorted, order, top_p, u):
+    """p_sorted [s, K] descending with token ids `order`: keep the smallest prefix holding top_p
+    (the top token always stays), pick the token at the inverse CDF of u -> ids [s]."""
+    import torch
+    before = p_sorted.cumsum(-1) - p_sorted
+    kept = p_sorted.masked_fill(before >= top_p[:, None], 0.0).double()
+    cdf = kept.cumsum(-1)
+    j = torch.searchsorted(cdf, (u * cdf[:, -1])[:, None], right=True).clamp(max=cdf.shape[1] - 1)
+    return order.gather(1, j)[:, 0]
 
 
 def trim_generation(tok, ids: tuple[int, ...], finish: str, stop) -> tuple[int, ...]:

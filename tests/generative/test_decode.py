@@ -103,3 +103,30 @@ def test_bad_requests_are_refused():
         GenRequest((1, 2), 0)
     with pytest.raises(ValueError):
         GenRequest((1, 2), 4, samples=2, temperature=0.7, seeds=(1,))
+
+
+def _full_sort_reference(logits, temps, top_ps, us):
+    import torch
+    out = []
+    for lg, t, p, u in zip(logits, temps, top_ps, us):
+        probs = torch.softmax(lg / t, -1)
+        ps, order = probs.sort(descending=True)
+        kept = ps.masked_fill(ps.cumsum(-1) - ps >= p, 0.0).double()
+        cdf = kept.cumsum(-1)
+        out.append(int(order[min(int(torch.searchsorted(cdf, u * cdf[-1], right=True)), len(cdf) - 1)]))
+    return out
+
+
+@pytest.mark.parametrize("vocab", [50, 1200, 32001])
+def test_nucleus_by_top_k_equals_full_sort(vocab):
+    """Peaked rows (nucleus inside the top K) and flat rows (full sort) pick what a full sort picks."""
+    import torch
+
+    from baer_fast.runtime.decode import _Row, pick_tokens
+    g = torch.Generator().manual_seed(vocab)
+    scale = torch.tensor([12.0, 0.1, 6.0, 1.0, 30.0, 0.5])[:, None]
+    logits = torch.randn(6, vocab, generator=g) * scale
+    temps, top_ps = [0.7, 1.0, 0.5, 1.3, 0.9, 0.7], [0.95, 0.9, 1.0, 0.5, 0.99, 0.3]
+    us = torch.rand(6, generator=g, dtype=torch.float64).tolist()
+    rows = [_Row(0, 4, False, t, p, [u], ()) for t, p, u in zip(temps, top_ps, us)]
+    assert pick_tokens(logits, rows) == _full_sort_reference(logits, temps, top_ps, us)
