@@ -129,8 +129,11 @@ class PrefixEngine:
             mask[i, p - r.node.past: p + r.n] = 1       # real past (right-aligned) + real new tokens
         pos = torch.tensor([[r.node.past] for r in rows]) + torch.arange(n)      # [b, n]
         cache = self._gather_past(rows, kv, p, n)
-        res = self.loaded.base(input_ids=ids.to(dev), attention_mask=mask.to(dev), position_ids=pos.to(dev),
-                               use_cache=True, **{self.loaded.cache_arg: cache})
+        # Without past padding the mask adds nothing: right padding is invisible to real tokens under
+        # causal attention. Dropping it lets SDPA take its causal fast path (e.g. every root level).
+        no_past_pad = all(r.node.past == p for r in rows)
+        res = self.loaded.base(input_ids=ids.to(dev), attention_mask=None if no_past_pad else mask.to(dev),
+                               position_ids=pos.to(dev), use_cache=True, **{self.loaded.cache_arg: cache})
         self._keep_kv(rows, cache, p, kv)
         self._read(rows, res.last_hidden_state, groups, out)   # hidden: [b, n, H]
         stats.tokens_prefilled += sum(r.n for r in rows)
