@@ -1,0 +1,176 @@
+"""Generative-bank throughput: HF `generate` per prompt vs the shared-prefix batched decoder.
+
+Workload: bench_engine's Qwen3-architecture model (4 layers, hidden 256, 32k vocab, fp32,
+random weights, built through its `build_model`); per pair a ~Q-token question and two
+~R-token responses; the six generative experts (cot, self_consistency x5 samples, rubric,
+prepair, deliberate, reference) with one budget for all (random weights rarely emit EOS, so
+every row decodes its full budget: tokens decoded are the same for both paths).
+
+  naive:  every generation request through `model.generate` alone (samples via
+          num_return_sequences, which prefills each copy), verdicts by one plain forward per
+          readout prompt (NaiveEngine);
+  engine: decode.Decoder (one prefill per prompt, samples expanded from it, all rows of all
+          pairs in one continuously batched decode), verdicts by the prefix engine.
+
+    python benchmarks/bench_decode.py [--pairs 4] [--rounds 1] [--budget 32]
+    pytest benchmarks/bench_decode.py --benchmark-only
+
+Never asserts; medians (and min/max) over rounds, then one JSON line. On the shared 2-core CPU
+other processes inflate single rounds: compare min as well as median.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, ".."))
+sys.path.insert(0, HERE)
+
+EXPERTS = ["cot", "self_consistency", "rubric", "prepair", "deliberate", "reference"]
+Q_TOKENS, R_TOKENS = 150, 250
+
+
+class HFGenerate:
+    """The naive decoder: `model.generate` once per request (same GenRequest/GenResult types)."""
+
+    def __init__(self, loaded):
+        from baer_fast.runtime.decode import eos_token_ids
+        self.loaded, self.eos = loaded, eos_token_ids(loaded)
+        self.tokens_decoded = 0
+
+    def generate(self, requests):
+        import torch
+
+        from baer_fast.runtime.decode import GenResult
+        out = []
+        for req in requests:
+            ids = torch.tensor([req.prompt], device=self.loaded.device)
+            kw = dict(do_sample=True, temperature=req.temperature, top_p=req.top_p, top_k=0) \
+                if req.temperature > 0 else dict(do_sample=False)
+            if req.stop:
+                kw.update(stop_strings=list(req.stop), tokenizer=self.loaded.tokenizer)
+            if req.seeds:
+                torch.manual_seed(req.seeds[0])
+            t0 = time.perf_counter()
+            gen = self.loaded.model.generate(ids, attention_mask=torch.ones_like(ids), max_new_tokens=req.max_new_tokens,
+                                             num_return_sequences=req.samples, **kw)[:, len(req.prompt):].tolist()
+            toks = [tuple(_cut(g, self.eos)) for g in gen]
+            self.tokens_decoded += sum(len(t) for t in toks)
+            out.append(GenResult(toks, ["eos" if t and t[-1] in self.eos else "length" for t in toks],
+                                 time.perf_counter() - t0))
+        return out
+
+
+def _cut(g, eos):
+    """generate pads finished rows of a multi-sequence call: keep up to the first EOS."""
+    for i, t in enumerate(g):
+        if t in eos:
+            return g[: i + 1]
+    return g
+
+
+def bank_pairs(loaded, n_pairs: int):
+    from baer_fast.io.records import Pair
+    from tests.fixtures.tiny_models import text_of_tokens
+    t = loaded.tokenizer
+    return [Pair(f"d{i}", text_of_tokens(t, Q_TOKENS, 3 * i), text_of_tokens(t, R_TOKENS, 3 * i + 1),
+                 text_of_tokens(t, R_TOKENS, 3 * i + 2), split="selection") for i in range(n_pairs)]
+
+
+def _run(loaded, pairs, budget: int, naive: bool):
+    from baer_fast.runtime.decode import Decoder
+    from baer_fast.runtime.engine import PrefixEngine
+    from baer_fast.runtime.generative import GenerationConfig, GenerativeReport, run_generative
+    from baer_fast.runtime.naive import NaiveEngine
+    cfg = GenerationConfig(max_new_tokens={n: budget for n in EXPERTS}, seed=0)
+    rep = GenerativeReport()
+    dec = HFGenerate(loaded) if naive else Decoder(loaded)
+    engine = NaiveEngine(loaded) if naive else PrefixEngine(loaded)
+    rows = run_generative(engine, pairs, EXPERTS, config=cfg, report=rep, decoder=dec)
+    decoded = sum(c.tokens_decoded for c in rep.cost.values())
+    return rows, decoded, rep
+
+
+def _row(name, times, n_pairs, decoded):
+    med = statistics.median(times)
+    return {"method": name, "pairs_per_s": n_pairs / med, "decoded_tokens_per_s": decoded / med,
+            "decoded_per_pair": decoded / n_pairs, "median_s": med, "min_s": min(times), "max_s": max(times)}
+
+
+def run(n_pairs: int, rounds: int, budget: int, folder: str) -> dict:
+    import torch
+    from bench_engine import ARCH, build_model
+
+    from baer_fast.runtime.model_loader import load_judge
+    loaded = load_judge(build_model(folder))
+    pairs = bank_pairs(loaded, n_pairs)
+    times, results = {True: [], False: []}, {}
+    for _ in range(rounds):          # interleaved, so load from other processes hits both alike
+        for naive in (True, False):
+            t0 = time.perf_counter()
+            results[naive] = _run(loaded, pairs, budget, naive)
+            times[naive].append(time.perf_counter() - t0)
+    rows = [_row("generative bank: HF generate per prompt + naive readout", times[True], n_pairs, results[True][1]),
+            _row("generative bank: batched shared-prefix decoder + prefix readout", times[False], n_pairs,
+                 results[False][1])]
+    greedy = ["cot", "rubric", "prepair", "deliberate", "reference"]
+    diff = max(abs(u - v) for a, b in zip(results[True][0], results[False][0]) for n in greedy
+               for u, v in zip(a["runs"][n], b["runs"][n]))
+    cost = {n: {"calls": c.calls, "rows": c.rows, "tokens_decoded": c.tokens_decoded, "seconds": c.seconds}
+            for n, c in results[False][2].cost.items()}
+    return {"bench": "decode", "load_avg_1m": os.getloadavg()[0], "threads": torch.get_num_threads(),
+            "pairs": n_pairs, "rounds": rounds, "budget": budget, "q_tokens": Q_TOKENS, "r_tokens": R_TOKENS,
+            "arch": ARCH, "max_abs_u_diff_greedy_experts": diff,
+            "speedup": rows[0]["median_s"] / rows[1]["median_s"],
+            "speedup_per_round": [a / b for a, b in zip(times[True], times[False])],
+            "speedup_min": rows[0]["min_s"] / rows[1]["min_s"], "engine_cost": cost, "rows": rows}
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--pairs", type=int, default=4)
+    ap.add_argument("--rounds", type=int, default=1)
+    ap.add_argument("--budget", type=int, default=32, help="max new tokens for every generative expert")
+    args = ap.parse_args(argv)
+    with tempfile.TemporaryDirectory() as folder:
+        res = run(args.pairs, args.rounds, args.budget, folder)
+    for r in res["rows"]:
+        print(f"{r['method']:<64} {r['pairs_per_s']:7.3f} pairs/s {r['decoded_tokens_per_s']:8.0f} decoded tok/s "
+              f"median {r['median_s']:.2f}s [{r['min_s']:.2f}, {r['max_s']:.2f}]", file=sys.stderr)
+    print(json.dumps(res))
+    return 0
+
+
+# ------------------------------------------------------------------ pytest-benchmark form
+try:
+    import pytest
+except ImportError:            # script use without pytest installed
+    pytest = None
+
+if pytest is not None:
+    BENCH_PAIRS = int(os.environ.get("BENCH_PAIRS", "2"))
+    BENCH_BUDGET = int(os.environ.get("BENCH_BUDGET", "16"))
+
+    @pytest.fixture(scope="module")
+    def workload(tmp_path_factory):
+        from bench_engine import build_model
+
+        from baer_fast.runtime.model_loader import load_judge
+        loaded = load_judge(build_model(str(tmp_path_factory.mktemp("bench_decode_model"))))
+        return loaded, bank_pairs(loaded, BENCH_PAIRS)
+
+    @pytest.mark.parametrize("naive", [True, False], ids=["hf_generate", "batched_decoder"])
+    def test_generative_bank(benchmark, workload, naive):
+        loaded, pairs = workload
+        benchmark.extra_info["pairs"] = len(pairs)
+        benchmark.pedantic(_run, args=(loaded, pairs, BENCH_BUDGET, naive), rounds=1, iterations=1)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
