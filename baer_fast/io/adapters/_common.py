@@ -1,6 +1,7 @@
 """Small helpers shared by the adapters: located file reading and decision maps."""
 from __future__ import annotations
 
+import glob
 import gzip
 import json
 import os
@@ -44,3 +45,11 @@ def field(obj: dict, name: str, *, path: str, line: int | None = None):
     if name not in obj:
         raise InputError("missing field", path=path, line=line, field=name)
     return obj[name]
+
+
+def one_file(src: str, pattern: str) -> str:
+    """The single file in `src` matching `pattern`; a located error if there are none or several."""
+    found = sorted(glob.glob(os.path.join(src, pattern)))
+    if len(found) != 1:
+        raise InputError(f"expected one file matching {pattern}, found {len(found)}", path=src)
+    return found[0]

@@ -11,7 +11,7 @@ import os
 
 from baer_fast.errors import InputError
 from baer_fast.io.adapters import Imported, bank_signals
-from baer_fast.io.adapters._common import field, need_dir, read_jsonl
+from baer_fast.io.adapters._common import field, need_dir, one_file, read_jsonl
 from baer_fast.io.records import Pair
 
 _LABEL = {0: "a", 1: "b", 2: "tie"}
@@ -19,16 +19,10 @@ _U_ORIG = {0: 1.0, 1: 0.0, 2: 0.5}
 _U_EXCH = {0: 0.0, 1: 1.0, 2: 0.5}
 
 
-def _one(src: str, pattern: str) -> str:
-    found = sorted(glob.glob(os.path.join(src, pattern)))
-    if len(found) != 1:
-        raise InputError(f"expected one file matching {pattern}, found {len(found)}", path=src)
-    return found[0]
-
 
 def load(src: str) -> Imported:
     need_dir(src, "Auto-J testdata_pairwise*.jsonl and pairwise_*output*.jsonl")
-    data_path = _one(src, "testdata_pairwise*.jsonl")
+    data_path = one_file(src, "testdata_pairwise*.jsonl")
     rows = read_jsonl(data_path)
     upstream = list(range(len(rows)))
     index_files = glob.glob(os.path.join(src, "upstream_line_index*.json"))
@@ -42,8 +36,8 @@ def load(src: str) -> Imported:
             raise InputError(f"label {label!r} is not 0, 1 or 2", path=data_path, line=line, field="label")
         pairs.append(Pair(f"autoj-{upstream[line - 1]:04d}", r["prompt"], r["response 1"], r["response 2"],
                           label=_LABEL[label], subset=r["scenario"]))
-    orig = read_jsonl(_one(src, "pairwise_example_output*.jsonl"))
-    exch = read_jsonl(_one(src, "pairwise_exchange_example_output*.jsonl"))
+    orig = read_jsonl(one_file(src, "pairwise_example_output*.jsonl"))
+    exch = read_jsonl(one_file(src, "pairwise_exchange_example_output*.jsonl"))
     if not len(orig) == len(exch) == len(pairs):
         raise InputError(f"output files hold {len(orig)}/{len(exch)} rows for {len(pairs)} pairs", path=src)
     runs = [[_U_ORIG.get(o.get("output")), _U_EXCH.get(e.get("output"))] for o, e in zip(orig, exch)]

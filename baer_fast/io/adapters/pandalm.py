@@ -6,13 +6,10 @@ majority -> tie). The judges ran in one display order only, so each expert has o
 """
 from __future__ import annotations
 
-import glob
-import os
 from collections import Counter
 
-from baer_fast.errors import InputError
 from baer_fast.io.adapters import Imported, bank_signals
-from baer_fast.io.adapters._common import need_dir, read_json
+from baer_fast.io.adapters._common import need_dir, one_file, read_json
 from baer_fast.io.records import Pair
 
 _LABEL = {1: "a", 2: "b", 0: "tie"}
@@ -25,16 +22,10 @@ def majority(votes) -> str:
     return _LABEL.get(top, "tie") if n >= 2 else "tie"
 
 
-def _one(src: str, pattern: str) -> str:
-    found = sorted(glob.glob(os.path.join(src, pattern)))
-    if len(found) != 1:
-        raise InputError(f"expected one file matching {pattern}, found {len(found)}", path=src)
-    return found[0]
-
 
 def load(src: str) -> Imported:
     need_dir(src, "PandaLM testset-v1*.json and the judge files")
-    rows = read_json(_one(src, "testset-v1*.json"))
+    rows = read_json(one_file(src, "testset-v1*.json"))
     pairs = []
     for r in rows:
         question = r["instruction"] + (f"\n\n{r['input']}" if r.get("input") else "")
@@ -47,7 +38,7 @@ def load(src: str) -> Imported:
     for name, pattern, key, table in (("gpt-3.5-turbo", "gpt-3.5-turbo-testset*.json", "gpt_result", _GPT),
                                       ("pandalm-7b", "pandalm-7b-testset*.json", "pandalm_result", _PANDA)):
         runs = [[None] for _ in pairs]
-        for r in read_json(_one(src, pattern)):
+        for r in read_json(one_file(src, pattern)):
             if r["idx"] in index:
                 runs[index[r["idx"]]] = [table.get(r.get(key))]
         experts[name] = runs
