@@ -45,6 +45,32 @@ def selection_lines(art: dict) -> list[str]:
     return out
 
 
+def derived_params_beside(signal_paths: list[str]) -> dict:
+    """The derived-expert parameters `baer-fast experts` wrote beside the signals (<signals>.derived.json).
+
+    They were fitted label-free on non-test pairs; several files must agree.
+    """
+    import json
+    import os
+
+    from baer_fast.errors import InputError
+
+    found = {}
+    for path in signal_paths:
+        side = path + ".derived.json"
+        if os.path.exists(side):
+            with open(side, encoding="utf-8") as fh:
+                try:
+                    params = json.load(fh)
+                except ValueError as e:
+                    raise InputError(f"malformed JSON: {e}", path=side) from None
+            for name, value in params.items():
+                if found.setdefault(name, value) != value:
+                    raise InputError(f"derived expert {name!r} has different parameters in different "
+                                     "signals files; fit one condition from one experts run", path=side)
+    return found
+
+
 def run(args) -> int:
     from baer_fast import artifact
     from baer_fast.io.records import read_signals_many
@@ -60,6 +86,9 @@ def run(args) -> int:
     check_one_condition(records, ",".join(args.signals))
     art = fit_condition(records, condition=args.condition, spec=SplitSpec(seed=args.split_seed), head=args.head,
                         reference_expert=args.reference_expert, pointwise_expert=args.pointwise_expert)
+    derived = derived_params_beside(args.signals)
+    if derived:
+        art["derived_params"] = derived      # frozen PriDe/CalibraEval maps, used by score --model and Judge
     artifact.save(args.out, art)
     fo = art["fitted_on"]
     print(f"{args.condition}: deployed head={art['head']} ({art['selection']['reason']}); "

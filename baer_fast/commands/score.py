@@ -47,9 +47,13 @@ def _records(args, art, rejects):
     if not args.model:
         raise InputError("--input needs --model (the judge that produces the signals)", field="--model")
     pairs = read_pairs(args.input, rejects=rejects)
+    from baer_fast.runtime.config import EngineConfig
     from baer_fast.runtime.runner import run_experts
 
-    return run_experts(args.model, pairs, experts=art["experts"], kernels=args.kernels), args.input
+    # derived experts (PriDe, CalibraEval) use the parameters frozen in the artifact, never refitted
+    records = run_experts(args.model, pairs, experts=art["experts"], config=EngineConfig(kernels=args.kernels),
+                          derived_params=art.get("derived_params") or None)
+    return records, args.input
 
 
 def run(args) -> int:
