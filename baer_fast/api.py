@@ -33,10 +33,10 @@ class Judge:
 
         self.engine, self.art, self.options = engine, art, options
         self.head = artifact_io.deployed_head(art)
-        unknown = [e for e in art["experts"] if e not in protocols.SINGLE_PASS]
+        unknown = [e for e in art["experts"] if e not in protocols.ALL]
         if unknown:
             raise InputError(f"the head uses expert {unknown[0]!r}, which the {type(engine).__name__} "
-                             f"cannot run (runnable: {', '.join(protocols.SINGLE_PASS)}); fit the head on "
+                             f"cannot run (runnable: {', '.join(protocols.ALL)}); fit the head on "
                              "signals produced by `baer-fast experts`", field="experts")
         self.experts = list(art["experts"])
         self.derived_params = dict(art.get("derived_params") or {})
@@ -72,7 +72,8 @@ class Judge:
     # ------------------------------------------------------------------ inputs
 
     def room(self) -> int:
-        """Tokens left for question + responses after the longest prompt's fixed text."""
+        """Tokens left for question + responses after the longest prompt's fixed text, less the
+        largest generation budget of the head's generative experts (reasoning must fit too)."""
         if self._room is None:
             from baer_fast import protocols
             from baer_fast.runtime.prompting import PromptEncoder
@@ -82,7 +83,9 @@ class Judge:
             overhead = max(len(enc.encode(p, pair_id="-", expert=name))
                            for name in protocols.prompt_experts_for(self.experts)
                            for p in protocols.get(name).prompts("", "", ""))
-            self._room = loaded.context_len - overhead
+            reserve = max((protocols.get(e).MAX_NEW_TOKENS for e in self.experts
+                           if e in protocols.GENERATIVE), default=0)
+            self._room = loaded.context_len - overhead - reserve
         return self._room
 
     def pairs(self, questions: Sequence[str], responses_a: Sequence[str], responses_b: Sequence[str]) -> list:
