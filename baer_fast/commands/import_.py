@@ -7,8 +7,8 @@ same bytes, so it is also the way to resume one.
 """
 from __future__ import annotations
 
+import logging
 import os
-import sys
 
 from baer_fast.io.adapters import ADAPTERS
 
@@ -32,7 +32,7 @@ def run(args) -> int:
     os.makedirs(args.out, exist_ok=True)
     n = write_pairs(os.path.join(args.out, "pairs.jsonl"), imported.pairs)
     for note in imported.notes:
-        print(note, file=sys.stderr)
+        logging.getLogger("baer_fast").info(note)
     print(f"pairs.jsonl: {n} pairs")
     for condition, signals in sorted(imported.banks.items()):
         name = signals_filename(condition)
