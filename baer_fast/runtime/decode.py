@@ -94,6 +94,7 @@ class _Row:
     out: list[int] = field(default_factory=list)
     sample: int = 0
     finish: str = ""
+    wide: bool = False                # its last top-p nucleus needed a full sort (try that first)
 
 
 class _SlotCache:
@@ -123,9 +124,10 @@ class _SlotCache:
 class Decoder:
     """Decoder(loaded).generate(requests) -> one GenResult per request, in order."""
 
-    def __init__(self, loaded, *, max_rows: int = 64, prefill_tokens: int = 8192, eos_ids=None):
+    def __init__(self, loaded, *, max_rows: int = 256, memory_budget_bytes: int = 4 << 30,
+                 prefill_tokens: int = 8192, eos_ids=None):
         self.loaded = loaded
-        self.max_rows, self.prefill_tokens = max_rows, prefill_tokens
+        self.max_rows, self.prefill_tokens, self.memory_budget_bytes = max_rows, prefill_tokens, memory_budget_bytes
         self.eos = frozenset(eos_ids) if eos_ids is not None else eos_token_ids(loaded)
         cfg = loaded.model.config.get_text_config()
         self._layers = cfg.num_hidden_layers
@@ -138,16 +140,18 @@ class Decoder:
     def generate(self, requests: list[GenRequest]) -> list[GenResult]:
         import torch
         t0 = time.perf_counter()
-        slots = max(min(self.max_rows, sum(r.samples for r in requests)), max((r.samples for r in requests), default=1))
         self._requests = requests
         self._results = [GenResult([()] * r.samples, [""] * r.samples,
                                    verdicts=[None] * r.samples if r.choices else None) for r in requests]
         self._rows: list[_Row] = []
         self._bufs = None
-        self._slots = slots
         # first allocation: every row's full length if that is modest (no regrowth copies), else grow
         self._cols_hint = min(max((len(r.prompt) + r.max_new_tokens + len(r.cue) + 1 for r in requests), default=1),
                               INITIAL_COLUMNS_MAX)
+        # rows in flight: as many as the KV budget holds at that width (never fewer than one request's samples)
+        by_memory = self.memory_budget_bytes // max(1, self._cols_hint * self.loaded.kv_bytes_per_token)
+        self._slots = max(min(self.max_rows, by_memory, sum(r.samples for r in requests)),
+                          max((r.samples for r in requests), default=1))
         pending = deque(range(len(requests)))
         with torch.inference_mode():
             while pending or self._rows:
@@ -423,9 +427,19 @@ def pick_tokens(logits, rows: list[_Row]) -> list[int]:
     probs = torch.softmax(logits[idx] / temp[:, None], dim=-1)                       # [s, V]
     # The nucleus lies inside the top K exactly when the top K hold >= top_p of the mass: those
     # rows need only a top-k (the usual case for a trained model); the others sort everything.
-    p_top, order = probs.topk(min(NUCLEUS_TOP_K, probs.shape[-1]), dim=-1)
-    wide = (p_top.sum(-1) < top_p).nonzero()[:, 0]
-    picked = _nucleus_pick(p_top, order, top_p, u)
+    # A row whose last step needed the full sort goes straight to it (same pick either way).
+    wide_before = [k for k, j in enumerate(sampled) if rows[j].wide]
+    narrow = [k for k, j in enumerate(sampled) if not rows[j].wide]
+    picked = torch.empty(len(sampled), dtype=torch.long, device=dev)
+    wide = torch.tensor(wide_before, dtype=torch.long, device=dev)
+    if narrow:
+        nar = torch.tensor(narrow, device=dev)
+        p_top, order = probs[nar].topk(min(NUCLEUS_TOP_K, probs.shape[-1]), dim=-1)
+        picked[nar] = _nucleus_pick(p_top, order, top_p[nar], u[nar])
+        missed = nar[p_top.sum(-1) < top_p[nar]]
+        for k in missed.tolist():
+            rows[sampled[k]].wide = True
+        wide = torch.cat([wide, missed])
     if len(wide):
         p_all, order_all = probs[wide].sort(dim=-1, descending=True)
         picked[wide] = _nucleus_pick(p_all, order_all, top_p[wide], u[wide])
