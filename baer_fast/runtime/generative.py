@@ -34,7 +34,8 @@ CUE_ROOM = 64        # context kept free after a generation for its cue (and the
 class GenerationConfig:
     max_new_tokens: dict = field(default_factory=dict)   # expert -> budget (else the protocol's default)
     seed: int = 0                                         # global seed of every sampled row
-    max_rows: int = 64                                    # decode rows in flight at once
+    max_rows: int = 256                                   # decode rows in flight at most...
+    memory_budget_bytes: int = 4 << 30                    # ...and as many as this much slot KV holds
 
     def budget(self, name: str) -> int:
         return int(self.max_new_tokens.get(name, protocols.get(name).MAX_NEW_TOKENS))
@@ -98,7 +99,7 @@ def run_generative(engine, pairs, names: list[str], *, config: GenerationConfig 
     loaded = engine.loaded
     report = report if report is not None else GenerativeReport()
     enc = PromptEncoder(loaded.tokenizer, model_name=loaded.name, context_len=loaded.context_len)
-    decoder = decoder or Decoder(loaded, max_rows=config.max_rows)
+    decoder = decoder or Decoder(loaded, max_rows=config.max_rows, memory_budget_bytes=config.memory_budget_bytes)
     reqs, requests = _requests(enc, pairs, names, config)
     results = decoder.generate(requests) if requests else []
     gen_ids, texts = _trimmed(loaded.tokenizer, reqs, requests, results)
