@@ -20,8 +20,14 @@ PROGRESS_EVERY_FRAC = 0.10   # ...or every 10% of the total, whichever comes fir
 
 
 class _Silent:
+    postfix = ""
+
     def update(self, n: int = 1) -> None:
         pass
+
+    def set_postfix_str(self, s: str) -> None:
+        """Extra live figures (tqdm's name), e.g. tokens/s; shown at the end of log lines."""
+        self.postfix = s
 
     def close(self) -> None:
         pass
@@ -57,7 +63,8 @@ class _LogLines(_Silent):
         pct = f" ({100 * self.n / self.total:.0f}%)" if self.total else ""
         left = max(self.total - self.n, 0)
         eta = f", ETA {format_seconds(left / rate)}" if rate > 0 and left else ""
-        print(f"{self.desc}: {self.n}/{self.total} {self.unit}s{pct}, {rate:.1f} {self.unit}s/s{eta}",
+        extra = f", {self.postfix}" if self.postfix else ""
+        print(f"{self.desc}: {self.n}/{self.total} {self.unit}s{pct}, {rate:.1f} {self.unit}s/s{eta}{extra}",
               file=self.stream, flush=True)
         self._t_last, self._n_last = now, self.n
 

@@ -52,6 +52,8 @@ def add_arguments(p) -> None:
     p.add_argument("--trust-remote-code", action="store_true", help="allow the model's own Python code")
     p.add_argument("--naive", action="store_true", help="reference path: one plain forward per prompt")
     p.add_argument("--overwrite", action="store_true", help="discard an existing --out instead of resuming")
+    from baer_fast.runtime.vllm_backend import add_arguments as add_backend_arguments
+    add_backend_arguments(p)     # --backend hf|vllm, --tensor-parallel-size, ... (vllm imported only if chosen)
 
 
 def _experts(arg) -> list[str]:
@@ -73,8 +75,12 @@ def _fingerprint(args, names: list[str], params_file: str | None) -> dict:
     return {"command": "experts", "model": os.path.abspath(args.model),
             "model_config_sha256": file_sha256(os.path.join(args.model, "config.json")),
             "weights": weights, "input_sha256": file_sha256(args.input), "experts": names,
-            "engine": "naive" if args.naive else "prefix", "dtype": args.dtype,
+            "engine": _engine_kind(args), "dtype": args.dtype,
             "derived_params_sha256": file_sha256(params_file) if params_file else None}
+
+
+def _engine_kind(args) -> str:
+    return "vllm" if getattr(args, "backend", "hf") == "vllm" else ("naive" if args.naive else "prefix")
 
 
 def _generation(args, names: list[str]):
@@ -151,9 +157,8 @@ def run(args) -> int:
 
 
 def _stream(args, pairs, names, derived, params, target, fp) -> str:
-    from tqdm import tqdm
-
     from baer_fast import protocols
+    from baer_fast.progress import progress
     from baer_fast.runtime.config import EngineConfig
     from baer_fast.runtime.runner import (RunReport, apply_derived, generative_runs, make_engine, prompt_runs,
                                           to_signals)
@@ -163,10 +168,12 @@ def _stream(args, pairs, names, derived, params, target, fp) -> str:
     writer = _open_writer(target, fp, args.overwrite)
     texts = _open_writer(args.out + ".texts.jsonl", fp, args.overwrite) if args.keep_texts and args.generation else None
     todo = [p for p in pairs if p.id not in writer.done_ids]
-    engine = make_engine(args.model, config=config, naive=args.naive, device=args.device, dtype=args.dtype,
-                         attn=args.attn, trust_remote_code=args.trust_remote_code) if todo else None
+    from baer_fast.runtime.vllm_backend import engine_from_args
+    engine = engine_from_args(args, lambda: make_engine(
+        args.model, config=config, naive=args.naive, device=args.device, dtype=args.dtype, attn=args.attn,
+        trust_remote_code=args.trust_remote_code)) if todo else None
     report, t0 = RunReport(), time.perf_counter()       # throughput excludes model loading
-    bar = tqdm(total=len(todo), unit="pair", disable=args.quiet or not todo, file=sys.stderr, desc="experts")
+    bar = progress(len(todo), desc="experts", quiet=args.quiet or not todo)
     try:
         for i in range(0, len(todo), args.chunk_pairs):
             chunk = todo[i: i + args.chunk_pairs]
@@ -176,11 +183,11 @@ def _stream(args, pairs, names, derived, params, target, fp) -> str:
                 texts.append([{"id": p.id, "texts": r["texts"]} for p, r in zip(chunk, rows)
                               if p.id not in texts.done_ids])
             writer.append([to_signals(p, apply_derived(r["runs"], derived, params or {}), r, names,
-                                      "naive" if args.naive else "prefix").to_json()
+                                      _engine_kind(args)).to_json()
                            for p, r in zip(chunk, rows)])
-            bar.update(len(chunk))
             dt = max(time.perf_counter() - t0, 1e-9)
-            bar.set_postfix_str(f"{bar.n / dt:.2f} pairs/s, {report.stats.tokens_prefilled / dt:.0f} tok/s")
+            bar.set_postfix_str(f"{report.stats.tokens_prefilled / dt:.0f} tok/s")
+            bar.update(len(chunk))
         writer.finish()
         if texts is not None:
             texts.finish()

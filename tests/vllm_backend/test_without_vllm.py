@@ -88,12 +88,11 @@ def test_options_validate():
         VllmOptions(dtype="int8")
 
 
-def test_options_fit_beside_the_experts_command():
-    """The hook adds only options `baer-fast experts` does not have (wiring it cannot clash)."""
+def test_options_are_wired_into_the_experts_command():
+    """`baer-fast experts` carries the hook's options (--backend, --tensor-parallel-size, ...)."""
     from baer_fast.commands import experts
     p = argparse.ArgumentParser()
     experts.add_arguments(p)
-    add_arguments(p)
     args = p.parse_args(["--model", "m", "--input", "i", "--out", "o", "--backend", "vllm",
                          "--tensor-parallel-size", "2", "--dtype", "bfloat16"])
     opts = options_from_args(args)
