@@ -130,23 +130,23 @@ def test_judge_from_pretrained_vllm_matches_hf(hf, vllm_judge, art, pairs):
 
 
 def test_experts_command_writes_the_same_signals(model_dir, vllm_engine, pairs, tmp_path, monkeypatch):
-    """`baer-fast experts` with the vLLM engine in place of the hf one: same file format, same runs.
-    (The command's --backend flag is wired by the engine owner via vllm_backend.engine_from_args;
-    here the engine is swapped in under the command so the module keeps its one engine start.)"""
+    """`baer-fast experts --backend vllm`: same file format, same runs as the hf engine.
+    (VllmEngine.from_path returns the module's engine so the module keeps its one engine start.)"""
     from baer_fast import cli
     from baer_fast.io.records import read_signals, write_pairs
-    from baer_fast.runtime import runner
+    from baer_fast.runtime import vllm_backend
     src = str(tmp_path / "pairs.jsonl")
     write_pairs(src, pairs)
     argv = ["experts", "--model", model_dir, "--input", src, "--experts", ",".join(EXPERTS), "-q",
             "--dtype", "float32", "--out"]
     assert cli.main(argv + [str(tmp_path / "hf.jsonl")]) == 0
-    monkeypatch.setattr(runner, "make_engine", lambda *a, **k: vllm_engine)
-    assert cli.main(argv + [str(tmp_path / "vllm.jsonl")]) == 0
+    monkeypatch.setattr(vllm_backend.VllmEngine, "from_path", staticmethod(lambda *a, **k: vllm_engine))
+    assert cli.main(["experts", "--backend", "vllm"] + argv[1:] + [str(tmp_path / "vllm.jsonl")]) == 0
     hf_rows, v_rows = read_signals(str(tmp_path / "hf.jsonl")), read_signals(str(tmp_path / "vllm.jsonl"))
     assert [r.id for r in v_rows] == [r.id for r in hf_rows]
     for a, b in zip(v_rows, hf_rows):
         assert a.meta.keys() == b.meta.keys() and a.meta["tokens_naive"] == b.meta["tokens_naive"]
+        assert (a.meta["engine"], b.meta["engine"]) == ("vllm", "prefix")
         assert (a.subset, a.label, a.split) == (b.subset, b.label, b.split)
         for name in EXPERTS:
             assert max(abs(u - v) for u, v in zip(a.experts[name], b.experts[name], strict=True)) <= TOL
