@@ -1,17 +1,15 @@
 """`baer-fast experts` with the full bank (single-pass + generative): end to end, and killed
 mid-run (SIGKILL) then rerun equals one uninterrupted run, texts side file included."""
 import json
-import os
-import signal
-import subprocess
 import sys
-import time
 
 import pytest
 
 from baer_fast import protocols
 from baer_fast.cli import main
 from baer_fast.io.records import write_pairs
+from tests.fixtures.kill_resume import kill_after_first_batch as _kill_after_first_batch
+from tests.fixtures.kill_resume import lines as _lines
 from tests.generative.conftest import pairs as make_pairs
 
 N_PAIRS = 8
@@ -21,31 +19,6 @@ def _cmd(model, pairs, out, *extra):
     return [sys.executable, "-m", "baer_fast.cli", "-q", "experts", "--model", model, "--input", pairs,
             "--out", out, "--chunk-pairs", "2", "--experts", "all", "--max-new-tokens", "4,reference=6",
             "--keep-texts", *extra]
-
-
-def _lines(path):
-    with open(path, encoding="utf-8") as fh:
-        return [ln for ln in fh.read().splitlines() if ln.strip()]
-
-
-def _durable(path) -> int:
-    try:
-        with open(path + ".progress.json", encoding="utf-8") as fh:
-            return int(json.load(fh)["records"])
-    except (OSError, ValueError, KeyError):
-        return 0
-
-
-def _kill_after_first_batch(cmd, watch) -> int:
-    env = dict(os.environ, PYTHONPATH=os.getcwd() + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
-    deadline = time.time() + 120
-    while time.time() < deadline and proc.poll() is None and not _durable(watch):
-        time.sleep(0.005)
-    if proc.poll() is None:
-        proc.send_signal(signal.SIGKILL)
-    proc.wait()
-    return _durable(watch)
 
 
 def test_full_bank_end_to_end(tmp_path, qwen_path, capsys):

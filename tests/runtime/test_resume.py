@@ -1,15 +1,14 @@
 """`baer-fast experts` killed mid-run (SIGKILL) and rerun equals one uninterrupted run."""
 import json
 import os
-import signal
-import subprocess
 import sys
-import time
 
 import pytest
 
 from baer_fast.cli import main
 from baer_fast.io.records import write_pairs
+from tests.fixtures.kill_resume import kill_after_first_batch as _kill_after_first_batch
+from tests.fixtures.kill_resume import lines as _lines
 from tests.fixtures.tiny_models import make_pairs
 
 N_PAIRS = 10
@@ -23,34 +22,6 @@ def _cmd(model, pairs, out, *extra):
 def _run_here(cmd) -> int:
     """Run the same command line in-process (no interpreter start-up)."""
     return main(cmd[3:])
-
-
-def _lines(path):
-    if not os.path.exists(path):
-        return []
-    with open(path, encoding="utf-8") as fh:
-        return [ln for ln in fh.read().splitlines() if ln.strip()]
-
-
-def _durable(path) -> int:
-    """Records the writer has declared durable (its progress sidecar), 0 if none yet."""
-    try:
-        with open(path + ".progress.json", encoding="utf-8") as fh:
-            return int(json.load(fh)["records"])
-    except (OSError, ValueError, KeyError):
-        return 0
-
-
-def _kill_after_first_batch(cmd, watch) -> int:
-    """SIGKILL the run once a first batch is durable; return the durable record count."""
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.time() + 120
-    while time.time() < deadline and proc.poll() is None and not _durable(watch):
-        time.sleep(0.005)
-    if proc.poll() is None:
-        proc.send_signal(signal.SIGKILL)
-    proc.wait()
-    return _durable(watch)
 
 
 def test_sigkill_then_resume_equals_uninterrupted(tmp_path, qwen_dir, capsys):
