@@ -25,13 +25,7 @@ from __future__ import annotations
 
 import torch
 
-try:  # guarded: the reference path must work where Triton is absent or broken
-    import triton
-    import triton.language as tl
-    TRITON_IMPORT_ERROR: str | None = None
-except Exception as exc:  # noqa: BLE001 — any failure means "no kernel", reported on use
-    triton, tl = None, None
-    TRITON_IMPORT_ERROR = f"{type(exc).__name__}: {exc}"
+from baer_fast.kernels._triton import require_triton, tl, triton  # guarded import, shared
 
 MAX_CHOICES = 64      # one register tile holds all C choices; protocols use 2..9 labels
 _GPU_TILE = 8192          # BLOCK_N*BLOCK_C*BLOCK_H fp32 values per loop step: fits registers
@@ -65,7 +59,7 @@ def choice_logits(hidden: torch.Tensor, weight: torch.Tensor, choice_ids: torch.
     (default: `_GPU_TILE` on CUDA; `_INTERPRET_TILE` on CPU, where the interpreter runs each
     program and step in Python, so fewer, larger ones are much faster).
     """
-    _require_triton()
+    require_triton()
     ids = _rowwise_ids(choice_ids, hidden.shape[0])      # [N, C]; shared ids get row stride 0
     _check_inputs(hidden, weight, ids, bias)
     n, h = hidden.shape
@@ -124,13 +118,6 @@ def _check_inputs(hidden: torch.Tensor, weight: torch.Tensor, ids: torch.Tensor,
     if ids.device.type == "cpu" and ids.numel() and not (0 <= int(ids.min()) and
                                                          int(ids.max()) < weight.shape[0]):
         raise IndexError(f"choice_ids out of range for a vocabulary of {weight.shape[0]}")
-
-
-def _require_triton() -> None:
-    if triton is None:
-        from baer_fast.kernels.dispatch import KernelUnavailableError
-        raise KernelUnavailableError(f"Triton is not importable here ({TRITON_IMPORT_ERROR}); "
-                                     "use kernels='torch' or install triton>=3.6")
 
 
 if triton is not None:

@@ -28,13 +28,7 @@ import torch
 
 from baer_fast.features.evidence import EPS
 
-try:  # guarded: the reference path must work where Triton is absent or broken
-    import triton
-    import triton.language as tl
-    TRITON_IMPORT_ERROR: str | None = None
-except Exception as exc:  # noqa: BLE001 — any failure means "no kernel", reported on use
-    triton, tl = None, None
-    TRITON_IMPORT_ERROR = f"{type(exc).__name__}: {exc}"
+from baer_fast.kernels._triton import require_triton, tl, triton  # guarded import, shared
 
 _TILE = 4096   # BLOCK_N * BLOCK_K * BLOCK_M values per program: K and M are small (<= ~16)
 
@@ -80,7 +74,7 @@ def evidence_features(u: torch.Tensor, eps: float = EPS, *,
                       category: torch.Tensor | None = None,
                       n_categories: int = 0) -> Evidence:
     """Triton launcher; same contract as `evidence_features_ref`, one pass over u."""
-    _require_triton()
+    require_triton()
     _check_runs(u)
     n, k, m = u.shape
     if n == 0 or k == 0:          # nothing to launch over; the reference handles the edges
@@ -124,13 +118,6 @@ def _check_runs(u: torch.Tensor) -> None:
         raise ValueError(f"u must be a float [N, K, M] tensor, got {u.dtype} {tuple(u.shape)}")
     if u.shape[2] == 0:
         raise ValueError("u has no run axis (M == 0); pad missing runs with NaN instead")
-
-
-def _require_triton() -> None:
-    if triton is None:
-        from baer_fast.kernels.dispatch import KernelUnavailableError
-        raise KernelUnavailableError(f"Triton is not importable here ({TRITON_IMPORT_ERROR}); "
-                                     "use kernels='torch' or install triton>=3.6")
 
 
 if triton is not None:
