@@ -52,6 +52,29 @@ def build_queries(encoder, pair: Pair, prompt_experts: list[str]) -> tuple[list[
     return queries, where
 
 
+MAX_SHARED_PAIRS = 16     # pairs of one question per engine group: bounds a group's KV (a wave never splits one)
+
+
+def share_questions(pairs: list[Pair], groups: list[list[Query]]):
+    """Merge the query groups of pairs that ask the same question, so the engine prefills their
+    `[system][question]` once (GRPO rounds, MT-Bench-style sets: many pairs per prompt).
+
+    -> (engine groups, spans): pair i's results are engine group spans[i][0], rows
+    spans[i][1]:spans[i][2]. At most MAX_SHARED_PAIRS pairs per merged group.
+    """
+    merged, spans, open_group = [], [], {}
+    for pair, group in zip(pairs, groups):
+        g = open_group.get(pair.question)
+        if g is None or len(merged[g][1]) >= MAX_SHARED_PAIRS:
+            g = open_group[pair.question] = len(merged)
+            merged.append(([], []))
+        queries, members = merged[g]
+        spans.append((g, len(queries), len(queries) + len(group)))
+        queries.extend(group)
+        members.append(pair.id)
+    return [q for q, _ in merged], spans
+
+
 def prompt_runs(engine, pairs: list[Pair], prompt_experts: list[str], report: RunReport) -> list[dict]:
     """expert -> runs for each pair (prompt experts only)."""
     from baer_fast.runtime.prompting import PromptEncoder
@@ -59,12 +82,17 @@ def prompt_runs(engine, pairs: list[Pair], prompt_experts: list[str], report: Ru
     enc = PromptEncoder(loaded.tokenizer, model_name=loaded.name, context_len=loaded.context_len)
     built = [build_queries(enc, p, prompt_experts) for p in pairs]
     groups = [q for q, _ in built]
-    result = engine.run(groups)
+    merged, spans = share_questions(pairs, groups)
+    result = engine.run(merged)
     report.stats.add(result.stats)
+    logprobs = [result.logprobs[g][lo:hi] for g, lo, hi in spans]
+    # per pair: what its own prompts cost with sharing inside the pair (does not depend on which
+    # other pairs came in the same batch); sharing across pairs shows in report.stats
+    own = engine.plan_tokens(groups)
     naive = [sum(len(q.ids) for q in g) for g in groups]
     report.tokens_naive += sum(naive)
     out = []
-    for (_, where), lps, shared, plain in zip(built, result.logprobs, result.tokens_per_group, naive):
+    for (_, where), lps, shared, plain in zip(built, logprobs, own, naive):
         by_expert: dict[str, dict] = {}
         for (name, key), lp in zip(where, lps):
             by_expert.setdefault(name, {})[key] = lp
