@@ -1,7 +1,7 @@
 """Generative-bank throughput: HF `generate` per prompt vs the shared-prefix batched decoder.
 
-Workload: bench_engine's Qwen3-architecture model (4 layers, hidden 256, 32k vocab, fp32,
-random weights, built through its `build_model`); per pair a ~Q-token question and two
+Workload: the anchor Qwen3-architecture model (4 layers, hidden 256, 32k vocab, fp32, random
+weights; `random_judge.py`), or with `--shape qwen3-8b` an 8B-shaped one on a GPU (bf16); per pair a ~Q-token question and two
 ~R-token responses; the six generative experts (cot, self_consistency x5 samples, rubric,
 prepair, deliberate, reference) with one budget for all (random weights rarely emit EOS, so
 every row decodes its full budget: tokens decoded are the same for both paths).
@@ -12,7 +12,7 @@ every row decodes its full budget: tokens decoded are the same for both paths).
   engine: decode.Decoder (one prefill per prompt, samples expanded from it, all rows of all
           pairs in one continuously batched decode), verdicts by the prefix engine.
 
-    python benchmarks/bench_decode.py [--pairs 4] [--rounds 1] [--budget 32]
+    python benchmarks/bench_decode.py [--pairs 4] [--rounds 1] [--budget 32] [--shape anchor]
     pytest benchmarks/bench_decode.py --benchmark-only
 
 Never asserts; medians (and min/max) over rounds, then one JSON line. On the shared 2-core CPU
@@ -103,12 +103,12 @@ def _row(name, times, n_pairs, decoded):
             "decoded_per_pair": decoded / n_pairs, "median_s": med, "min_s": min(times), "max_s": max(times)}
 
 
-def run(n_pairs: int, rounds: int, budget: int, folder: str) -> dict:
+def run(n_pairs: int, rounds: int, budget: int, folder: str, shape: str = "anchor", device: str = "auto",
+        dtype: str = "auto") -> dict:
     import torch
-    from bench_engine import ARCH, build_model
+    from random_judge import SHAPES, load_random
 
-    from baer_fast.runtime.model_loader import load_judge
-    loaded = load_judge(build_model(folder))
+    loaded = load_random(folder, shape, device=device, dtype=dtype)
     pairs = bank_pairs(loaded, n_pairs)
     times, results = {True: [], False: []}, {}
     for _ in range(rounds):          # interleaved, so load from other processes hits both alike
@@ -126,7 +126,8 @@ def run(n_pairs: int, rounds: int, budget: int, folder: str) -> dict:
             for n, c in results[False][2].cost.items()}
     return {"bench": "decode", "load_avg_1m": os.getloadavg()[0], "threads": torch.get_num_threads(),
             "pairs": n_pairs, "rounds": rounds, "budget": budget, "q_tokens": Q_TOKENS, "r_tokens": R_TOKENS,
-            "arch": ARCH, "max_abs_u_diff_greedy_experts": diff,
+            "shape": shape, "arch": SHAPES[shape], "device": str(loaded.device),
+            "dtype": str(loaded.dtype), "max_abs_u_diff_greedy_experts": diff,
             "speedup": rows[0]["median_s"] / rows[1]["median_s"],
             "speedup_per_round": [a / b for a, b in zip(times[True], times[False])],
             "speedup_min": rows[0]["min_s"] / rows[1]["min_s"], "engine_cost": cost, "rows": rows}
@@ -137,9 +138,12 @@ def main(argv=None) -> int:
     ap.add_argument("--pairs", type=int, default=4)
     ap.add_argument("--rounds", type=int, default=1)
     ap.add_argument("--budget", type=int, default=32, help="max new tokens for every generative expert")
+    ap.add_argument("--shape", default="anchor", help="random-weight model shape: anchor (CPU), qwen3-1.7b, qwen3-8b")
+    ap.add_argument("--device", default="auto")
+    ap.add_argument("--dtype", default="auto", help="auto: bf16 on CUDA, fp32 on CPU")
     args = ap.parse_args(argv)
     with tempfile.TemporaryDirectory() as folder:
-        res = run(args.pairs, args.rounds, args.budget, folder)
+        res = run(args.pairs, args.rounds, args.budget, folder, args.shape, args.device, args.dtype)
     for r in res["rows"]:
         print(f"{r['method']:<64} {r['pairs_per_s']:7.3f} pairs/s {r['decoded_tokens_per_s']:8.0f} decoded tok/s "
               f"median {r['median_s']:.2f}s [{r['min_s']:.2f}, {r['max_s']:.2f}]", file=sys.stderr)
@@ -159,10 +163,8 @@ if pytest is not None:
 
     @pytest.fixture(scope="module")
     def workload(tmp_path_factory):
-        from bench_engine import build_model
-
-        from baer_fast.runtime.model_loader import load_judge
-        loaded = load_judge(build_model(str(tmp_path_factory.mktemp("bench_decode_model"))))
+        from random_judge import load_random
+        loaded = load_random(str(tmp_path_factory.mktemp("bench_decode_model")))
         return loaded, bank_pairs(loaded, BENCH_PAIRS)
 
     @pytest.mark.parametrize("naive", [True, False], ids=["hf_generate", "batched_decoder"])
