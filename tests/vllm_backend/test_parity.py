@@ -17,7 +17,6 @@ from baer_fast.runtime.naive import NaiveEngine                             # no
 from baer_fast.runtime.queries import Query                                 # noqa: E402
 from baer_fast.runtime.runner import RunReport, run_experts                 # noqa: E402
 from baer_fast.runtime.vllm_backend import Sampling, VllmEngine              # noqa: E402
-from tests.fixtures.tiny_models import build_model_dir                      # noqa: E402
 try:                                         # make_pairs is moving from tests/runtime/conftest.py
     from tests.fixtures.tiny_models import make_pairs                       # noqa: E402
 except ImportError:
@@ -28,10 +27,8 @@ EXPERTS = ["direct", "score", "pointwise"]
 
 
 @pytest.fixture(scope="module")
-def model_dir(tmp_path_factory):
-    # vLLM's CPU attention needs head_dim >= 64
-    return build_model_dir(str(tmp_path_factory.mktemp("qwen3_hd64")), arch="qwen3", layers=2, hidden=128,
-                           heads=2, kv_heads=1, head_dim=64, intermediate=256, max_pos=2048, seed=5)
+def model_dir(hd64_model_dir):
+    return hd64_model_dir
 
 
 @pytest.fixture(scope="module")
@@ -140,7 +137,7 @@ def test_experts_command_writes_the_same_signals(model_dir, vllm_engine, pairs, 
     argv = ["experts", "--model", model_dir, "--input", src, "--experts", ",".join(EXPERTS), "-q",
             "--dtype", "float32", "--out"]
     assert cli.main(argv + [str(tmp_path / "hf.jsonl")]) == 0
-    monkeypatch.setattr(vllm_backend.VllmEngine, "from_path", staticmethod(lambda *a, **k: vllm_engine))
+    monkeypatch.setattr(vllm_backend.VllmEngine, "from_path", staticmethod(lambda *a, **k: _Unclosed(vllm_engine)))
     assert cli.main(["experts", "--backend", "vllm"] + argv[1:] + [str(tmp_path / "vllm.jsonl")]) == 0
     hf_rows, v_rows = read_signals(str(tmp_path / "hf.jsonl")), read_signals(str(tmp_path / "vllm.jsonl"))
     assert [r.id for r in v_rows] == [r.id for r in hf_rows]
@@ -152,9 +149,123 @@ def test_experts_command_writes_the_same_signals(model_dir, vllm_engine, pairs, 
             assert max(abs(u - v) for u, v in zip(a.experts[name], b.experts[name], strict=True)) <= TOL
 
 
+class _Unclosed:
+    """The module's engine for a CLI run, which closes its engine at the end: later tests still use it."""
+
+    def __init__(self, engine):
+        self._engine = engine
+
+    def __getattr__(self, name):
+        return getattr(self._engine, name)
+
+    def close(self):
+        pass
+
+
 def test_generate_is_seeded_per_prompt(vllm_engine):
     prompts = [(11, 12, 13, 14), (21, 22, 23), (11, 12, 13, 15)]
     s = Sampling(max_tokens=6, temperature=1.0)
     one = vllm_engine.generate(prompts, s, seeds=[1, 2, 3])
     again = vllm_engine.generate(prompts[::-1], s, seeds=[3, 2, 1])[::-1]     # other batch order
     assert one == again and all(1 <= len(t) <= 6 for t in one)
+
+
+# ---------------------------------------------------------------------- generative experts on vLLM
+
+GREEDY = ["cot", "rubric", "prepair"]
+ALL_GEN = ["cot", "self_consistency", "rubric", "prepair", "deliberate", "reference"]
+GEN_BUDGET = 12
+
+
+def _generation():
+    from baer_fast.runtime.generative import GenerationConfig
+    return GenerationConfig(max_new_tokens={n: GEN_BUDGET for n in ALL_GEN}, seed=7)
+
+
+@pytest.fixture(scope="module")
+def greedy_requests(vllm_engine, pairs):
+    from baer_fast.runtime.generative import _requests
+    from baer_fast.runtime.prompting import PromptEncoder
+    lo = vllm_engine.loaded
+    enc = PromptEncoder(lo.tokenizer, model_name=lo.name, context_len=lo.context_len)
+    return _requests(enc, pairs[:4], GREEDY, _generation())[1]
+
+
+def _same_generations(got, want):
+    for g, w in zip(got, want, strict=True):
+        assert g.tokens == w.tokens and g.finish == w.finish
+        assert (g.verdicts is None) == (w.verdicts is None)
+        for a, b in zip(g.verdicts or [], w.verdicts or []):
+            assert max(abs(x - y) for x, y in zip(a, b, strict=True)) <= TOL
+
+
+def test_greedy_generations_match_the_hf_decoder_token_for_token(hf, vllm_engine, greedy_requests):
+    """cot / rubric / prepair requests, greedy, fp32: the same tokens, finish reasons, and the
+    verdicts after the cue (hf reads them in its decode slots, vLLM through its readout) to 1e-4."""
+    from baer_fast.runtime.decode import Decoder
+    from baer_fast.runtime.vllm_backend import VllmDecoder
+    want = Decoder(hf).generate(greedy_requests)
+    got = VllmDecoder(vllm_engine).generate(greedy_requests)
+    _same_generations(got, want)
+    assert sum(len(t) for r in got for t in r.tokens) > len(got)          # they did generate
+
+
+def test_stop_strings_stop_where_the_hf_decoder_stops(hf, vllm_engine, greedy_requests):
+    """A stop string taken from the middle of each greedy generation: both backends stop on the
+    token that completes it (vLLM's own stop check, then the hf rule re-applied)."""
+    import dataclasses
+
+    from baer_fast.runtime.decode import Decoder
+    from baer_fast.runtime.vllm_backend import VllmDecoder
+    tok, base = hf.tokenizer, Decoder(hf).generate(greedy_requests)
+    reqs = []
+    for req, res in zip(greedy_requests, base):
+        text = tok.decode(list(res.tokens[0][2:5]), skip_special_tokens=False).strip()
+        reqs.append(dataclasses.replace(req, stop=(text,)) if text else req)
+    want, got = Decoder(hf).generate(reqs), VllmDecoder(vllm_engine).generate(reqs)
+    _same_generations(got, want)
+    assert sum(f == "stop" for r in got for f in r.finish) >= len(reqs) // 2
+
+
+def test_greedy_generative_runs_match_hf(hf, vllm_engine, pairs):
+    gen = _generation()
+    got = run_experts(vllm_engine, pairs, experts=GREEDY, generation=gen)
+    want = run_experts(hf, pairs, experts=GREEDY, generation=gen)
+    for a, b in zip(got, want, strict=True):
+        assert a.id == b.id and a.meta["generation"] == b.meta["generation"]
+        for name in GREEDY:
+            assert max(abs(u - v) for u, v in zip(a.experts[name], b.experts[name], strict=True)) <= TOL
+
+
+def _by_id(pairs, out):
+    return {p.id: o for p, o in zip(pairs, out)}
+
+
+def test_sampled_generations_are_reproducible_per_seed_on_vllm(vllm_engine, pairs):
+    """self_consistency on vLLM: the same seed gives the same samples across runs and batch
+    compositions (vLLM's sampler is not the hf decoder's, so only vLLM against itself)."""
+    from baer_fast.runtime.generative import run_generative
+    gen = _generation()
+    first = _by_id(pairs[:3], run_generative(vllm_engine, pairs[:3], ["self_consistency"], config=gen))
+    other = list(reversed(pairs[:5]))
+    again = _by_id(other, run_generative(vllm_engine, other, ["self_consistency"], config=gen))
+    for pid, a in first.items():
+        b = again[pid]
+        assert a["texts"] == b["texts"]
+        assert max(abs(u - v) for u, v in zip(a["runs"]["self_consistency"], b["runs"]["self_consistency"],
+                                              strict=True)) <= 1e-5
+    samples = [t for a in first.values() for ts in a["texts"]["self_consistency"].values() for t in ts]
+    assert len(set(samples)) > len(samples) // 2                       # samples differ from each other
+
+
+def test_swapped_pairs_give_mirrored_generative_runs_on_vllm(vllm_engine, pairs):
+    """Every generative expert, sampled included: a pair's swap gives mirrored runs (the swapped
+    pairs in reverse order: another batch composition)."""
+    gen, ps = _generation(), pairs[:3]
+    sig = run_experts(vllm_engine, ps, experts=ALL_GEN, generation=gen)
+    swapped = run_experts(vllm_engine, [p.swapped() for p in reversed(ps)], experts=ALL_GEN, generation=gen)
+    for s, t in zip(sig, reversed(swapped)):
+        mirror = s.swapped()
+        for name in ALL_GEN:
+            assert len(mirror.experts[name]) == len(t.experts[name])
+            assert max(abs(u - v) for u, v in zip(mirror.experts[name], t.experts[name])) <= TOL, (s.id, name)

@@ -109,9 +109,40 @@ def test_engine_arguments_pass_through_and_data_parallel_is_refused():
         _engine_kwargs("/m", VllmOptions(data_parallel_size=2))
 
 
-def test_generative_experts_on_vllm_fail_with_a_clear_error():
+def test_the_vllm_model_has_no_torch_module_and_says_where_generation_goes():
     from baer_fast.runtime.vllm_backend import VllmModel
     m = VllmModel(llm=None, tokenizer=None, path="/models/judge-8b", context_len=8)
     assert m.name == "judge-8b"
-    with pytest.raises(BaerError, match="generative experts are not wired"):
+    with pytest.raises(BaerError, match="make_decoder"):
         m.model
+
+
+def test_generative_experts_pick_the_engines_own_decoder():
+    """runtime/generative.py: an engine with make_decoder (vLLM) decodes with it; others get the hf Decoder."""
+    from baer_fast.runtime.generative import GenerationConfig, _default_decoder
+    sentinel = object()
+    engine = SimpleNamespace(make_decoder=lambda config: sentinel)
+    assert _default_decoder(engine, GenerationConfig()) is sentinel
+
+
+class _CharTok:
+    """One character per id (id = ord(c)); enough for the stop-string rule."""
+
+    def decode(self, ids, skip_special_tokens=False):
+        return "".join(chr(i) for i in ids)
+
+
+def _req(stop=(), budget=10):
+    from baer_fast.runtime.decode import GenRequest
+    return GenRequest((1, 2), max_new_tokens=budget, stop=stop)
+
+
+def test_hf_finish_applies_the_hf_decoders_rule_in_its_order():
+    from baer_fast.runtime.vllm_backend import hf_finish
+    tok, ids = _CharTok(), tuple(map(ord, "ab[[cd"))
+    assert hf_finish(tok, ids, _req(stop=("[[",)), frozenset(), "stop") == (tuple(map(ord, "ab[[")), "stop")
+    assert hf_finish(tok, ids + (0,), _req(), frozenset({0}), "stop") == (ids + (0,), "eos")
+    assert hf_finish(tok, ids, _req(budget=6), frozenset(), "length") == (ids, "length")
+    # an EOS before the stop string wins; a stop string vLLM saw and the rule does not is kept as "stop"
+    assert hf_finish(tok, (ord("a"), 0) + ids, _req(stop=("[[",)), frozenset({0}), "stop")[1] == "eos"
+    assert hf_finish(tok, ids, _req(stop=("zz",)), frozenset(), "stop") == (ids, "stop")
