@@ -196,6 +196,8 @@ def _stream(args, pairs, names, derived, params, target, fp) -> str:
         writer.close()
         if texts is not None:
             texts.close()
+        if engine is not None and _engine_kind(args) == "vllm":
+            engine.close()          # vLLM's engine processes (data-parallel ranks too) stop now, not at exit
     if report.generative is not None:
         print("generative experts (cost per expert, this run):\n" + "\n".join(report.generative.lines()),
               file=sys.stderr)

