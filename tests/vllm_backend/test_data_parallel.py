@@ -15,7 +15,7 @@ from baer_fast.runtime.queries import EngineResult, EngineStats, Query
 from baer_fast.runtime.vllm_backend import VllmOptions
 from baer_fast.runtime.vllm_dp import DataParallelEngine, cpu_binds, device_slices, rank_env, shard_bounds
 
-FAIL, DIE = 999_001, 999_002            # ids that make the fake engine raise / exit
+FAIL, DIE, SLOW = 999_001, 999_002, 999_003      # ids that make the fake engine raise / exit / hang
 
 
 class FakeEngine:
@@ -31,6 +31,8 @@ class FakeEngine:
             raise RuntimeError("fake engine failure")
         if DIE in ids:
             os._exit(7)
+        if SLOW in ids:
+            time.sleep(600)
         lps = [[[-(sum(q.ids) % 7) / 10.0 - c for c in range(len(q.choices))] for q in g] for g in groups]
         return EngineResult(lps, [len(g) for g in groups], EngineStats(tokens_prefilled=len(ids), forwards=1))
 
@@ -144,3 +146,21 @@ def test_a_dead_rank_is_an_error_not_a_hang(model_dir):
 def test_a_rank_that_cannot_start_is_named(model_dir):
     with pytest.raises(BaerError, match=r"rank 0 failed to start its engine:(.|\n)*cannot start"):
         _engine(model_dir, fail_at_start=True)
+
+
+def test_keyboard_interrupt_during_a_call_stops_every_rank(model_dir):
+    """Ctrl-C while ranks are busy: the interrupt propagates and busy ranks are terminated, not awaited."""
+    import _thread
+    import threading
+    eng = _engine(model_dir)
+    procs = _processes_of(eng)
+    timer = threading.Timer(2.0, _thread.interrupt_main)
+    timer.start()
+    t0 = time.monotonic()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            eng.run(_groups(8, special=SLOW, at=0))
+    finally:
+        timer.cancel()
+    assert eng.closed and all(not p.is_alive() for p in procs)
+    assert time.monotonic() - t0 < 30
