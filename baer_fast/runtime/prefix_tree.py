@@ -72,3 +72,22 @@ def subtree_depth(nodes: list[Node]) -> list[int]:
         if p >= 0:
             deepest[p] = max(deepest[p], deepest[i])
     return deepest
+
+
+def ancestors(nodes: list[Node], i: int) -> list[int]:
+    """Indices of node i's ancestors, root first (the nodes whose tokens are i's past)."""
+    chain, p = [], nodes[i].parent
+    while p >= 0:
+        chain.append(p)
+        p = nodes[p].parent
+    return chain[::-1]
+
+
+def subtree(nodes: list[Node], i: int) -> list[int]:
+    """Node i and its descendants, depth-first (each after its parent; a subtree is contiguous)."""
+    out, stack = [], [i]
+    while stack:
+        j = stack.pop()
+        out.append(j)
+        stack.extend(reversed(nodes[j].children))
+    return out
