@@ -1,16 +1,31 @@
 """Prefix-shared batched engine: token ids in, verdict log-probabilities out.
 
 Knows nothing about prompts or labels. Each group of queries (one pair's prompts) becomes a
-radix tree over token ids (prefix_tree.py). Trees of many groups are prefilled level by
-level: every node is computed once, over the KV of its ancestors, which is held per node and
-never recomputed. Rows of one level are batched: ancestors' KV left-padded to the longest
-past, new tokens right-padded, a 2-D mask hiding the past padding, and explicit position ids
-(real past length + offset). Causal attention makes right padding exact, and masked keys get
-exactly zero weight, so every real token sees exactly its own prefix. Verdicts are read at
-node ends from the final normed hidden state and the gathered LM-head rows only.
+radix tree over token ids (prefix_tree.py); every node is computed once, over the KV of its
+ancestors, which is held per node and never recomputed.
 
-Memory: groups are taken in waves whose held KV fits `kv_budget_bytes`; rows of a level are
-chunked so one forward's activations fit `activation_budget_bytes` (and `batch_tokens`).
+Rows. A batch row computes one node, or several siblings packed together ("sibling packing"),
+each optionally with its whole subtree: the row's past is the siblings' shared ancestor chain,
+written once; its new tokens are the packed nodes one after another in depth-first order, each
+token at its own tree position (node.past + offset). A 4-D additive mask lets a token see the
+row's real past, the packed nodes that are its ancestors, and the earlier tokens of its own
+node, nothing else; masked keys get exactly zero weight, so every token sees exactly its own
+prefix. Whether to pack is decided per tree from a cost model (attention scores computed plus
+past tokens copied): short suffixes over a long past pack into one row, long siblings whose
+packed square would mostly compute masked scores stay apart.
+
+Levels. Rows are grouped by the depth of their first node and computed level by level; rows of
+one level are batched with the past left-padded to the longest and new tokens right-padded
+(padding is masked too). Only a chunk of unpacked roots goes maskless, on SDPA's causal path.
+A masked attention is dense, so masked forwards feed their new tokens in query slices of at
+most QUERY_SLICE into one growing cache: a slice never computes scores for keys after its own
+last query. Verdicts are read at node ends from the final normed hidden state and the gathered
+LM-head rows only.
+
+Memory: groups are taken in waves whose held KV (nodes whose children are computed in other
+rows) fits `kv_budget_bytes`; packed rows and the chunks of a level are bounded so one forward
+(activations, scores, mask, past) fits `activation_budget_bytes` (and `batch_tokens`). A single
+node larger than that is still computed, alone.
 """
 from __future__ import annotations
 
@@ -18,25 +33,28 @@ import time
 from dataclasses import dataclass
 
 from baer_fast.runtime.config import EngineConfig
-from baer_fast.runtime.prefix_tree import Node, build_tree, subtree_depth, tree_tokens
+from baer_fast.runtime.prefix_tree import Node, ancestors, build_tree, subtree, tree_tokens
 from baer_fast.runtime.queries import EngineResult, EngineStats, Query
 from baer_fast.runtime.readout import lm_head, read_choices
 
 
 PAD_SLACK = 1.25     # a chunk may compute at most 25% more tokens than it has real ones...
 PAD_FREE = 64        # ...plus this many, so short suffixes still batch together
+COPY_COST = 16       # one past token's KV copied into a row costs about as much as 16 attention scores
+QUERY_SLICE = 256    # masked forwards run their new tokens in slices of at most this many queries
 
 
 @dataclass
 class _Row:
     g: int                  # group index
-    node: Node
-    nid: int                # node index within its group's tree
-    chain: list             # ancestors' node indices, root first
-
-    @property
-    def n(self) -> int:
-        return len(self.node.tokens)
+    nodes: list[int]        # packed node indices within the group's tree, depth-first
+    offs: list[int]         # column of each packed node's first token among the row's new tokens
+    lens: list[int]         # tokens of each packed node
+    ends: list[int]         # column just past each packed node's subtree within the row
+    chain: list[int]        # the past: ancestors shared by every packed node, root first
+    past: int               # tokens in the past
+    n: int                  # new tokens
+    depth: int              # level: depth of the packed roots
 
 
 class PrefixEngine:
@@ -55,11 +73,70 @@ class PrefixEngine:
         """Tokens this engine prefills per group: each tree node once."""
         return [tree_tokens(build_tree([q.ids for q in group])) for group in groups]
 
-    def _waves(self, trees) -> list[list[int]]:
+    def _plan(self, g: int, nodes: list[Node]) -> list[_Row]:
+        roots = [i for i, nd in enumerate(nodes) if nd.parent < 0]
+        return [self._row(g, nodes, packed) for packed in self._plan_siblings(nodes, roots)[0]]
+
+    def _plan_siblings(self, nodes: list[Node], kids: list[int]) -> tuple[list[list[int]], float]:
+        """Rows (packed nodes, depth-first) computing the subtrees below siblings `kids`, and their cost.
+
+        Each sibling becomes a unit: its whole subtree packed, when that row fits the budget and
+        costs no more than the sibling alone plus the best plan below it; else the sibling alone,
+        its children planned the same way. Units are then packed together where that costs no more.
+        """
+        units, rows, cost = [], [], 0.0
+        for c in kids:
+            below, below_cost = self._plan_siblings(nodes, nodes[c].children) if nodes[c].children else ([], 0.0)
+            whole = subtree(nodes, c)
+            if len(whole) > 1 and self._fits(nodes, whole) and \
+                    self._row_cost(nodes, whole) <= self._row_cost(nodes, [c]) + below_cost:
+                units.append(whole)
+            else:
+                units.append([c])
+                rows, cost = rows + below, cost + below_cost
+        packed = self._pack_units(nodes, units)
+        return rows + packed, cost + sum(self._row_cost(nodes, r) for r in packed)
+
+    def _pack_units(self, nodes: list[Node], units: list[list[int]]) -> list[list[int]]:
+        units = sorted(units, key=lambda u: _tokens(nodes, u))
+        rows, cur = [], []
+        for u in units:
+            both = cur + u
+            if cur and self._fits(nodes, both) and \
+                    self._row_cost(nodes, both) <= self._row_cost(nodes, cur) + self._row_cost(nodes, u):
+                cur = both
+            else:
+                rows += [cur] if cur else []
+                cur = u
+        return rows + ([cur] if cur else [])
+
+    def _row_cost(self, nodes: list[Node], packed: list[int]) -> float:
+        """Attention scores a row computes (dense under a mask) plus its past copy, in score units."""
+        n, p = _tokens(nodes, packed), nodes[packed[0]].past
+        if p == 0 and len(packed) == 1:
+            return n * (n + 1) / 2                   # SDPA's causal path skips the upper triangle
+        return sum((q1 - q0) * (p + q1) for q0, q1 in _slices(n)) + COPY_COST * p
+
+    def _fits(self, nodes: list[Node], packed: list[int]) -> bool:
+        n, cap = _tokens(nodes, packed), self.config.batch_tokens
+        return self._cost(1, n, nodes[packed[0]].past) <= self.config.activation_budget_bytes and not (cap and n > cap)
+
+    def _row(self, g: int, nodes: list[Node], packed: list[int]) -> _Row:
+        offs, at = [], 0
+        for i in packed:
+            offs.append(at)
+            at += len(nodes[i].tokens)
+        col = dict(zip(packed, offs))
+        ends = [col[i] + _tokens(nodes, [j for j in subtree(nodes, i) if j in col]) for i in packed]
+        first = nodes[packed[0]]
+        return _Row(g, packed, offs, [len(nodes[i].tokens) for i in packed], ends,
+                    ancestors(nodes, packed[0]), first.past, at, first.depth)
+
+    def _waves(self, plans, trees) -> list[list[int]]:
         kvb, budget = self.loaded.kv_bytes_per_token, self.config.kv_budget_bytes
         waves, cur, held = [], [], 0
-        for g, nodes in enumerate(trees):
-            need = kvb * sum(len(n.tokens) for n in nodes if n.children)
+        for g, rows in enumerate(plans):
+            need = kvb * sum(len(trees[g][i].tokens) for i in _kept(rows))
             if cur and held + need > budget:
                 waves.append(cur)
                 cur, held = [], 0
@@ -68,85 +145,122 @@ class PrefixEngine:
         return waves + ([cur] if cur else [])
 
     def _chunks(self, rows: list[_Row]) -> list[list[_Row]]:
-        rows = sorted(rows, key=lambda r: (r.n, r.node.past))
+        rows = sorted(rows, key=lambda r: (r.n, r.past))
         budget, cap = self.config.activation_budget_bytes, self.config.batch_tokens
         chunks, cur, n_max, p_max, real = [], [], 0, 0, 0
         for r in rows:
-            n2, p2 = max(n_max, r.n), max(p_max, r.node.past)
+            n2, p2 = max(n_max, r.n), max(p_max, r.past)
             b2 = len(cur) + 1
             too_big = self._cost(b2, n2, p2) > budget or (cap and b2 * n2 > cap)
             # rows come sorted by length: a long row after short ones would mostly compute padding
             wasteful = b2 * n2 > PAD_SLACK * (real + r.n) + PAD_FREE
             if cur and (too_big or wasteful):
                 chunks.append(cur)
-                cur, n2, p2, real = [], r.n, r.node.past, 0
+                cur, n2, p2, real = [], r.n, r.past, 0
             cur.append(r)
             n_max, p_max, real = n2, p2, real + r.n
         return chunks + ([cur] if cur else [])
 
     def _cost(self, b: int, n: int, p: int) -> int:
-        scores = b * self._heads * n * (p + n) * 4               # attention probabilities, fp32
+        """Peak bytes of one forward over b rows of n new tokens after a past of p (upper bound)."""
+        elem, c = self.loaded.dtype.itemsize, min(n, QUERY_SLICE) if p else n   # queries per model call
+        scores = b * self._heads * c * (p + n) * 4               # attention probabilities, fp32
+        mask = b * c * (p + n) * (elem + 2)                       # additive mask + its bool sources
         past = b * (p + n) * self.loaded.kv_bytes_per_token      # gathered ancestor KV + room for new
-        return b * n * self._act_per_token + scores + past
+        hidden = b * n * self._act_per_token // 8                 # final hidden states of every slice
+        return b * c * self._act_per_token + scores + mask + past + hidden
 
     # ------------------------------------------------------------------ running
     def run(self, groups: list[list[Query]]) -> EngineResult:
         import torch
         t0, stats = time.perf_counter(), EngineStats()
         trees = [build_tree([q.ids for q in group]) for group in groups]
+        plans = [self._plan(g, nodes) for g, nodes in enumerate(trees)]
         out = [[None] * len(group) for group in groups]
         with torch.inference_mode():
-            for wave in self._waves(trees):
-                self._run_wave(wave, trees, groups, out, stats)
+            for wave in self._waves(plans, trees):
+                self._run_wave([r for g in wave for r in plans[g]], trees, groups, out, stats)
         stats.seconds = time.perf_counter() - t0
         return EngineResult(out, [tree_tokens(t) for t in trees], stats)
 
-    def _run_wave(self, wave, trees, groups, out, stats: EngineStats) -> None:
+    def _run_wave(self, rows: list[_Row], trees, groups, out, stats: EngineStats) -> None:
         kv: dict[tuple[int, int], list] = {}          # (group, node) -> per-layer (K, V) [kvh, n, hd]
-        deepest = {g: subtree_depth(trees[g]) for g in wave}
+        last_use: dict[tuple[int, int], int] = {}     # (group, node) -> last level whose rows read its KV
         levels: dict[int, list[_Row]] = {}
-        for g in wave:
-            for i, node in enumerate(trees[g]):
-                levels.setdefault(node.depth, []).append(_Row(g, node, i, _chain(trees[g], i)))
+        for r in rows:
+            levels.setdefault(r.depth, []).append(r)
+            for a in r.chain:
+                last_use[(r.g, a)] = max(last_use.get((r.g, a), -1), r.depth)
         for depth in sorted(levels):
             for chunk in self._chunks(levels[depth]):
-                self._forward(chunk, kv, groups, out, stats)
+                self._forward(chunk, trees, kv, last_use, groups, out, stats)
             stats.kv_bytes_peak = max(stats.kv_bytes_peak, self._held(kv))
-            for key in [k for k in kv if deepest[k[0]][k[1]] <= depth]:
-                del kv[key]                            # every descendant is computed
+            for key in [k for k in kv if last_use[k] <= depth]:
+                del kv[key]                            # every row reading it is computed
 
     def _held(self, kv) -> int:
         return sum(2 * k.numel() * k.element_size() for layers in kv.values() for k, _ in layers)
 
-    def _forward(self, rows: list[_Row], kv, groups, out, stats: EngineStats) -> None:
+    def _forward(self, rows: list[_Row], trees, kv, last_use, groups, out, stats: EngineStats) -> None:
         import torch
         dev = self.loaded.device
-        b, n, p = len(rows), max(r.n for r in rows), max(r.node.past for r in rows)
+        b, n, p = len(rows), max(r.n for r in rows), max(r.past for r in rows)
         ids = torch.full((b, n), self._pad_id, dtype=torch.long)
-        mask = torch.zeros((b, p + n), dtype=torch.long)
+        pos = torch.tensor([[r.past] for r in rows]) + torch.arange(n)      # [b, n]; padding keeps counting
         for i, r in enumerate(rows):
-            ids[i, : r.n] = torch.tensor(r.node.tokens)
-            mask[i, p - r.node.past: p + r.n] = 1       # real past (right-aligned) + real new tokens
-        pos = torch.tensor([[r.node.past] for r in rows]) + torch.arange(n)      # [b, n]
+            for x, o in zip(r.nodes, r.offs):
+                node = trees[r.g][x]
+                ids[i, o: o + len(node.tokens)] = torch.tensor(node.tokens)
+                pos[i, o: o + len(node.tokens)] = torch.arange(node.past, node.past + len(node.tokens))
         cache = self._gather_past(rows, kv, p, n)
-        # Without past padding the mask adds nothing: right padding is invisible to real tokens under
-        # causal attention. Dropping it lets SDPA take its causal fast path (e.g. every root level).
-        no_past_pad = all(r.node.past == p for r in rows)
-        res = self.loaded.base(input_ids=ids.to(dev), attention_mask=None if no_past_pad else mask.to(dev),
-                               position_ids=pos.to(dev), use_cache=True, **{self.loaded.cache_arg: cache})
-        self._keep_kv(rows, cache, p, kv)
-        self._read(rows, res.last_hidden_state, groups, out)   # hidden: [b, n, H]
+        ids, pos = ids.to(dev), pos.to(dev)
+        # Unpacked roots need no mask: right padding is invisible to real tokens under causal
+        # attention, and without a mask SDPA takes its causal fast path.
+        if p == 0 and all(len(r.nodes) == 1 for r in rows):
+            hidden = self._call(ids, pos, None, cache)
+        else:
+            # Masked attention is dense: slicing the queries skips most of the hidden upper
+            # triangle (a slice never looks at keys after its own last query).
+            hidden = torch.cat([self._call(ids[:, q0: q1], pos[:, q0: q1], self._mask(rows, p, q0, q1).to(dev), cache)
+                                for q0, q1 in _slices(n)], dim=1)
+        self._keep_kv(rows, cache, p, kv, last_use)
+        self._read(rows, trees, hidden, groups, out)   # hidden: [b, n, H]
         stats.tokens_prefilled += sum(r.n for r in rows)
         stats.tokens_computed += b * n
         stats.forwards += 1
         stats.kv_bytes_peak = max(stats.kv_bytes_peak, self._held(kv) + b * (p + n) * self.loaded.kv_bytes_per_token)
 
+    def _call(self, ids, pos, mask, cache):
+        """One model call on new tokens [b, q] after the cache's past -> final hidden states [b, q, H]."""
+        res = self.loaded.base(input_ids=ids, attention_mask=mask, position_ids=pos, use_cache=True,
+                               **{self.loaded.cache_arg: cache})
+        return res.last_hidden_state
+
+    def _mask(self, rows: list[_Row], p: int, q0: int, q1: int):
+        """Additive mask [b, 1, q1 - q0, p + q1] for queries q0..q1: 0 where visible, dtype min elsewhere.
+
+        Past: each row's real (right-aligned) past. New: key j is visible to query i iff j <= i
+        and i lies inside the subtree of j's node, which depth-first packing makes contiguous.
+        Padding queries see the real past and padding keys up to themselves (never an empty row).
+        """
+        import torch
+        b, dtype = len(rows), self.loaded.dtype
+        end = torch.full((b, q1), 1 << 30, dtype=torch.long)   # [b, q1]: subtree end of each key's node
+        for i, r in enumerate(rows):
+            for o, m, e in zip(r.offs, r.lens, r.ends):
+                end[i, o: min(o + m, q1)] = e
+        key, query = torch.arange(q1), torch.arange(q0, q1)
+        hide_new = (key[None, None, :] > query[None, :, None]) | (query[None, :, None] >= end[:, None, :])  # [b, q, k]
+        start = torch.tensor([p - r.past for r in rows])
+        hide_past = torch.arange(p)[None, :] < start[:, None]                                                 # [b, p]
+        hide = torch.cat([hide_past[:, None, :].expand(b, q1 - q0, p), hide_new], dim=2)                     # [b, q, p + q1]
+        return torch.zeros((b, 1, q1 - q0, p + q1), dtype=dtype).masked_fill_(hide[:, None], torch.finfo(dtype).min)
+
     def _gather_past(self, rows: list[_Row], kv, p: int, room: int):
-        """A cache holding each row's ancestors' KV, left-padded to p: [b, kvh, p, hd] per layer.
+        """A cache holding each row's past KV, left-padded to p: [b, kvh, p, hd] per layer.
 
         The past is written straight into buffers with `room` free slots for the new tokens
-        (past_cache.py). Rows with the same parent (siblings: a node's protocol suffixes) get
-        the past assembled once and copied to the other siblings with one index_copy.
+        (past_cache.py); packed siblings share one row, so their past is written once.
         """
         import torch
         from transformers import DynamicCache
@@ -154,23 +268,14 @@ class PrefixEngine:
         from baer_fast.runtime.past_cache import inplace_cache
         if p == 0:
             return DynamicCache()
-        first_row: dict[tuple[int, int], int] = {}
-        for i, r in enumerate(rows):
-            first_row.setdefault((r.g, r.chain[-1]), i)
-        dup = [(i, first_row[(r.g, r.chain[-1])]) for i, r in enumerate(rows) if first_row[(r.g, r.chain[-1])] != i]
-        ref = kv[(rows[0].g, rows[0].chain[0])][0][0]
+        ref = next(layers for r in rows for a in r.chain for layers in [kv[(r.g, a)]])[0][0]
         shape = (len(rows), ref.shape[0], p + room, ref.shape[2])
         bufs = []
         for layer in range(self._layers):
             k = torch.empty(shape, dtype=ref.dtype, device=ref.device)
             v = torch.empty_like(k)
-            for i in first_row.values():
-                self._write_past(rows[i], kv, layer, k[i], v[i], p)
-            if dup:
-                to = torch.tensor([i for i, _ in dup], device=ref.device)
-                src = torch.tensor([j for _, j in dup], device=ref.device)
-                k[:, :, :p].index_copy_(0, to, k[:, :, :p].index_select(0, src))
-                v[:, :, :p].index_copy_(0, to, v[:, :, :p].index_select(0, src))
+            for i, r in enumerate(rows):
+                self._write_past(r, kv, layer, k[i], v[i], p)
             bufs.append((k, v))
         cache = inplace_cache(bufs, p)
         if cache is None:                       # stock cache: same values, one more copy
@@ -182,7 +287,7 @@ class PrefixEngine:
     @staticmethod
     def _write_past(r: _Row, kv, layer: int, k, v, p: int) -> None:
         """k, v: [kvh, p + room, hd] of one row; zero the left padding (masked, but must be finite)."""
-        at = p - r.node.past
+        at = p - r.past
         k[:, :at].zero_()
         v[:, :at].zero_()
         for anc in r.chain:
@@ -191,38 +296,49 @@ class PrefixEngine:
             v[:, at: at + ka.shape[1]] = va
             at += ka.shape[1]
 
-    def _keep_kv(self, rows: list[_Row], cache, p: int, kv) -> None:
-        """Store each inner node's own new KV (leaves are never a past, so nothing is kept)."""
-        keep = [(i, r) for i, r in enumerate(rows) if r.node.children]
+    def _keep_kv(self, rows: list[_Row], cache, p: int, kv, last_use) -> None:
+        """Store the own new KV of each packed node that later rows read as past (leaves never are)."""
+        keep = [(i, x, o, m) for i, r in enumerate(rows) for x, o, m in zip(r.nodes, r.offs, r.lens)
+                if (r.g, x) in last_use]
         if not keep:
             return
         layers = [_layer_kv(cache, layer) for layer in range(self._layers)]
-        for i, r in keep:
-            kv[(r.g, r.nid)] = [(k[i, :, p: p + r.n].clone(), v[i, :, p: p + r.n].clone()) for k, v in layers]
+        for i, x, o, m in keep:
+            kv[(rows[i].g, x)] = [(k[i, :, p + o: p + o + m].clone(), v[i, :, p + o: p + o + m].clone())
+                                  for k, v in layers]
 
-    def _read(self, rows: list[_Row], hidden, groups, out) -> None:
+    def _read(self, rows: list[_Row], trees, hidden, groups, out) -> None:
         import torch
-        want = [(i, r, q) for i, r in enumerate(rows) for q in r.node.ends]
+        want = [(i, o + m - 1, r.g, q) for i, r in enumerate(rows)
+                for x, o, m in zip(r.nodes, r.offs, r.lens) for q in trees[r.g][x].ends]
         if not want:
             return
         weight, bias = lm_head(self.loaded.model)
         by_choices: dict[tuple, list] = {}
-        for i, r, q in want:
-            by_choices.setdefault(groups[r.g][q].choices, []).append((i, r, q))
+        for item in want:
+            by_choices.setdefault(groups[item[2]][item[3]].choices, []).append(item)
         for choices, items in by_choices.items():
-            h = hidden[[i for i, _, _ in items], [r.n - 1 for _, r, _ in items]]          # [m, H]
+            h = hidden[[i for i, _, _, _ in items], [c for _, c, _, _ in items]]          # [m, H]
             ids = torch.tensor(choices, dtype=torch.long, device=h.device)
             lp = read_choices(h, weight, ids, bias=bias, kernels=self.config.kernels).double().cpu()
-            for row, (_, r, q) in zip(lp.tolist(), items):
-                out[r.g][q] = row
+            for row, (_, _, g, q) in zip(lp.tolist(), items):
+                out[g][q] = row
 
 
-def _chain(nodes: list[Node], i: int) -> list[int]:
-    chain, p = [], nodes[i].parent
-    while p >= 0:
-        chain.append(p)
-        p = nodes[p].parent
-    return chain[::-1]
+def _slices(n: int) -> list[tuple[int, int]]:
+    """Query ranges of a masked forward over n new tokens: equal slices of at most QUERY_SLICE."""
+    k = -(-n // QUERY_SLICE)
+    size = -(-n // k)
+    return [(q0, min(q0 + size, n)) for q0 in range(0, n, size)]
+
+
+def _tokens(nodes: list[Node], packed: list[int]) -> int:
+    return sum(len(nodes[i].tokens) for i in packed)
+
+
+def _kept(rows: list[_Row]) -> set[int]:
+    """Nodes of one group whose KV later rows read as past."""
+    return {a for r in rows for a in r.chain}
 
 
 def _layer_kv(cache, layer: int):
