@@ -1,0 +1,144 @@
+"""Sibling packing: several tree nodes in one batch row under a tree mask equal plain forwards.
+
+The trees here are built so the planner really packs (asserted on the plan), including inner
+siblings whose own children come in later rows, siblings of very different lengths, forests,
+and budgets that force one parent's siblings apart.
+"""
+import random
+
+import pytest
+
+from baer_fast.runtime.config import EngineConfig
+from baer_fast.runtime.engine import PrefixEngine
+from baer_fast.runtime.naive import NaiveEngine
+from baer_fast.runtime.prefix_tree import build_tree, tree_tokens
+from baer_fast.runtime.queries import Query
+
+TOL = 1e-5
+
+
+def _assert_equal(loaded, groups, config):
+    want = NaiveEngine(loaded).run(groups)
+    got = PrefixEngine(loaded, config).run(groups)
+    for ga, gb in zip(got.logprobs, want.logprobs, strict=True):
+        for qa, qb in zip(ga, gb, strict=True):
+            assert max(abs(x - y) for x, y in zip(qa, qb, strict=True)) <= TOL
+    trees = [build_tree([q.ids for q in g]) for g in groups]
+    assert got.stats.tokens_prefilled == sum(tree_tokens(t) for t in trees) == sum(got.tokens_per_group)
+    assert got.stats.tokens_computed >= got.stats.tokens_prefilled
+    return got
+
+
+def _plan(loaded, groups, config):
+    engine = PrefixEngine(loaded, config)
+    return [r for g, group in enumerate(groups) for r in engine._plan(g, build_tree([q.ids for q in group]))]
+
+
+def _toks(rng, vocab, k):
+    return [rng.randrange(10, vocab) for _ in range(k)]
+
+
+def _skeleton_groups(loaded, n_groups=3, seed=0):
+    """Long root, then per group: short inner siblings with their own leaves, a long leaf, a 1-token
+    inner sibling (two suffixes sharing a first token), and a prompt ending inside the tree."""
+    rng = random.Random(seed)
+    vocab = len(loaded.tokenizer)
+    groups = []
+    for _ in range(n_groups):
+        root = _toks(rng, vocab, rng.randint(30, 60))
+        seqs = [root]
+        for _ in range(2):                                         # two "orders"
+            mid = root + _toks(rng, vocab, rng.randint(20, 80))
+            for k in range(rng.randint(2, 4)):                     # short suffixes
+                seqs.append(mid + _toks(rng, vocab, rng.randint(3, 9)))
+            shared = mid + _toks(rng, vocab, 1)                    # 1-token inner sibling
+            seqs += [shared + _toks(rng, vocab, rng.randint(2, 7)) for _ in range(2)]
+            inner = mid + _toks(rng, vocab, 4)                     # short inner sibling with leaves
+            seqs += [inner, inner + _toks(rng, vocab, 5), inner + _toks(rng, vocab, 11)]
+            seqs.append(mid + _toks(rng, vocab, rng.randint(60, 90)))   # very long sibling
+        groups.append([Query(tuple(s), tuple(rng.sample(range(vocab), 2))) for s in seqs])
+    return groups
+
+
+def test_skeleton_packs_and_matches_naive(loaded):
+    groups = _skeleton_groups(loaded)
+    rows = _plan(loaded, groups, EngineConfig())
+    assert any(len(r.nodes) > 1 for r in rows)                   # packing happened
+    # an inner sibling whose children are computed in the same row (whole subtree packed)
+    assert any(r.ends[0] > r.offs[0] + r.lens[0] for r in rows)
+    got = _assert_equal(loaded, groups, EngineConfig())
+    naive_rows = sum(len(build_tree([q.ids for q in g])) for g in groups)
+    assert got.stats.forwards < naive_rows
+
+
+@pytest.mark.parametrize("batch_tokens", [12, 24, 40])
+def test_token_cap_splits_siblings_across_rows(loaded, batch_tokens):
+    groups = _skeleton_groups(loaded, seed=1)
+    config = EngineConfig(batch_tokens=batch_tokens)
+    rows = _plan(loaded, groups, config)
+    packed = [r for r in rows if len(r.nodes) > 1]
+    assert packed and all(r.n <= batch_tokens for r in packed)
+    by_parent = {}
+    for r in rows:
+        by_parent.setdefault((r.g, tuple(r.chain)), []).append(r)
+    assert any(len(rs) > 1 and any(len(r.nodes) > 1 for r in rs) for rs in by_parent.values())
+    _assert_equal(loaded, groups, config)
+
+
+@pytest.mark.parametrize("budget", [1 << 16, 3 << 19, 1 << 21])
+def test_memory_budgets_bound_packed_rows(loaded, budget):
+    groups = _skeleton_groups(loaded, seed=2)
+    config = EngineConfig(memory_budget_bytes=budget)
+    engine = PrefixEngine(loaded, config)
+    for r in _plan(loaded, groups, config):
+        if len(r.nodes) > 1:
+            assert engine._cost(1, r.n, r.past) <= config.activation_budget_bytes
+    _assert_equal(loaded, groups, config)
+
+
+def test_forest_and_deep_random_trees(loaded):
+    """Random token trees up to five levels deep, several roots per group, duplicates, prompts
+    that are prefixes of others; every batch composition."""
+    rng = random.Random(7)
+    vocab = len(loaded.tokenizer)
+    groups = []
+    for _ in range(6):
+        seqs = []
+        for _ in range(rng.randint(1, 3)):                         # roots (a forest when > 1)
+            frontier = [_toks(rng, vocab, rng.randint(1, 40))]
+            for _ in range(rng.randint(1, 4)):
+                frontier = [f + _toks(rng, vocab, rng.choice([1, 2, 5, 30])) for f in frontier
+                            for _ in range(rng.randint(1, 3))][:12]
+                seqs += rng.sample(frontier, k=max(1, len(frontier) // 2))
+            seqs += frontier
+        seqs.append(seqs[0])
+        groups.append([Query(tuple(s), tuple(rng.sample(range(vocab), 3))) for s in seqs])
+    assert any(len(r.nodes) > 1 for r in _plan(loaded, groups, EngineConfig()))
+    for config in (EngineConfig(), EngineConfig(batch_tokens=16), EngineConfig(batch_tokens=64),
+                   EngineConfig(memory_budget_bytes=1 << 20), EngineConfig(memory_budget_bytes=1 << 16, batch_tokens=400)):
+        _assert_equal(loaded, groups, config)
+
+
+def test_single_prompt_and_single_token_groups(loaded):
+    groups = [[Query((11,), (5, 6))], [Query((11, 12), (5, 6)), Query((11, 13), (5, 6)), Query((11,), (5, 6))]]
+    _assert_equal(loaded, groups, EngineConfig())
+
+
+@pytest.mark.parametrize("query_slice", [1, 5, 17])
+def test_query_slices_match_naive(loaded, monkeypatch, query_slice):
+    """Masked forwards run their queries in slices sharing one growing cache; with tiny slices
+    every slice boundary falls inside nodes, packed rows and padding."""
+    import baer_fast.runtime.engine as engine
+    monkeypatch.setattr(engine, "QUERY_SLICE", query_slice)
+    groups = _skeleton_groups(loaded, n_groups=2, seed=3)
+    got = _assert_equal(loaded, groups, EngineConfig())
+    got_capped = _assert_equal(loaded, groups, EngineConfig(batch_tokens=30))
+    assert got.stats.tokens_prefilled == got_capped.stats.tokens_prefilled
+
+
+def test_query_slices_with_stock_cache(loaded, monkeypatch):
+    import baer_fast.runtime.engine as engine
+    import baer_fast.runtime.past_cache as past_cache
+    monkeypatch.setattr(engine, "QUERY_SLICE", 7)
+    monkeypatch.setattr(past_cache, "inplace_cache", lambda bufs, past: None)
+    _assert_equal(loaded, _skeleton_groups(loaded, n_groups=2, seed=4), EngineConfig())
