@@ -217,17 +217,19 @@ class PrefixEngine:
         # Unpacked roots need no mask: right padding is invisible to real tokens under causal
         # attention, and without a mask SDPA takes its causal fast path.
         if p == 0 and all(len(r.nodes) == 1 for r in rows):
+            slices = [(0, n)]
             hidden = self._call(ids, pos, None, cache)
         else:
             # Masked attention is dense: slicing the queries skips most of the hidden upper
             # triangle (a slice never looks at keys after its own last query).
+            slices = _slices(n)
             hidden = torch.cat([self._call(ids[:, q0: q1], pos[:, q0: q1], self._mask(rows, p, q0, q1).to(dev), cache)
-                                for q0, q1 in _slices(n)], dim=1)
+                                for q0, q1 in slices], dim=1)
         self._keep_kv(rows, cache, p, kv, last_use)
         self._read(rows, trees, hidden, groups, out)   # hidden: [b, n, H]
         stats.tokens_prefilled += sum(r.n for r in rows)
         stats.tokens_computed += b * n
-        stats.forwards += 1
+        stats.forwards += len(slices)
         stats.kv_bytes_peak = max(stats.kv_bytes_peak, self._held(kv) + b * (p + n) * self.loaded.kv_bytes_per_token)
 
     def _call(self, ids, pos, mask, cache):
