@@ -11,7 +11,9 @@ actual single-pass bank (direct, score, pointwise; pride/calibraeval are derived
     pytest benchmarks/bench_engine.py --benchmark-only               # pytest-benchmark form
 
 Never asserts; reports medians (and min/max) over rounds, ending with one JSON line. On a
-shared machine compare min as well as median: other processes inflate single rounds.
+shared machine compare min as well as median: other processes inflate single rounds, and with
+torch using every core one busy core can slow a round several-fold (threads wait at each op's
+barrier), so note `load_avg_1m` and rerun when it is above zero.
 """
 from __future__ import annotations
 
@@ -107,7 +109,7 @@ def run(n_pairs: int, rounds: int, folder: str) -> dict:
     ratio = lambda a, b: statistics.median(x / y for x, y in zip(a, b))    # noqa: E731
     return {"bench": "engine", "load_avg_1m": os.getloadavg()[0], "threads": torch.get_num_threads(),
             "pairs": n_pairs, "rounds": rounds, "arch": ARCH, "max_abs_logprob_diff": diff,
-            "kv_peak_bytes_prefix": r_prefix.stats.kv_bytes_peak,
+            "kv_peak_bytes_prefix": r_prefix.stats.kv_bytes_peak, "forwards_prefix": r_prefix.stats.forwards,
             "speedup_anchor": rows[0]["median_s"] / rows[1]["median_s"],
             "speedup_bank": rows[2]["median_s"] / rows[3]["median_s"],
             "speedup_anchor_paired_median": ratio(t_naive, t_prefix),
