@@ -148,7 +148,20 @@ def _engine_kwargs(path: str, options: VllmOptions) -> dict:
     import torch
     if torch.cuda.is_available():
         kw["gpu_memory_utilization"] = options.gpu_memory_utilization
+    else:
+        # vLLM-CPU cannot rewind a seeded CPU generator after a partial-prefill step (RuntimeError
+        # "CPU Generator does not use offset"), so seeded sampling needs whole-prompt prefills.
+        kw["enable_chunked_prefill"] = False
+        kw["max_num_batched_tokens"] = max(8192, _model_len(path, options))
     return kw
+
+
+def _model_len(path: str, options: VllmOptions) -> int:
+    if options.max_model_len:
+        return options.max_model_len
+    from transformers import AutoConfig
+    cfg = AutoConfig.from_pretrained(path, local_files_only=True, trust_remote_code=options.trust_remote_code)
+    return int(getattr(cfg.get_text_config(), "max_position_embeddings", 0) or 0)
 
 
 def load_vllm(path: str, options: VllmOptions = VllmOptions()) -> VllmModel:
@@ -438,6 +451,13 @@ def engine_from_args(args, make_hf_engine):
     --naive has no vLLM meaning and is refused with --backend vllm (explicit requests fail loudly).
     """
     if getattr(args, "backend", "hf") != "vllm":
+        asked = [flag for flag, on in (("--tensor-parallel-size", args.tensor_parallel_size != 1),
+                                       ("--data-parallel-size", args.data_parallel_size != 1),
+                                       ("--distributed-executor-backend", args.distributed_executor_backend),
+                                       ("--vllm-block-size", args.vllm_block_size)) if on]
+        if asked:
+            raise BaerError(f"{', '.join(asked)} only apply to --backend vllm (the hf engine runs one "
+                            "model on one device)")
         return make_hf_engine()
     if getattr(args, "naive", False):
         raise BaerError("--naive is the hf reference path; it cannot be combined with --backend vllm")

@@ -162,26 +162,22 @@ class DataParallelEngine:
         check_model_dir(path)
         if factory is open_replica:
             require_vllm()                                     # say how to install it before spawning
+        from transformers import AutoTokenizer
+        tok = AutoTokenizer.from_pretrained(path, local_files_only=True, trust_remote_code=options.trust_remote_code)
         n = options.data_parallel_size
         envs = rank_env(n, options.tensor_parallel_size)
         one = replace(options, data_parallel_size=1)
         os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", str(options.cpu_kv_cache_gb))   # inherited by ranks
-        ctx, self._ranks, self.closed = mp.get_context("spawn"), [], False
+        self._ranks, self.closed = [], False
         self._finalizer = weakref.finalize(self, _shutdown, self._ranks)
-        atexit.register(self._finalizer)
+        atexit.register(self._finalizer)     # before multiprocessing's exit hook joins the (waiting) ranks
         t0 = time.perf_counter()
+        ctx = mp.get_context("spawn")        # CUDA (and vLLM's own processes) do not survive fork
         for rank in range(n):
-            mine, theirs = ctx.Pipe()
-            p = ctx.Process(target=_serve, args=(rank, theirs, factory, path, one, envs[rank]),
-                            name=f"baer-vllm-dp{rank}")
-            p.start()
-            theirs.close()
-            self._ranks.append(_Rank(rank, p, mine))
+            self._ranks.append(_start_rank(ctx, rank, (factory, path, one, envs[rank])))
         ready = self._gather(list(range(n)), timeout=START_TIMEOUT_S, what="start its engine")
         log.info("vLLM data parallel: %d replicas started in %.1fs (%s)", n, time.perf_counter() - t0,
                  "; ".join(f"rank {r}: {e}" for r, e in enumerate(envs)))
-        from transformers import AutoTokenizer
-        tok = AutoTokenizer.from_pretrained(path, local_files_only=True, trust_remote_code=options.trust_remote_code)
         self.loaded = VllmModel(None, tok, path, ready[0]["context_len"], options,
                                 eos_ids(path, tok, options.trust_remote_code))
 
@@ -232,13 +228,21 @@ class DataParallelEngine:
         busy = [r for r, (lo, hi) in enumerate(bounds) if hi > lo]
         try:
             for r in busy:
-                self._ranks[r].conn.send((method, *args[r]))
-                self._ranks[r].busy = True
+                self._send(self._ranks[r], (method, *args[r]), method)
             got = self._gather(busy, timeout=None, what=method)
         except BaseException:                       # a rank's error, a dead rank, KeyboardInterrupt
             self.close()
             raise
         return [got.get(r) for r in range(len(self._ranks))]
+
+    @staticmethod
+    def _send(w: _Rank, msg: tuple, what: str) -> None:
+        try:
+            w.conn.send(msg)
+        except OSError:                             # its end of the pipe is gone: the process died
+            w.process.join(5)
+            raise _died(w, what) from None
+        w.busy = True
 
     def _gather(self, ranks: list[int], *, timeout, what: str) -> dict:
         """rank -> answer; polls each rank's pipe and process so a dead rank is an error, not a hang."""
@@ -266,6 +270,15 @@ class DataParallelEngine:
         if status == "err":
             raise BaerError(f"vLLM data-parallel rank {w.rank} failed to {what}:\n{payload.rstrip()}")
         return payload
+
+
+def _start_rank(ctx, rank: int, serve_args: tuple) -> _Rank:
+    """Spawn one rank's process: `_serve(rank, <its end of a pipe>, *serve_args)`."""
+    mine, theirs = ctx.Pipe()
+    p = ctx.Process(target=_serve, args=(rank, theirs, *serve_args), name=f"baer-vllm-dp{rank}")
+    p.start()
+    theirs.close()
+    return _Rank(rank, p, mine)
 
 
 def _died(w: _Rank, what: str) -> BaerError:

