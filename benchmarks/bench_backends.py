@@ -4,7 +4,8 @@ Workloads are bench_engine.py's: the DESIGN.md peer anchor (16 pairs of a ~300-t
 question and two ~500-token responses; both orders x 6 instructions; P(A) over two labels) and
 the single-pass bank (direct, score, pointwise) through `run_experts`. Both backends get the
 identical token ids; the vLLM backend runs with prefix caching (and, with --vllm-no-cache, a
-second engine without it). Each method gets one untimed warm-up round, then --rounds timed.
+second engine without it; with --data-parallel-size N, N replicas in N processes). Each method
+gets one untimed warm-up round, then --rounds timed.
 
     python benchmarks/bench_backends.py [--pairs 16] [--rounds 3] [--backends hf,vllm]
 
@@ -95,11 +96,13 @@ def run(args, folder: str) -> dict:
 def _vllm_rows(args, model_dir, groups, pairs, results) -> dict:
     from baer_fast.runtime.vllm_backend import VllmEngine, VllmOptions
     info, rows = {}, []
-    variants = [("vllm prefix caching", True)] + ([("vllm no prefix caching", False)] if args.vllm_no_cache else [])
-    for name, caching in variants:
+    variants = [("vllm prefix caching", True, 1)] + ([("vllm no prefix caching", False, 1)] if args.vllm_no_cache else [])
+    if args.data_parallel_size > 1:
+        variants.append((f"vllm data parallel {args.data_parallel_size}", True, args.data_parallel_size))
+    for name, caching, dp in variants:
         t0 = time.perf_counter()
         engine = VllmEngine.from_path(model_dir, VllmOptions(dtype=args.dtype, prefix_caching=caching,
-                                                             block_size=args.block_size))
+                                                             block_size=args.block_size, data_parallel_size=dp))
         info[f"{name}: engine_start_s"] = time.perf_counter() - t0
         r, res = bench_engine_pair(name, engine, groups, pairs, args.rounds)
         rows += r
@@ -120,6 +123,8 @@ def main(argv=None) -> int:
     ap.add_argument("--model", default=None, help="a local model directory (default: the random anchor model)")
     ap.add_argument("--block-size", type=int, default=None, help="vLLM KV block size (default: vLLM's)")
     ap.add_argument("--vllm-no-cache", action="store_true", help="also time vLLM without prefix caching")
+    ap.add_argument("--data-parallel-size", type=int, default=1,
+                    help="also time N vLLM replicas (one process each; on CPU each gets its share of the cores)")
     ap.add_argument("--json", default=None, help="also write the JSON line here")
     args = ap.parse_args(argv)
     with tempfile.TemporaryDirectory() as folder:
