@@ -49,8 +49,15 @@ class Judge:
 
     @classmethod
     def from_pretrained(cls, model_path: str, head, *, backend: str = "hf", kernels: str = "auto",
-                        device: str | None = None, dtype: str = "auto", truncate: bool = True) -> "Judge":
-        """head: a path to a head artifact, or an already loaded artifact dict."""
+                        device: str | None = None, dtype: str = "auto", truncate: bool = True,
+                        vllm_options=None) -> "Judge":
+        """head: a path to a head artifact, or an already loaded artifact dict.
+
+        vllm_options (backend="vllm" only): a `VllmOptions` or a dict of its fields, e.g.
+        `{"data_parallel_size": 2, "tensor_parallel_size": 4}`; `dtype` overrides its dtype
+        unless left "auto". Data parallel ranks are spawned processes: call from under an
+        `if __name__ == "__main__":` guard.
+        """
         from baer_fast import artifact as artifact_io
         from baer_fast.runtime.config import EngineConfig
         from baer_fast.runtime.runner import make_engine
@@ -58,11 +65,18 @@ class Judge:
         if backend not in BACKENDS:
             raise BaerError(f"unknown backend {backend!r} (choose from {', '.join(BACKENDS)})")
         if backend == "vllm":
+            import dataclasses
+
             from baer_fast.runtime.vllm_backend import VllmEngine, VllmOptions, require_vllm
             require_vllm()                     # says how to install it before anything loads
+            opts = VllmOptions(**vllm_options) if isinstance(vllm_options, dict) else (vllm_options or VllmOptions())
+            if dtype != "auto":
+                opts = dataclasses.replace(opts, dtype=dtype)
             art = artifact_io.load(head) if isinstance(head, str) else head
-            options = JudgeOptions(kernels=kernels, device=device, dtype=dtype, truncate=truncate)
-            return cls(VllmEngine.from_path(model_path, VllmOptions(dtype=dtype)), art, options=options)
+            options = JudgeOptions(kernels=kernels, device=device, dtype=opts.dtype, truncate=truncate)
+            return cls(VllmEngine.from_path(model_path, opts), art, options=options)
+        if vllm_options is not None:
+            raise BaerError("vllm_options apply to backend='vllm' only")
         art = artifact_io.load(head) if isinstance(head, str) else head
         options = JudgeOptions(kernels=kernels, device=device, dtype=dtype, truncate=truncate)
         engine = make_engine(model_path, config=EngineConfig(kernels=kernels),

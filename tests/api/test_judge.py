@@ -50,6 +50,29 @@ def test_vllm_backend_not_built_says_so(judge_dir, head_path):
         Judge.from_pretrained(judge_dir, head=head_path, backend="vllm")
 
 
+def test_vllm_options_reach_the_engine(judge_dir, head_path, monkeypatch):
+    """Judge passes data/tensor parallel sizes to the vLLM engine; dtype overrides unless auto."""
+    from baer_fast.runtime import vllm_backend
+    seen = []
+
+    class FakeEngine:
+        @classmethod
+        def from_path(cls, path, options):
+            seen.append((path, options))
+            return cls()
+    monkeypatch.setattr(vllm_backend, "require_vllm", lambda: None)
+    monkeypatch.setattr(vllm_backend, "VllmEngine", FakeEngine)
+    Judge.from_pretrained(judge_dir, head=head_path, backend="vllm",
+                          vllm_options={"data_parallel_size": 2, "tensor_parallel_size": 4})
+    Judge.from_pretrained(judge_dir, head=head_path, backend="vllm", dtype="float32",
+                          vllm_options=vllm_backend.VllmOptions(dtype="bfloat16", data_parallel_size=3))
+    (p1, o1), (_, o2) = seen
+    assert p1 == judge_dir and (o1.data_parallel_size, o1.tensor_parallel_size, o1.dtype) == (2, 4, "auto")
+    assert (o2.data_parallel_size, o2.dtype) == (3, "float32")
+    with pytest.raises(BaerError, match="backend='vllm' only"):
+        Judge.from_pretrained(judge_dir, head=head_path, vllm_options={"data_parallel_size": 2})
+
+
 def test_head_from_published_bank_is_refused(judge_dir, tmp_path):
     from baer_fast import artifact
     from baer_fast.selection.fit import fit_condition
