@@ -212,7 +212,7 @@ class PrefixEngine:
                 node = trees[r.g][x]
                 ids[i, o: o + len(node.tokens)] = torch.tensor(node.tokens)
                 pos[i, o: o + len(node.tokens)] = torch.arange(node.past, node.past + len(node.tokens))
-        cache = self._gather_past(rows, kv, p, n)
+        cache, new_at = self._gather_past(rows, kv, p, n)
         ids, pos = ids.to(dev), pos.to(dev)
         # Unpacked roots need no mask: right padding is invisible to real tokens under causal
         # attention, and without a mask SDPA takes its causal fast path.
@@ -223,9 +223,9 @@ class PrefixEngine:
             # Masked attention is dense: slicing the queries skips most of the hidden upper
             # triangle (a slice never looks at keys after its own last query).
             slices = _slices(n)
-            hidden = torch.cat([self._call(ids[:, q0: q1], pos[:, q0: q1], self._mask(rows, p, q0, q1).to(dev), cache)
-                                for q0, q1 in slices], dim=1)
-        self._keep_kv(rows, cache, p, kv, last_use)
+            hidden = torch.cat([self._call(ids[:, q0: q1], pos[:, q0: q1], self._mask(rows, new_at, p, q0, q1).to(dev),
+                                           cache) for q0, q1 in slices], dim=1)
+        self._keep_kv(rows, cache, new_at, kv, last_use)
         self._read(rows, trees, hidden, groups, out)   # hidden: [b, n, H]
         stats.tokens_prefilled += sum(r.n for r in rows)
         stats.tokens_computed += b * n
@@ -238,12 +238,13 @@ class PrefixEngine:
                                **{self.loaded.cache_arg: cache})
         return res.last_hidden_state
 
-    def _mask(self, rows: list[_Row], p: int, q0: int, q1: int):
+    def _mask(self, rows: list[_Row], new_at: list[int], p: int, q0: int, q1: int):
         """Additive mask [b, 1, q1 - q0, p + q1] for queries q0..q1: 0 where visible, dtype min elsewhere.
 
-        Past: each row's real (right-aligned) past. New: key j is visible to query i iff j <= i
-        and i lies inside the subtree of j's node, which depth-first packing makes contiguous.
-        Padding queries see the real past and padding keys up to themselves (never an empty row).
+        Row i's past fills the columns just before new_at[i]; its new token j sits at column
+        new_at[i] + j. New key j is visible to query i iff j <= i and i lies inside the subtree of
+        j's node, which depth-first packing makes contiguous. Padding queries see the real past
+        and padding keys up to themselves (never an empty row).
         """
         import torch
         b, dtype = len(rows), self.loaded.dtype
@@ -252,53 +253,63 @@ class PrefixEngine:
             for o, m, e in zip(r.offs, r.lens, r.ends):
                 end[i, o: min(o + m, q1)] = e
         key, query = torch.arange(q1), torch.arange(q0, q1)
-        hide_new = (key[None, None, :] > query[None, :, None]) | (query[None, :, None] >= end[:, None, :])  # [b, q, k]
-        start = torch.tensor([p - r.past for r in rows])
-        hide_past = torch.arange(p)[None, :] < start[:, None]                                                 # [b, p]
-        hide = torch.cat([hide_past[:, None, :].expand(b, q1 - q0, p), hide_new], dim=2)                     # [b, q, p + q1]
+        hide_new = (key[None, None, :] > query[None, :, None]) | (query[None, :, None] >= end[:, None, :])  # [b, q, q1]
+        at = torch.tensor(new_at)[:, None]
+        col = torch.arange(p + q1)[None, :]
+        hide = (col < at - torch.tensor([r.past for r in rows])[:, None]) | (col >= at)                       # [b, p + q1]
+        hide = hide[:, None, :].repeat(1, q1 - q0, 1)                                                          # [b, q, p + q1]
+        hide.scatter_(2, (at + key[None, :])[:, None, :].expand(b, q1 - q0, q1), hide_new)
         return torch.zeros((b, 1, q1 - q0, p + q1), dtype=dtype).masked_fill_(hide[:, None], torch.finfo(dtype).min)
 
     def _gather_past(self, rows: list[_Row], kv, p: int, room: int):
-        """A cache holding each row's past KV, left-padded to p: [b, kvh, p, hd] per layer.
+        """A cache holding each row's past KV [b, kvh, p, hd] per layer, and new_at: the column of
+        each row's first new token.
 
         The past is written straight into buffers with `room` free slots for the new tokens
-        (past_cache.py); packed siblings share one row, so their past is written once.
+        (past_cache.py); packed siblings share one row, so their past is written once. In-place,
+        a row's past is left-aligned and its new tokens follow it (new_at = its past length), so
+        its keys sit at the same columns in any batch; the stock cache appends every row's new
+        tokens at p, so there the past is right-aligned (new_at = p).
         """
         import torch
         from transformers import DynamicCache
 
         from baer_fast.runtime.past_cache import inplace_cache
         if p == 0:
-            return DynamicCache()
+            return DynamicCache(), [0] * len(rows)
         ref = next(layers for r in rows for a in r.chain for layers in [kv[(r.g, a)]])[0][0]
         shape = (len(rows), ref.shape[0], p + room, ref.shape[2])
-        bufs = []
-        for layer in range(self._layers):
-            k = torch.empty(shape, dtype=ref.dtype, device=ref.device)
-            v = torch.empty_like(k)
+        bufs = [(torch.empty(shape, dtype=ref.dtype, device=ref.device),
+                 torch.empty(shape, dtype=ref.dtype, device=ref.device)) for _ in range(self._layers)]
+        pasts = [r.past for r in rows]
+        cache = inplace_cache(bufs, p, pasts)
+        new_at = pasts if cache is not None else [p] * len(rows)
+        for layer, (k, v) in enumerate(bufs):
             for i, r in enumerate(rows):
-                self._write_past(r, kv, layer, k[i], v[i], p)
-            bufs.append((k, v))
-        cache = inplace_cache(bufs, p)
+                self._write_past(r, kv, layer, (k[i], v[i]), at=new_at[i] - r.past, room=room)
         if cache is None:                       # stock cache: same values, one more copy
             cache = DynamicCache()
             for layer, (k, v) in enumerate(bufs):
                 cache.update(k[:, :, :p].contiguous(), v[:, :, :p].contiguous(), layer)
-        return cache
+        return cache, new_at
 
     @staticmethod
-    def _write_past(r: _Row, kv, layer: int, k, v, p: int) -> None:
-        """k, v: [kvh, p + room, hd] of one row; zero the left padding (masked, but must be finite)."""
-        at = p - r.past
-        k[:, :at].zero_()
-        v[:, :at].zero_()
+    def _write_past(r: _Row, kv, layer: int, buf, *, at: int, room: int) -> None:
+        """buf: (k, v) [kvh, p + room, hd] of one row; the past goes to columns at..at + past.
+
+        Columns no token will write (before the past, or after the row's room) are masked but
+        must be finite: zeroed.
+        """
+        for x in buf:
+            x[:, :at].zero_()
+            x[:, at + r.past + room:].zero_()
         for anc in r.chain:
             ka, va = kv[(r.g, anc)][layer]
-            k[:, at: at + ka.shape[1]] = ka
-            v[:, at: at + ka.shape[1]] = va
+            buf[0][:, at: at + ka.shape[1]] = ka
+            buf[1][:, at: at + ka.shape[1]] = va
             at += ka.shape[1]
 
-    def _keep_kv(self, rows: list[_Row], cache, p: int, kv, last_use) -> None:
+    def _keep_kv(self, rows: list[_Row], cache, new_at: list[int], kv, last_use) -> None:
         """Store the own new KV of each packed node that later rows read as past (leaves never are)."""
         keep = [(i, x, o, m) for i, r in enumerate(rows) for x, o, m in zip(r.nodes, r.offs, r.lens)
                 if (r.g, x) in last_use]
@@ -306,8 +317,8 @@ class PrefixEngine:
             return
         layers = [_layer_kv(cache, layer) for layer in range(self._layers)]
         for i, x, o, m in keep:
-            kv[(rows[i].g, x)] = [(k[i, :, p + o: p + o + m].clone(), v[i, :, p + o: p + o + m].clone())
-                                  for k, v in layers]
+            at = new_at[i] + o
+            kv[(rows[i].g, x)] = [(k[i, :, at: at + m].clone(), v[i, :, at: at + m].clone()) for k, v in layers]
 
     def _read(self, rows: list[_Row], trees, hidden, groups, out) -> None:
         import torch
@@ -328,10 +339,9 @@ class PrefixEngine:
 
 
 def _slices(n: int) -> list[tuple[int, int]]:
-    """Query ranges of a masked forward over n new tokens: equal slices of at most QUERY_SLICE."""
-    k = -(-n // QUERY_SLICE)
-    size = -(-n // k)
-    return [(q0, min(q0 + size, n)) for q0 in range(0, n, size)]
+    """Query ranges of a masked forward over n new tokens, at multiples of QUERY_SLICE: a row's
+    token lands in the same slice whatever the batch's longest row (fewer batch-dependent sums)."""
+    return [(q0, min(q0 + QUERY_SLICE, n)) for q0 in range(0, n, QUERY_SLICE)]
 
 
 def _tokens(nodes: list[Node], packed: list[int]) -> int:

@@ -2,9 +2,12 @@
 
 The stock DynamicLayer appends by torch.cat, copying the whole past again at every layer of
 every forward. Here each layer owns one buffer [b, kvh, p + room, hd]: the engine writes the
-past straight into it and update() writes the new keys/values in place. Where the installed
-transformers' layer API differs, `inplace_cache` returns None and the engine uses the stock
-cache instead (same results, more copying).
+past straight into it and update() writes the new keys/values in place. Given `starts`, each
+row's new keys go right after its own past (row i at starts[i] onward) instead of all at p, so
+a row's real keys sit at the same columns whatever the batch's longest past: attention sums
+see the same layout in any batch. Where the installed transformers' layer API differs,
+`inplace_cache` returns None and the engine uses the stock cache instead (same results up to
+rounding, more copying).
 """
 from __future__ import annotations
 
@@ -16,9 +19,12 @@ def _layer_class():
     from transformers.cache_utils import DynamicLayer
 
     class InPlaceLayer(DynamicLayer):
-        def __init__(self, k_buf, v_buf, past: int):
+        def __init__(self, k_buf, v_buf, past: int, starts=None):
             super().__init__()
             self._k, self._v, self._len = k_buf, v_buf, past
+            # starts: per-row column of the first new token; None (or all equal to past): every row at `past`
+            self._starts = None if starts is None or set(starts) == {past} else list(starts)
+            self._new = 0
             self.device = k_buf.device
             self.is_initialized = True
             self.keys, self.values = k_buf[:, :, :past], v_buf[:, :, :past]
@@ -27,24 +33,34 @@ def _layer_class():
             end = self._len + key_states.shape[-2]
             if end > self._k.shape[-2]:
                 return super().update(key_states, value_states, *args, **kwargs)
-            self._k[:, :, self._len: end] = key_states
-            self._v[:, :, self._len: end] = value_states
-            self._len = end
+            if self._starts is None:
+                self._k[:, :, self._len: end] = key_states
+                self._v[:, :, self._len: end] = value_states
+            else:                                     # row by row: plain copies beat one scatter_ on CPU
+                q = key_states.shape[-2]
+                for i, at in enumerate(self._starts):
+                    self._k[i, :, at + self._new: at + self._new + q] = key_states[i]
+                    self._v[i, :, at + self._new: at + self._new + q] = value_states[i]
+            self._len, self._new = end, self._new + key_states.shape[-2]
             self.keys, self.values = self._k[:, :, :end], self._v[:, :, :end]
             return self.keys, self.values
 
     return InPlaceLayer
 
 
-def inplace_cache(bufs: list, past: int):
-    """bufs: per layer (K, V) [b, kvh, p + room, hd] with the past in [:, :, :past] -> a cache, or None."""
+def inplace_cache(bufs: list, past: int, starts=None):
+    """bufs: per layer (K, V) [b, kvh, p + room, hd] -> a cache of length `past`, or None.
+
+    starts: per row, the column of its first new token (its own past length, the past written
+    left-aligned); None puts every row's new tokens at `past`.
+    """
     try:
         from transformers import DynamicCache
         cache = DynamicCache()
         if not hasattr(cache, "layers"):
             return None
         cls = _layer_class()
-        cache.layers = [cls(k, v, past) for k, v in bufs]
+        cache.layers = [cls(k, v, past, starts) for k, v in bufs]
         if cache.get_seq_length() != past:
             return None
         return cache

@@ -140,5 +140,5 @@ def test_query_slices_with_stock_cache(loaded, monkeypatch):
     import baer_fast.runtime.engine as engine
     import baer_fast.runtime.past_cache as past_cache
     monkeypatch.setattr(engine, "QUERY_SLICE", 7)
-    monkeypatch.setattr(past_cache, "inplace_cache", lambda bufs, past: None)
+    monkeypatch.setattr(past_cache, "inplace_cache", lambda *args, **kwargs: None)
     _assert_equal(loaded, _skeleton_groups(loaded, n_groups=2, seed=4), EngineConfig())
