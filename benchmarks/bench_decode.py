@@ -29,7 +29,7 @@ import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, ".."))
+sys.path.append(os.path.join(HERE, ".."))      # after an installed baer_fast (kernels/ is mapped in by setup.py)
 sys.path.insert(0, HERE)
 
 EXPERTS = ["cot", "self_consistency", "rubric", "prepair", "deliberate", "reference"]

@@ -8,6 +8,8 @@ in a ~40-token instruction; verdict P(A) over the two label tokens. A second wor
 actual single-pass bank (direct, score, pointwise; pride/calibraeval are derived, no prompts).
 
     python benchmarks/bench_engine.py [--pairs 16] [--rounds 3]    # table + one JSON line
+    python benchmarks/bench_engine.py --shape qwen3-8b --device cuda --memory-gb 48 --warmup 1
+                                        # a GPU: 8B-shaped random weights built on the device, bf16
     pytest benchmarks/bench_engine.py --benchmark-only               # pytest-benchmark form
 
 Never asserts; reports medians (and min/max) over rounds, ending with one JSON line. On a
@@ -25,15 +27,18 @@ import sys
 import tempfile
 import time
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.append(os.path.join(HERE, ".."))      # after an installed baer_fast (kernels/ is mapped in by setup.py)
+sys.path.insert(0, HERE)
 
-ARCH = dict(layers=4, hidden=256, heads=4, kv_heads=4, head_dim=64, intermediate=768, model_vocab=32768)
+from random_judge import SHAPES, build_anchor_dir, load_random  # noqa: E402
+
+ARCH = SHAPES["anchor"]
 Q_TOKENS, R_TOKENS, INSTR_TOKENS, N_INSTR = 300, 500, 40, 6
 
 
 def build_model(folder: str) -> str:
-    from tests.fixtures.tiny_models import build_model_dir
-    return build_model_dir(folder, arch="qwen3", max_pos=8192, seed=0, **ARCH)
+    return build_anchor_dir(folder)
 
 
 def anchor_groups(loaded, n_pairs: int):
@@ -64,8 +69,11 @@ def bank_pairs(loaded, n_pairs: int):
                  text_of_tokens(t, R_TOKENS, 3 * i + 2), split="selection") for i in range(n_pairs)]
 
 
-def _time_pair(fn_a, fn_b, rounds: int):
-    """Interleave the two methods round by round, so drifting load on a shared machine hits both."""
+def _time_pair(fn_a, fn_b, rounds: int, warmup: int = 0):
+    """Interleave the two methods round by round, so drifting load on a shared machine hits both.
+    `warmup` untimed calls of each first (a GPU's first calls pay for kernel selection)."""
+    for _ in range(warmup):
+        fn_a(), fn_b()
     ta, tb, out_a, out_b = [], [], None, None
     for _ in range(rounds):
         for fn, times, slot in ((fn_a, ta, 0), (fn_b, tb, 1)):
@@ -82,19 +90,22 @@ def _row(name, times, n_pairs, tokens):
             "tokens_per_pair": tokens / n_pairs, "median_s": med, "min_s": min(times), "max_s": max(times)}
 
 
-def run(n_pairs: int, rounds: int, folder: str) -> dict:
+def run(n_pairs: int, rounds: int, folder: str, *, shape: str = "anchor", device: str = "auto",
+        dtype: str = "auto", memory_gb: float | None = None, warmup: int = 0) -> dict:
     import torch
 
+    from baer_fast.runtime.config import EngineConfig
     from baer_fast.runtime.engine import PrefixEngine
-    from baer_fast.runtime.model_loader import load_judge
     from baer_fast.runtime.naive import NaiveEngine
     from baer_fast.runtime.runner import RunReport, run_experts
 
-    loaded = load_judge(build_model(folder))
+    loaded = load_random(folder, shape, device=device, dtype=dtype)
+    config = EngineConfig() if memory_gb is None else EngineConfig(memory_budget_bytes=int(memory_gb * 2**30))
     groups = anchor_groups(loaded, n_pairs)
-    naive, prefix = NaiveEngine(loaded), PrefixEngine(loaded)
+    naive, prefix = NaiveEngine(loaded), PrefixEngine(loaded, config)
     rows = []
-    t_naive, t_prefix, r_naive, r_prefix = _time_pair(lambda: naive.run(groups), lambda: prefix.run(groups), rounds)
+    t_naive, t_prefix, r_naive, r_prefix = _time_pair(lambda: naive.run(groups), lambda: prefix.run(groups), rounds,
+                                                      warmup)
     diff = max(abs(x - y) for ga, gb in zip(r_naive.logprobs, r_prefix.logprobs)
                for qa, qb in zip(ga, gb) for x, y in zip(qa, qb))
     rows.append(_row("anchor: naive, one prompt per forward, last position", t_naive, n_pairs,
@@ -103,12 +114,15 @@ def run(n_pairs: int, rounds: int, folder: str) -> dict:
     pairs = bank_pairs(loaded, n_pairs)
     rep_n, rep_p = RunReport(), RunReport()
     t_bn, t_bp, _, _ = _time_pair(lambda: run_experts(loaded, pairs, naive=True, report=rep_n),
-                                  lambda: run_experts(loaded, pairs, report=rep_p), rounds)
-    rows.append(_row("single-pass bank: naive", t_bn, n_pairs, rep_n.stats.tokens_prefilled // rounds))
-    rows.append(_row("single-pass bank: prefix engine", t_bp, n_pairs, rep_p.stats.tokens_prefilled // rounds))
+                                  lambda: run_experts(loaded, pairs, config=config, report=rep_p), rounds, warmup)
+    calls = rounds + warmup
+    rows.append(_row("single-pass bank: naive", t_bn, n_pairs, rep_n.stats.tokens_prefilled // calls))
+    rows.append(_row("single-pass bank: prefix engine", t_bp, n_pairs, rep_p.stats.tokens_prefilled // calls))
     ratio = lambda a, b: statistics.median(x / y for x, y in zip(a, b))    # noqa: E731
     return {"bench": "engine", "load_avg_1m": os.getloadavg()[0], "threads": torch.get_num_threads(),
-            "pairs": n_pairs, "rounds": rounds, "arch": ARCH, "max_abs_logprob_diff": diff,
+            "pairs": n_pairs, "rounds": rounds, "warmup": warmup, "shape": shape, "arch": SHAPES[shape],
+            "device": str(loaded.device), "dtype": str(loaded.dtype),
+            "memory_budget_bytes": config.memory_budget_bytes, "max_abs_logprob_diff": diff,
             "kv_peak_bytes_prefix": r_prefix.stats.kv_bytes_peak, "forwards_prefix": r_prefix.stats.forwards,
             "speedup_anchor": rows[0]["median_s"] / rows[1]["median_s"],
             "speedup_bank": rows[2]["median_s"] / rows[3]["median_s"],
@@ -120,14 +134,25 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--pairs", type=int, default=16)
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--warmup", type=int, default=0, help="untimed calls of each method first (use 1 on a GPU)")
+    ap.add_argument("--shape", default="anchor", choices=sorted(SHAPES),
+                    help="random-weight model shape: anchor (the CPU model) or a real judge's shape for a GPU")
+    ap.add_argument("--device", default="auto")
+    ap.add_argument("--dtype", default="auto", help="auto: bf16 on CUDA, fp32 on CPU")
+    ap.add_argument("--memory-gb", type=float, default=None, help="the prefix engine's memory budget (default: EngineConfig's)")
+    ap.add_argument("--json", default=None, help="also write the JSON line here")
     args = ap.parse_args(argv)
     with tempfile.TemporaryDirectory() as folder:
-        res = run(args.pairs, args.rounds, folder)
+        res = run(args.pairs, args.rounds, folder, shape=args.shape, device=args.device, dtype=args.dtype,
+                  memory_gb=args.memory_gb, warmup=args.warmup)
     for r in res["rows"]:
         print(f"{r['method']:<58} {r['pairs_per_s']:7.3f} pairs/s {r['tokens_per_s']:9.0f} tok/s "
               f"{r['tokens_per_pair']:8.0f} tok/pair  median {r['median_s']:.2f}s [{r['min_s']:.2f}, {r['max_s']:.2f}]",
               file=sys.stderr)
     print(json.dumps(res))
+    if args.json:
+        with open(args.json, "w") as f:
+            f.write(json.dumps(res) + "\n")
     return 0
 
 
@@ -142,8 +167,7 @@ if pytest is not None:
 
     @pytest.fixture(scope="module")
     def workload(tmp_path_factory):
-        from baer_fast.runtime.model_loader import load_judge
-        loaded = load_judge(build_model(str(tmp_path_factory.mktemp("bench_model"))))
+        loaded = load_random(str(tmp_path_factory.mktemp("bench_model")))
         return loaded, anchor_groups(loaded, BENCH_PAIRS)
 
     def test_anchor_naive(benchmark, workload):

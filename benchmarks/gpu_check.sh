@@ -1,58 +1,68 @@
 #!/usr/bin/env bash
-# GPU check for the Triton kernels: one command, run from the repo root on a CUDA machine.
+# GPU check: one command, run from the repo root on a CUDA machine (a lent GPU session).
 #
 #   bash benchmarks/gpu_check.sh            # results under $OUT if set, else ./gpu_check_out
 #
-# What it does, installing nothing and assuming none of our pins (it uses the machine's own
-# python, torch, triton, and pytest/pytest-benchmark only if they are there):
-#   1. makes `baer_fast.kernels` importable from this checkout: already importable, else a
-#      symlink view (baer_fast/* + kernels/ as baer_fast/kernels) on PYTHONPATH;
-#   2. runs tests/kernels COMPILED (TRITON_INTERPRET unset; CUDA tensors; slow and gpu-marked
-#      tests included) -> kernel_tests.xml, kernel_tests.log;
-#      without pytest, a plain-Python check of the compiled kernels against their
-#      references instead -> gpu_smoke.json;
-#   3. runs benchmarks/bench_kernels.py (pytest-benchmark, or its standalone loop without it)
-#      -> bench_kernels.json (full stats, pytest-benchmark only) and bench_kernels_line.json;
-#   4. writes summary.json: environment, exit codes, the benchmark line.
-# Exit status: non-zero when the kernel checks fail; benchmarks never fail the check.
+# Installs nothing and assumes none of our pins: it uses the machine's own python, torch,
+# triton, transformers, and pytest/pytest-benchmark if they are there.
+#   1. makes `baer_fast` (with `kernels/` as `baer_fast.kernels`) importable from this checkout:
+#      already importable, else a symlink view on PYTHONPATH, followed by the checkout (tests/);
+#   2. tests, compiled on CUDA (TRITON_INTERPRET unset): tests/gpu (engine == naive in fp32,
+#      CUDA == CPU, bf16 error no worse than naive, Triton readout inside the engine, decoder ==
+#      HF generate, Judge antisymmetry in bf16) and tests/kernels (slow ones included)
+#      -> tests.xml, tests.log; without pytest a plain-Python kernel smoke check -> in summary;
+#   3. benchmarks, never failing the check (all output -> bench.log):
+#      bench_kernels (pytest-benchmark -> bench_kernels.json),
+#      bench_engine at the Qwen3-8B shape, bf16 (naive vs prefix engine -> bench_engine.json),
+#      bench_decode at the Qwen3-8B shape (HF generate vs batched decoder -> bench_decode.json),
+#      bench_backends if vllm is installed (-> bench_backends.json);
+#   4. summary.json: environment, exit codes, the benchmark lines.
+# At most 8 files come back from a lent machine: the list above is exactly 8.
+# Exit status: non-zero when the tests fail; benchmarks never fail the check.
 set -uo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 OUT="${OUT:-$ROOT/gpu_check_out}"
 PY="${PYTHON:-python3}"
+TMP="$(mktemp -d)"
 mkdir -p "$OUT"
 cd "$ROOT" || exit 2
 unset TRITON_INTERPRET                    # compiled kernels, not the interpreter
+export PYTHONUNBUFFERED=1 HF_HUB_OFFLINE=1 TOKENIZERS_PARALLELISM=false
 
 if ! "$PY" -c "import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)"; then
     echo "gpu_check: no CUDA device visible to torch; nothing to check" >&2
     exit 2
 fi
 
-# 1. import path: `kernels/` is installed as `baer_fast.kernels` only by setup.py.
+# 1. import path: `kernels/` is installed as `baer_fast.kernels` only by setup.py. The view comes
+# first (its baer_fast has kernels/), the checkout after it (for `tests`, `benchmarks`); -P keeps
+# the working directory's own baer_fast/ from shadowing the view.
 if ! "$PY" -P -c "import baer_fast.kernels.dispatch" 2>/dev/null; then
-    VIEW="$(mktemp -d)"
+    VIEW="$TMP/view"
     mkdir -p "$VIEW/baer_fast"
     for entry in "$ROOT"/baer_fast/*; do ln -s "$entry" "$VIEW/baer_fast/"; done
     ln -s "$ROOT/kernels" "$VIEW/baer_fast/kernels"
-    export PYTHONPATH="$VIEW${PYTHONPATH:+:$PYTHONPATH}"
+    export PYTHONPATH="$VIEW:$ROOT${PYTHONPATH:+:$PYTHONPATH}"
+else
+    export PYTHONPATH="$ROOT${PYTHONPATH:+:$PYTHONPATH}"
 fi
-# -P: the checkout's own baer_fast/ (which lacks kernels/) must not shadow the view.
-"$PY" -P - > "$OUT/env.json" <<'EOF'
-import json, platform, torch, triton, baer_fast.kernels.dispatch as d
+"$PY" -P - > "$TMP/env.json" <<'EOF'
+import json, os, platform, torch, triton, transformers, baer_fast.kernels.dispatch as d
 print(json.dumps({"python": platform.python_version(), "torch": torch.__version__,
-                  "triton": triton.__version__, "gpu": torch.cuda.get_device_name(0),
+                  "triton": triton.__version__, "transformers": transformers.__version__,
+                  "gpu": torch.cuda.get_device_name(0), "cpus": os.cpu_count(),
                   "has_triton_gpu": d.HAS_TRITON_GPU, "dispatch": d.__file__}))
 EOF
-cat "$OUT/env.json"
+cat "$TMP/env.json"
 
-# 2. kernel tests, compiled
+# 2. tests, compiled on the GPU
 if "$PY" -c "import pytest" 2>/dev/null; then
-    timeout 360 "$PY" -P -m pytest tests/kernels -q -m "slow or not slow" -p no:cacheprovider \
-        --import-mode=importlib --junitxml="$OUT/kernel_tests.xml" 2>&1 | tee "$OUT/kernel_tests.log"
+    timeout 200 "$PY" -P -m pytest tests/gpu tests/kernels -q -rs -s -m "slow or not slow" -p no:cacheprovider \
+        -o addopts="" --junitxml="$OUT/tests.xml" 2>&1 | tee "$OUT/tests.log"
     TESTS_RC=${PIPESTATUS[0]}
 else
-    timeout 360 "$PY" -P - "$OUT/gpu_smoke.json" <<'EOF'
+    timeout 300 "$PY" -P - "$TMP/gpu_smoke.json" <<'EOF'
 """No pytest here: compiled kernels vs references at the shapes that matter, one JSON."""
 import json, sys
 import numpy as np, torch
@@ -94,39 +104,55 @@ EOF
     TESTS_RC=$?
 fi
 
-# 3. benchmarks (never fail the check)
-export BENCH_KERNELS_JSON="$OUT/bench_kernels_line.json"
+# 3. benchmarks (never fail the check); one log for all of them
+LOG="$OUT/bench.log"
+: > "$LOG"
+export BENCH_KERNELS_JSON="$TMP/bench_kernels_line.json"
+echo "== bench_kernels" >> "$LOG"
 if "$PY" -c "import pytest, pytest_benchmark" 2>/dev/null; then
-    timeout 180 "$PY" -P -m pytest benchmarks/bench_kernels.py -q -s -p no:cacheprovider \
-        --import-mode=importlib --benchmark-json="$OUT/bench_kernels.json" 2>&1 \
-        | tee "$OUT/bench_kernels.log"
+    timeout 80 "$PY" -P -m pytest benchmarks/bench_kernels.py -q -s -p no:cacheprovider -o addopts="" \
+        --benchmark-json="$OUT/bench_kernels.json" >> "$LOG" 2>&1
 else
-    timeout 180 "$PY" -P benchmarks/bench_kernels.py 2>&1 | tee "$OUT/bench_kernels.log"
+    timeout 80 "$PY" -P benchmarks/bench_kernels.py >> "$LOG" 2>&1
 fi
-BENCH_RC=${PIPESTATUS[0]}
+KERNELS_RC=$?
+echo "== bench_engine (qwen3-8b shape, bf16)" >> "$LOG"
+timeout 110 "$PY" -P benchmarks/bench_engine.py --shape qwen3-8b --device cuda --dtype bfloat16 \
+    --pairs 8 --rounds 2 --warmup 1 --memory-gb 48 --json "$OUT/bench_engine.json" >> "$LOG" 2>&1
+ENGINE_RC=$?
+echo "== bench_decode (qwen3-8b shape, bf16)" >> "$LOG"
+timeout 90 "$PY" -P benchmarks/bench_decode.py --shape qwen3-8b --device cuda --dtype bfloat16 \
+    --pairs 3 --rounds 1 --budget 32 > "$OUT/bench_decode.json" 2>> "$LOG"
+DECODE_RC=$?
+# vLLM backend: hf engine vs vLLM on the same token ids, only if this python already has vllm.
+if "$PY" -c "import vllm" 2>/dev/null; then
+    echo "== bench_backends" >> "$LOG"
+    timeout 240 "$PY" -P benchmarks/bench_backends.py --rounds 3 --json "$OUT/bench_backends.json" >> "$LOG" 2>&1
+    BACKENDS_RC=$?
+else
+    echo "== bench_backends skipped: vllm is not installed here" >> "$LOG"
+    BACKENDS_RC=-1
+fi
+tail -n 40 "$LOG"
 
 # 4. summary
-"$PY" - "$OUT" "$TESTS_RC" "$BENCH_RC" <<'EOF'
+"$PY" - "$OUT" "$TMP" "$TESTS_RC" "$KERNELS_RC" "$ENGINE_RC" "$DECODE_RC" "$BACKENDS_RC" <<'EOF'
 import json, os, sys
-out, tests_rc, bench_rc = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
-def read(name):
-    path = os.path.join(out, name)
-    return json.load(open(path)) if os.path.exists(path) else None
-summary = {"env": read("env.json"), "kernel_tests_rc": tests_rc, "bench_rc": bench_rc,
-           "bench": read("bench_kernels_line.json"), "smoke": read("gpu_smoke.json")}
-json.dump(summary, open(os.path.join(out, "summary.json"), "w"), indent=1)
-print(json.dumps(summary))
+out, tmp = sys.argv[1], sys.argv[2]
+rc = dict(zip(["tests", "bench_kernels", "bench_engine", "bench_decode", "bench_backends"], map(int, sys.argv[3:])))
+def read(folder, name):
+    path = os.path.join(folder, name)
+    try:
+        with open(path) as f:
+            return json.loads(f.read().strip().splitlines()[-1]) if name.endswith("_line.json") or \
+                name == "bench_decode.json" else json.load(f)
+    except (OSError, ValueError, IndexError):
+        return None
+summary = {"env": read(tmp, "env.json"), "rc": rc, "smoke": read(tmp, "gpu_smoke.json"),
+           "bench_kernels": read(tmp, "bench_kernels_line.json"), "bench_engine": read(out, "bench_engine.json"),
+           "bench_decode": read(out, "bench_decode.json"), "bench_backends": read(out, "bench_backends.json")}
+with open(os.path.join(out, "summary.json"), "w") as f:
+    json.dump(summary, f, indent=1)
+print(json.dumps({k: v for k, v in summary.items() if k in ("env", "rc")}))
 EOF
-# ==== vLLM backend: hf engine vs vLLM on the same token ids (section owned by the vLLM backend) ====
-# Installs nothing: runs only if this machine's python already has vllm; never changes the
-# exit status. -> bench_backends.json (one JSON line), bench_backends.log.
-if "$PY" -c "import vllm" 2>/dev/null; then
-    timeout 480 "$PY" -P benchmarks/bench_backends.py --rounds 3 --json "$OUT/bench_backends.json" \
-        > "$OUT/bench_backends.log" 2>&1 || echo "gpu_check: bench_backends failed (see its log)" >&2
-    tail -n 8 "$OUT/bench_backends.log"
-else
-    echo "gpu_check: vllm is not installed here; bench_backends skipped" | tee "$OUT/bench_backends.log" >&2
-fi
-# ==== end vLLM backend ====
-
 exit "$TESTS_RC"

@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 import sys
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+sys.path.append(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))   # for tests.fixtures
 
 # (layers, hidden, heads, kv_heads, head_dim, intermediate, vocab) as the Qwen3 configs give them
 SHAPES = {
