@@ -121,7 +121,7 @@ timeout 110 "$PY" -P benchmarks/bench_engine.py --shape qwen3-8b --device cuda -
     --pairs 8 --rounds 2 --warmup 1 --memory-gb 48 --json "$OUT/bench_engine.json" >> "$LOG" 2>&1
 ENGINE_RC=$?
 echo "== bench_decode (qwen3-8b shape, bf16)" >> "$LOG"
-timeout 90 "$PY" -P benchmarks/bench_decode.py --shape qwen3-8b --device cuda --dtype bfloat16 \
+timeout 150 "$PY" -P benchmarks/bench_decode.py --shape qwen3-8b --device cuda --dtype bfloat16 \
     --pairs 3 --rounds 1 --budget 32 > "$OUT/bench_decode.json" 2>> "$LOG"
 DECODE_RC=$?
 # vLLM backend: hf engine vs vLLM on the same token ids, only if this python already has vllm.
