@@ -5,7 +5,7 @@ runs = [u from order ab, u from order ba].
 """
 from __future__ import annotations
 
-from baer_fast.protocols.reasoning import Continue, order_runs, pairwise_generations
+from baer_fast.protocols.reasoning import continue_verdicts, order_runs, pairwise_generations
 
 NAME = "deliberate"
 LABELS = ("A", "B")
@@ -24,7 +24,7 @@ def generations(question: str, a: str, b: str):
 
 
 def verdicts(question: str, a: str, b: str, texts: dict):
-    return [Continue(order, order, 0, CUE, LABELS) for order in ("ab", "ba")]
+    return continue_verdicts(CUE, LABELS)
 
 
 def runs(lp: dict) -> list[float]:

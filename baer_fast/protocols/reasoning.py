@@ -49,6 +49,14 @@ def pairwise_generations(question: str, a: str, b: str, instruction: str, *, sam
                        cue, labels) for order in ORDERS]
 
 
+def continue_verdicts(cue: str, labels: tuple[str, ...], samples: int | None = None) -> list[Continue]:
+    """A verdict after each order's reasoning (`pairwise_generations`), keyed "ab"/"ba"; with
+    `samples`, one after every sample, keyed "ab/s"/"ba/s" and interleaved [s0 ab, s0 ba, s1 ab, ...]."""
+    if samples is None:
+        return [Continue(order, order, 0, cue, labels) for order in ORDERS]
+    return [Continue(f"{order}/{s}", order, s, cue, labels) for s in range(samples) for order in ORDERS]
+
+
 def order_runs(lp: dict, suffix: str = "") -> list[float]:
     """[u from order ab, u from order ba] for labels (A, B): in order ba, a is shown as B."""
     return [prob(lp["ab" + suffix], 0), prob(lp["ba" + suffix], 1)]

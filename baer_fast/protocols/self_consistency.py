@@ -8,7 +8,7 @@ the swapped pair's order-ba sample k is the original's order-ab sample k.
 from __future__ import annotations
 
 from baer_fast.protocols.base import prob
-from baer_fast.protocols.reasoning import Continue, pairwise_generations
+from baer_fast.protocols.reasoning import continue_verdicts, pairwise_generations
 
 NAME = "self_consistency"
 LABELS = ("A", "B")
@@ -25,7 +25,7 @@ def generations(question: str, a: str, b: str):
 
 
 def verdicts(question: str, a: str, b: str, texts: dict):
-    return [Continue(f"{order}/{s}", order, s, CUE, LABELS) for s in range(SAMPLES) for order in ("ab", "ba")]
+    return continue_verdicts(CUE, LABELS, SAMPLES)
 
 
 def runs(lp: dict) -> list[float]:
