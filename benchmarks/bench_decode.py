@@ -138,9 +138,8 @@ def main(argv=None) -> int:
     ap.add_argument("--pairs", type=int, default=4)
     ap.add_argument("--rounds", type=int, default=1)
     ap.add_argument("--budget", type=int, default=32, help="max new tokens for every generative expert")
-    ap.add_argument("--shape", default="anchor", help="random-weight model shape: anchor (CPU), qwen3-1.7b, qwen3-8b")
-    ap.add_argument("--device", default="auto")
-    ap.add_argument("--dtype", default="auto", help="auto: bf16 on CUDA, fp32 on CPU")
+    from random_judge import add_model_arguments
+    add_model_arguments(ap)
     args = ap.parse_args(argv)
     with tempfile.TemporaryDirectory() as folder:
         res = run(args.pairs, args.rounds, args.budget, folder, args.shape, args.device, args.dtype)

@@ -31,7 +31,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.append(os.path.join(HERE, ".."))      # after an installed baer_fast (kernels/ is mapped in by setup.py)
 sys.path.insert(0, HERE)
 
-from random_judge import SHAPES, build_anchor_dir, load_random  # noqa: E402
+from random_judge import SHAPES, add_model_arguments, build_anchor_dir, load_random  # noqa: E402
 
 ARCH = SHAPES["anchor"]
 Q_TOKENS, R_TOKENS, INSTR_TOKENS, N_INSTR = 300, 500, 40, 6
@@ -135,10 +135,7 @@ def main(argv=None) -> int:
     ap.add_argument("--pairs", type=int, default=16)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--warmup", type=int, default=0, help="untimed calls of each method first (use 1 on a GPU)")
-    ap.add_argument("--shape", default="anchor", choices=sorted(SHAPES),
-                    help="random-weight model shape: anchor (the CPU model) or a real judge's shape for a GPU")
-    ap.add_argument("--device", default="auto")
-    ap.add_argument("--dtype", default="auto", help="auto: bf16 on CUDA, fp32 on CPU")
+    add_model_arguments(ap)
     ap.add_argument("--memory-gb", type=float, default=None, help="the prefix engine's memory budget (default: EngineConfig's)")
     ap.add_argument("--json", default=None, help="also write the JSON line here")
     args = ap.parse_args(argv)

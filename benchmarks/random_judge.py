@@ -57,3 +57,11 @@ def load_random(folder: str, shape: str = "anchor", *, device: str = "auto", dty
     tok = AutoTokenizer.from_pretrained(path, local_files_only=True)
     return ml.LoadedModel(model, tok, f"{path}-{shape}", ml.cache_arg_name(model.base_model.forward),
                           ml._context_len(model.config), ml._kv_bytes_per_token(model))
+
+
+def add_model_arguments(ap) -> None:
+    """--shape, --device, --dtype: the benchmarks' model options (argparse)."""
+    ap.add_argument("--shape", default="anchor", choices=sorted(SHAPES),
+                    help="random-weight model shape: anchor (the CPU model) or a real judge's shape for a GPU")
+    ap.add_argument("--device", default="auto")
+    ap.add_argument("--dtype", default="auto", help="auto: bf16 on CUDA, fp32 on CPU")

@@ -62,17 +62,17 @@ def share_questions(pairs: list[Pair], groups: list[list[Query]]):
     -> (engine groups, spans): pair i's results are engine group spans[i][0], rows
     spans[i][1]:spans[i][2]. At most MAX_SHARED_PAIRS pairs per merged group.
     """
-    merged, spans, open_group = [], [], {}
+    merged, members, spans, open_group = [], [], [], {}
     for pair, group in zip(pairs, groups):
         g = open_group.get(pair.question)
-        if g is None or len(merged[g][1]) >= MAX_SHARED_PAIRS:
+        if g is None or members[g] >= MAX_SHARED_PAIRS:
             g = open_group[pair.question] = len(merged)
-            merged.append(([], []))
-        queries, members = merged[g]
-        spans.append((g, len(queries), len(queries) + len(group)))
-        queries.extend(group)
-        members.append(pair.id)
-    return [q for q, _ in merged], spans
+            merged.append([])
+            members.append(0)
+        spans.append((g, len(merged[g]), len(merged[g]) + len(group)))
+        merged[g].extend(group)
+        members[g] += 1
+    return merged, spans
 
 
 def prompt_runs(engine, pairs: list[Pair], prompt_experts: list[str], report: RunReport) -> list[dict]:
