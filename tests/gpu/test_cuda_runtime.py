@@ -130,9 +130,11 @@ def test_bf16_drift_at_the_8b_shape(tmp_path):
     """At a real judge's shape (Qwen3-8B, random weights), the prefix engine's bf16 log-probs
     drift from the fp32 ones (same weights) no more than the naive path's do."""
     import dataclasses
+    import os
     import sys
 
-    sys.path.insert(0, "benchmarks")
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
+                                    "benchmarks"))
     from bench_engine import anchor_groups
     from random_judge import load_random
 
