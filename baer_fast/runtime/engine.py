@@ -279,14 +279,17 @@ class PrefixEngine:
             return DynamicCache(), [0] * len(rows)
         ref = next(layers for r in rows for a in r.chain for layers in [kv[(r.g, a)]])[0][0]
         shape = (len(rows), ref.shape[0], p + room, ref.shape[2])
-        bufs = [(torch.empty(shape, dtype=ref.dtype, device=ref.device),
-                 torch.empty(shape, dtype=ref.dtype, device=ref.device)) for _ in range(self._layers)]
+        # zeroed, not empty: a masked column still enters attention as score + dtype-min and weight
+        # x value, so it must be finite. A query slice sees columns that a later slice of a
+        # shorter-past row writes, and every row sees the columns past its own room.
+        bufs = [(torch.zeros(shape, dtype=ref.dtype, device=ref.device),
+                 torch.zeros(shape, dtype=ref.dtype, device=ref.device)) for _ in range(self._layers)]
         pasts = [r.past for r in rows]
         cache = inplace_cache(bufs, p, pasts)
         new_at = pasts if cache is not None else [p] * len(rows)
         for layer, (k, v) in enumerate(bufs):
             for i, r in enumerate(rows):
-                self._write_past(r, kv, layer, (k[i], v[i]), at=new_at[i] - r.past, room=room)
+                self._write_past(r, kv, layer, (k[i], v[i]), at=new_at[i] - r.past)
         if cache is None:                       # stock cache: same values, one more copy
             cache = DynamicCache()
             for layer, (k, v) in enumerate(bufs):
@@ -294,15 +297,8 @@ class PrefixEngine:
         return cache, new_at
 
     @staticmethod
-    def _write_past(r: _Row, kv, layer: int, buf, *, at: int, room: int) -> None:
-        """buf: (k, v) [kvh, p + room, hd] of one row; the past goes to columns at..at + past.
-
-        Columns no token will write (before the past, or after the row's room) are masked but
-        must be finite: zeroed.
-        """
-        for x in buf:
-            x[:, :at].zero_()
-            x[:, at + r.past + room:].zero_()
+    def _write_past(r: _Row, kv, layer: int, buf, *, at: int) -> None:
+        """buf: (k, v) [kvh, p + room, hd] of one row, zeroed; the past goes to columns at..at + past."""
         for anc in r.chain:
             ka, va = kv[(r.g, anc)][layer]
             buf[0][:, at: at + ka.shape[1]] = ka
