@@ -6,6 +6,8 @@ normal loader; per pair a ~300-token question and two ~500-token responses rende
 chat template; both display orders x 6 prompts that share [system][question][A][B] and differ
 in a ~40-token instruction; verdict P(A) over the two label tokens. A second workload runs the
 actual single-pass bank (direct, score, pointwise; pride/calibraeval are derived, no prompts).
+A third is a reward loop's group (`--completions K`, 0 skips it): one question, K completions,
+all K(K-1)/2 pairs through the same bank, whose pairs share one tree per question.
 
     python benchmarks/bench_engine.py [--pairs 16] [--rounds 3]    # table + one JSON line
     python benchmarks/bench_engine.py --shape qwen3-8b --device cuda --memory-gb 48 --warmup 1
@@ -69,6 +71,16 @@ def bank_pairs(loaded, n_pairs: int):
                  text_of_tokens(t, R_TOKENS, 3 * i + 2), split="selection") for i in range(n_pairs)]
 
 
+def completion_pairs(loaded, k: int):
+    from itertools import combinations
+
+    from baer_fast.io.records import Pair
+    from tests.fixtures.tiny_models import text_of_tokens
+    t = loaded.tokenizer
+    q, outs = text_of_tokens(t, Q_TOKENS, 7), [text_of_tokens(t, R_TOKENS, 100 + i) for i in range(k)]
+    return [Pair(f"g{i}-{j}", q, outs[i], outs[j], split="selection") for i, j in combinations(range(k), 2)]
+
+
 def _time_pair(fn_a, fn_b, rounds: int, warmup: int = 0):
     """Interleave the two methods round by round, so drifting load on a shared machine hits both.
     `warmup` untimed calls of each first (a GPU's first calls pay for kernel selection)."""
@@ -91,7 +103,7 @@ def _row(name, times, n_pairs, tokens):
 
 
 def run(n_pairs: int, rounds: int, folder: str, *, shape: str = "anchor", device: str = "auto",
-        dtype: str = "auto", memory_gb: float | None = None, warmup: int = 0) -> dict:
+        dtype: str = "auto", memory_gb: float | None = None, warmup: int = 0, completions: int = 4) -> dict:
     import torch
 
     from baer_fast.runtime.config import EngineConfig
@@ -118,6 +130,18 @@ def run(n_pairs: int, rounds: int, folder: str, *, shape: str = "anchor", device
     calls = rounds + warmup
     rows.append(_row("single-pass bank: naive", t_bn, n_pairs, rep_n.stats.tokens_prefilled // calls))
     rows.append(_row("single-pass bank: prefix engine", t_bp, n_pairs, rep_p.stats.tokens_prefilled // calls))
+    group = {}
+    if completions:
+        cp = completion_pairs(loaded, completions)
+        rep_gn, rep_gp = RunReport(), RunReport()
+        t_gn, t_gp, _, _ = _time_pair(lambda: run_experts(loaded, cp, naive=True, report=rep_gn),
+                                      lambda: run_experts(loaded, cp, config=config, report=rep_gp), rounds, warmup)
+        rows.append(_row(f"reward-loop group, {completions} completions: naive", t_gn, len(cp),
+                         rep_gn.stats.tokens_prefilled // calls))
+        rows.append(_row(f"reward-loop group, {completions} completions: prefix engine", t_gp, len(cp),
+                         rep_gp.stats.tokens_prefilled // calls))
+        group = {"completions": completions, "speedup_group": rows[4]["median_s"] / rows[5]["median_s"],
+                 "speedup_group_paired_median": statistics.median(x / y for x, y in zip(t_gn, t_gp))}
     ratio = lambda a, b: statistics.median(x / y for x, y in zip(a, b))    # noqa: E731
     return {"bench": "engine", "load_avg_1m": os.getloadavg()[0], "threads": torch.get_num_threads(),
             "pairs": n_pairs, "rounds": rounds, "warmup": warmup, "shape": shape, "arch": SHAPES[shape],
@@ -127,7 +151,7 @@ def run(n_pairs: int, rounds: int, folder: str, *, shape: str = "anchor", device
             "speedup_anchor": rows[0]["median_s"] / rows[1]["median_s"],
             "speedup_bank": rows[2]["median_s"] / rows[3]["median_s"],
             "speedup_anchor_paired_median": ratio(t_naive, t_prefix),
-            "speedup_bank_paired_median": ratio(t_bn, t_bp), "rows": rows}
+            "speedup_bank_paired_median": ratio(t_bn, t_bp), **group, "rows": rows}
 
 
 def main(argv=None) -> int:
@@ -137,11 +161,13 @@ def main(argv=None) -> int:
     ap.add_argument("--warmup", type=int, default=0, help="untimed calls of each method first (use 1 on a GPU)")
     add_model_arguments(ap)
     ap.add_argument("--memory-gb", type=float, default=None, help="the prefix engine's memory budget (default: EngineConfig's)")
+    ap.add_argument("--completions", type=int, default=4,
+                    help="the reward-loop workload's completions per question (all pairs of them; 0 skips it)")
     ap.add_argument("--json", default=None, help="also write the JSON line here")
     args = ap.parse_args(argv)
     with tempfile.TemporaryDirectory() as folder:
         res = run(args.pairs, args.rounds, folder, shape=args.shape, device=args.device, dtype=args.dtype,
-                  memory_gb=args.memory_gb, warmup=args.warmup)
+                  memory_gb=args.memory_gb, warmup=args.warmup, completions=args.completions)
     for r in res["rows"]:
         print(f"{r['method']:<58} {r['pairs_per_s']:7.3f} pairs/s {r['tokens_per_s']:9.0f} tok/s "
               f"{r['tokens_per_pair']:8.0f} tok/pair  median {r['median_s']:.2f}s [{r['min_s']:.2f}, {r['max_s']:.2f}]",

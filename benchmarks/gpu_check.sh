@@ -117,7 +117,7 @@ else
 fi
 KERNELS_RC=$?
 echo "== bench_engine (qwen3-8b shape, bf16)" >> "$LOG"
-timeout 110 "$PY" -P benchmarks/bench_engine.py --shape qwen3-8b --device cuda --dtype bfloat16 \
+timeout 140 "$PY" -P benchmarks/bench_engine.py --shape qwen3-8b --device cuda --dtype bfloat16 \
     --pairs 8 --rounds 2 --warmup 1 --memory-gb 48 --json "$OUT/bench_engine.json" >> "$LOG" 2>&1
 ENGINE_RC=$?
 echo "== bench_decode (qwen3-8b shape, bf16)" >> "$LOG"
