@@ -71,16 +71,6 @@ def bank_pairs(loaded, n_pairs: int):
                  text_of_tokens(t, R_TOKENS, 3 * i + 2), split="selection") for i in range(n_pairs)]
 
 
-def completion_pairs(loaded, k: int):
-    from itertools import combinations
-
-    from baer_fast.io.records import Pair
-    from tests.fixtures.tiny_models import text_of_tokens
-    t = loaded.tokenizer
-    q, outs = text_of_tokens(t, Q_TOKENS, 7), [text_of_tokens(t, R_TOKENS, 100 + i) for i in range(k)]
-    return [Pair(f"g{i}-{j}", q, outs[i], outs[j], split="selection") for i, j in combinations(range(k), 2)]
-
-
 def _time_pair(fn_a, fn_b, rounds: int, warmup: int = 0):
     """Interleave the two methods round by round, so drifting load on a shared machine hits both.
     `warmup` untimed calls of each first (a GPU's first calls pay for kernel selection)."""
@@ -132,7 +122,8 @@ def run(n_pairs: int, rounds: int, folder: str, *, shape: str = "anchor", device
     rows.append(_row("single-pass bank: prefix engine", t_bp, n_pairs, rep_p.stats.tokens_prefilled // calls))
     group = {}
     if completions:
-        cp = completion_pairs(loaded, completions)
+        from tests.fixtures.tiny_models import completion_pairs
+        cp = completion_pairs(loaded.tokenizer, Q_TOKENS, (R_TOKENS,) * completions, seed=7)
         rep_gn, rep_gp = RunReport(), RunReport()
         t_gn, t_gp, _, _ = _time_pair(lambda: run_experts(loaded, cp, naive=True, report=rep_gn),
                                       lambda: run_experts(loaded, cp, config=config, report=rep_gp), rounds, warmup)

@@ -4,6 +4,8 @@ Skipped without CUDA (the CPU suite covers the same code paths); `benchmarks/gpu
 runs this file on a lent GPU. Every comparison is between two paths on the same device, or
 against the fp32 CPU run as the reference:
   - prefix engine == naive forward, fp32 on CUDA (both archs, several batch compositions);
+  - the same with every torch.empty poisoned to NaN, on a reward loop's group (rows whose
+    pasts differ in length, in query slices): no unwritten column is read;
   - the same runs on CUDA and on CPU (fp32);
   - bf16 on CUDA: the engine's error against the fp32 reference is no worse than the naive
     path's (same dtype, same device) plus a small floor;
@@ -61,6 +63,18 @@ def test_engine_equals_naive_fp32_on_cuda(model_dir, pairs, config):
     loaded = load_judge(model_dir, device="cuda", dtype="float32")
     naive, rep = _signals(loaded, pairs, naive=True)
     shared, _ = _signals(loaded, pairs, config=config, params=rep.derived_params)
+    assert _max_diff(shared, naive) <= 1e-5
+
+
+@pytest.mark.parametrize("query_slice", [7, 256])
+def test_no_unwritten_column_is_read_on_cuda(model_dir, poisoned_empty, monkeypatch, query_slice):
+    from baer_fast.runtime import engine as engine_mod
+    from tests.fixtures.tiny_models import completion_pairs
+    monkeypatch.setattr(engine_mod, "QUERY_SLICE", query_slice)
+    loaded = load_judge(model_dir, device="cuda", dtype="float32")
+    group = completion_pairs(loaded.tokenizer, 60, (40, 90, 15, 120))
+    naive, rep = _signals(loaded, group, naive=True)
+    shared, _ = _signals(loaded, group, params=rep.derived_params)
     assert _max_diff(shared, naive) <= 1e-5
 
 

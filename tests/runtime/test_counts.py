@@ -3,8 +3,6 @@
 The independent count of a prefix-shared prefill is the number of distinct non-empty token
 prefixes over a pair's prompts; the naive count is the sum of prompt lengths.
 """
-from itertools import combinations
-
 import pytest
 
 from baer_fast import protocols
@@ -15,7 +13,7 @@ from baer_fast.runtime.naive import NaiveEngine
 from baer_fast.runtime.prompting import PromptEncoder
 from baer_fast.runtime.queries import Query
 from baer_fast.runtime.runner import RunReport, build_queries, run_experts
-from tests.fixtures.tiny_models import text_of_tokens
+from tests.fixtures.tiny_models import completion_pairs, text_of_tokens
 
 
 def distinct_prefixes(seqs) -> int:
@@ -67,19 +65,12 @@ def test_single_pass_bank_at_q300_a500(encoder, loaded_models, qwen_dir):
     assert naive / shared >= 3.8
 
 
-def _completion_pairs(tok, k: int):
-    """A reward loop's group: one ~300-token prompt, k ~500-token completions, every pair of them."""
-    q = text_of_tokens(tok, 300, 1)
-    outs = [text_of_tokens(tok, 500, 10 + i) for i in range(k)]
-    return [Pair(f"{i}-{j}", q, outs[i], outs[j], split="selection") for i, j in combinations(range(k), 2)]
-
-
 def test_reward_loop_group_shares_completions_across_pairs(encoder, loaded_models, qwen_dir):
     """k completions of one prompt, all k(k-1)/2 pairs, the single-pass bank: pairs that ask the
     same question share one tree, so [system][question] is prefilled once per group and each
     completion once per display slot it leads in, not once per pair."""
     m = loaded_models(qwen_dir)
-    pairs = _completion_pairs(encoder.tok, 4)
+    pairs = completion_pairs(encoder.tok, 300, (500,) * 4)
     report = RunReport()
     run_experts(m, pairs, report=report)
     names = protocols.prompt_experts_for(protocols.SINGLE_PASS)

@@ -144,35 +144,17 @@ def test_query_slices_with_stock_cache(loaded, monkeypatch):
     _assert_equal(loaded, _skeleton_groups(loaded, n_groups=2, seed=4), EngineConfig())
 
 
-@pytest.fixture
-def poisoned_empty(monkeypatch):
-    """Every torch.empty float tensor starts as NaN: a read of a column nobody wrote shows up.
-    Masked columns still enter attention (score + dtype-min, weight x value), so uninitialised
-    memory there is a bug whose symptom, NaN verdicts, depends on what the allocator hands back."""
-    import torch
-    empty = torch.empty
-
-    def nan_empty(*args, **kwargs):
-        t = empty(*args, **kwargs)
-        return t.fill_(float("nan")) if t.is_floating_point() else t
-    monkeypatch.setattr(torch, "empty", nan_empty)
-
 
 @pytest.mark.parametrize("query_slice", [7, 256])
 def test_no_unwritten_column_is_read(loaded, poisoned_empty, monkeypatch, query_slice):
     """Rows of one forward with pasts of different lengths, in query slices (a reward loop's group:
     one question, completions shared across pairs): the columns a later slice of a shorter-past
     row writes, and those past a row's room, must not hold garbage while earlier slices run."""
-    from itertools import combinations
-
-    from baer_fast.io.records import Pair
     from baer_fast.runtime import engine as engine_mod
     from baer_fast.runtime.runner import run_experts
-    from tests.fixtures.tiny_models import text_of_tokens
+    from tests.fixtures.tiny_models import completion_pairs
     monkeypatch.setattr(engine_mod, "QUERY_SLICE", query_slice)
-    tok = loaded.tokenizer
-    q, outs = text_of_tokens(tok, 60, 1), [text_of_tokens(tok, n, 10 + n) for n in (40, 90, 15, 120)]
-    pairs = [Pair(f"{i}-{j}", q, outs[i], outs[j], split="selection") for i, j in combinations(range(4), 2)]
+    pairs = completion_pairs(loaded.tokenizer, 60, (40, 90, 15, 120))
     experts = ["direct", "score", "pointwise"]
     got = run_experts(loaded, pairs, experts=experts)
     want = run_experts(loaded, pairs, experts=experts, naive=True)
