@@ -4,6 +4,9 @@ import pytest
 from baer_fast.runtime.decode import Decoder, GenRequest
 from tests.generative.conftest import random_prompts
 
+# every torch.empty float starts as NaN: an unwritten column read anywhere shows up (tests/conftest.py)
+pytestmark = pytest.mark.usefixtures("poisoned_empty")
+
 
 def hf_greedy(loaded, prompt, n: int) -> list[int]:
     import torch

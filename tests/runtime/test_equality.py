@@ -10,6 +10,9 @@ from baer_fast.runtime.queries import Query
 from baer_fast.runtime.runner import RunReport, run_experts
 from tests.fixtures.tiny_models import make_pairs
 
+# every torch.empty float starts as NaN: an unwritten column read anywhere shows up (tests/conftest.py)
+pytestmark = pytest.mark.usefixtures("poisoned_empty")
+
 TOL = 1e-5
 
 # batch compositions: one big batch; tiny token cap (many chunks, different padding);
