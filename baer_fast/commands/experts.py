@@ -157,11 +157,9 @@ def run(args) -> int:
 
 
 def _stream(args, pairs, names, derived, params, target, fp) -> str:
-    from baer_fast import protocols
     from baer_fast.progress import progress
     from baer_fast.runtime.config import EngineConfig
-    from baer_fast.runtime.runner import (RunReport, apply_derived, generative_runs, make_engine, prompt_runs,
-                                          to_signals)
+    from baer_fast.runtime.runner import RunReport, apply_derived, expert_rows, make_engine, to_signals
 
     config = EngineConfig(memory_budget_bytes=int(args.memory_gb * 2**30), batch_tokens=args.batch_tokens,
                           kernels=args.kernels)
@@ -177,8 +175,7 @@ def _stream(args, pairs, names, derived, params, target, fp) -> str:
     try:
         for i in range(0, len(todo), args.chunk_pairs):
             chunk = todo[i: i + args.chunk_pairs]
-            rows = prompt_runs(engine, chunk, protocols.prompt_experts_for(names), report)
-            generative_runs(engine, chunk, names, rows, report, args.generation)
+            rows = expert_rows(engine, chunk, names, report, args.generation)
             if texts is not None:       # texts first: a kill between the two redoes the chunk, texts skip it
                 texts.append([{"id": p.id, "texts": r["texts"]} for p, r in zip(chunk, rows)
                               if p.id not in texts.done_ids])

@@ -116,6 +116,32 @@ def generative_runs(engine, pairs: list[Pair], names, rows: list[dict], report: 
         row["generation"], row["texts"] = g["meta"], g["texts"]
 
 
+def expert_rows(engine, pairs: list[Pair], names, report: RunReport, generation=None) -> list[dict]:
+    """Raw runs (before derived experts) and counters of every expert in `names`, one row per pair;
+    non-finite runs are an error (check_finite)."""
+    rows = prompt_runs(engine, pairs, protocols.prompt_experts_for(names), report)
+    generative_runs(engine, pairs, names, rows, report, generation)
+    check_finite(engine.loaded, pairs, rows)
+    return rows
+
+
+def check_finite(loaded, pairs: list[Pair], rows: list[dict]) -> None:
+    """Every run is a probability: a NaN or infinite one means the judge's own numbers broke
+    (fp16 overflow, broken weights), so the batch stops here, with nothing written for it, rather
+    than handing a derived fit, a head or a reward NaN. Batches already written stay."""
+    import math
+    bad = [(p.id, name) for p, r in zip(pairs, rows) for name, runs in r["runs"].items()
+           if any(u is not None and not math.isfinite(u) for u in runs)]
+    if bad:
+        from baer_fast.errors import BaerError
+        shown = ", ".join(f"{pid} ({name})" for pid, name in bad[:5]) + (f" and {len(bad) - 5} more"
+                                                                         if len(bad) > 5 else "")
+        how = f" ({loaded.dtype}, {loaded.device})" if hasattr(loaded, "dtype") else ""
+        raise BaerError(f"model {loaded.name!r}{how} produced non-finite verdict "
+                        f"probabilities for {shown}; its logits overflowed or its weights are broken "
+                        "(fp16 overflows often: load it in bfloat16 or float32)")
+
+
 def _is_test(pair_like) -> bool:
     try:
         from baer_fast.selection.splits import role
@@ -178,8 +204,7 @@ def run_experts(model, pairs: list[Pair], *, experts=None, config: EngineConfig 
     derived = [n for n in names if n in protocols.DERIVED_EXPERTS]
     engine = make_engine(model, config=config, naive=naive, **load_kw)
     report = report if report is not None else RunReport()
-    rows = prompt_runs(engine, pairs, protocols.prompt_experts_for(names), report)
-    generative_runs(engine, pairs, names, rows, report, generation)
+    rows = expert_rows(engine, pairs, names, report, generation)
     if derived:
         report.derived_params = dict(derived_params) if derived_params else fit_derived(
             [(p, r["runs"]) for p, r in zip(pairs, rows)], derived)

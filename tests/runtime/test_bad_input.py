@@ -94,3 +94,35 @@ def test_triton_readout_requested_without_it_fails_loudly(loaded, monkeypatch):
     from baer_fast.runtime.config import EngineConfig
     with pytest.raises(BaerError):
         run_experts(loaded, [Pair("x", "q", "a", "b")], experts=["direct"], config=EngineConfig(kernels="triton"))
+
+
+@pytest.fixture(scope="module")
+def nan_model_dir(tmp_path_factory, qwen_dir):
+    """The tiny Qwen3 with its final norm's weight set to NaN: every logit comes out NaN."""
+    import torch
+    from transformers import AutoModelForCausalLM
+    d = tmp_path_factory.mktemp("nan_model") / "broken-qwen3"
+    shutil.copytree(qwen_dir, d)
+    model = AutoModelForCausalLM.from_pretrained(qwen_dir)
+    with torch.no_grad():
+        model.model.norm.weight.fill_(float("nan"))
+    model.save_pretrained(str(d), safe_serialization=True)
+    return str(d)
+
+
+def test_non_finite_verdicts_stop_with_the_model_and_pairs_named(nan_model_dir, loaded_models):
+    pairs = [Pair("nan1", "Add 2 and 3.", "5", "6"), Pair("nan2", "Name a prime.", "7", "9")]
+    with pytest.raises(BaerError) as e:
+        run_experts(loaded_models(nan_model_dir), pairs, experts=["direct", "score"])
+    msg = _one_line(e.value)
+    assert "broken-qwen3" in msg and "non-finite" in msg and "nan1 (direct)" in msg and "nan2 (score)" in msg
+
+
+def test_cli_reports_non_finite_verdicts_in_one_line(tmp_path, capsys, nan_model_dir):
+    pairs = tmp_path / "pairs.jsonl"
+    write_pairs(str(pairs), [Pair("x", "q", "a", "b")])
+    out = tmp_path / "s.jsonl"
+    rc = main(["experts", "--model", nan_model_dir, "--input", str(pairs), "--out", str(out), "--experts", "direct"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert rc == 2 and err[-1].startswith("error:") and "non-finite" in err[-1] and "x (direct)" in err[-1]
+    assert not out.exists() or "NaN" not in out.read_text()
