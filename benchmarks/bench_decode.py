@@ -13,6 +13,7 @@ every row decodes its full budget: tokens decoded are the same for both paths).
           pairs in one continuously batched decode), verdicts by the prefix engine.
 
     python benchmarks/bench_decode.py [--pairs 4] [--rounds 1] [--budget 32] [--shape anchor]
+    python benchmarks/bench_decode.py --shape qwen3-8b --device cuda --warmup 1 --memory-gb 48   # a GPU
     pytest benchmarks/bench_decode.py --benchmark-only
 
 Never asserts; medians (and min/max) over rounds, then one JSON line. On the shared 2-core CPU
@@ -21,6 +22,7 @@ other processes inflate single rounds: compare min as well as median.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import statistics
@@ -83,18 +85,21 @@ def bank_pairs(loaded, n_pairs: int):
                  text_of_tokens(t, R_TOKENS, 3 * i + 2), split="selection") for i in range(n_pairs)]
 
 
-def _run(loaded, pairs, budget: int, naive: bool):
+def _run(loaded, pairs, budget: int, naive: bool, memory_gb: float | None = None):
+    """-> (rows, tokens decoded, GenerativeReport, the decoder's DecodeStats or None)."""
+    from baer_fast.runtime.config import EngineConfig
     from baer_fast.runtime.decode import Decoder
     from baer_fast.runtime.engine import PrefixEngine
     from baer_fast.runtime.generative import GenerationConfig, GenerativeReport, run_generative
     from baer_fast.runtime.naive import NaiveEngine
     cfg = GenerationConfig(max_new_tokens={n: budget for n in EXPERTS}, seed=0)
+    budget_kw = {} if memory_gb is None else {"memory_budget_bytes": int(memory_gb * 2**30)}
     rep = GenerativeReport()
-    dec = HFGenerate(loaded) if naive else Decoder(loaded)
-    engine = NaiveEngine(loaded) if naive else PrefixEngine(loaded)
+    dec = HFGenerate(loaded) if naive else Decoder(loaded, **budget_kw)
+    engine = NaiveEngine(loaded) if naive else PrefixEngine(loaded, EngineConfig(**budget_kw))
     rows = run_generative(engine, pairs, EXPERTS, config=cfg, report=rep, decoder=dec)
     decoded = sum(c.tokens_decoded for c in rep.cost.values())
-    return rows, decoded, rep
+    return rows, decoded, rep, None if naive else dec.stats
 
 
 def _row(name, times, n_pairs, decoded):
@@ -104,17 +109,20 @@ def _row(name, times, n_pairs, decoded):
 
 
 def run(n_pairs: int, rounds: int, budget: int, folder: str, shape: str = "anchor", device: str = "auto",
-        dtype: str = "auto") -> dict:
+        dtype: str = "auto", *, warmup: int = 0, memory_gb: float | None = None) -> dict:
     import torch
     from random_judge import SHAPES, load_random
 
     loaded = load_random(folder, shape, device=device, dtype=dtype)
     pairs = bank_pairs(loaded, n_pairs)
+    for _ in range(warmup):          # untimed: a GPU's first calls pay for library set-up and kernel choice
+        for naive in (True, False):
+            _run(loaded, pairs[:1], 4, naive, memory_gb)
     times, results = {True: [], False: []}, {}
     for _ in range(rounds):          # interleaved, so load from other processes hits both alike
         for naive in (True, False):
             t0 = time.perf_counter()
-            results[naive] = _run(loaded, pairs, budget, naive)
+            results[naive] = _run(loaded, pairs, budget, naive, memory_gb)
             times[naive].append(time.perf_counter() - t0)
     rows = [_row("generative bank: HF generate per prompt + naive readout", times[True], n_pairs, results[True][1]),
             _row("generative bank: batched shared-prefix decoder + prefix readout", times[False], n_pairs,
@@ -125,7 +133,8 @@ def run(n_pairs: int, rounds: int, budget: int, folder: str, shape: str = "ancho
     cost = {n: {"calls": c.calls, "rows": c.rows, "tokens_decoded": c.tokens_decoded, "seconds": c.seconds}
             for n, c in results[False][2].cost.items()}
     return {"bench": "decode", "load_avg_1m": os.getloadavg()[0], "threads": torch.get_num_threads(),
-            "pairs": n_pairs, "rounds": rounds, "budget": budget, "q_tokens": Q_TOKENS, "r_tokens": R_TOKENS,
+            "pairs": n_pairs, "rounds": rounds, "warmup": warmup, "memory_gb": memory_gb, "budget": budget,
+            "q_tokens": Q_TOKENS, "r_tokens": R_TOKENS, "decoder_stats": dataclasses.asdict(results[False][3]),
             "shape": shape, "arch": SHAPES[shape], "device": str(loaded.device),
             "dtype": str(loaded.dtype), "max_abs_u_diff_greedy_experts": diff,
             "speedup": rows[0]["median_s"] / rows[1]["median_s"],
@@ -138,11 +147,19 @@ def main(argv=None) -> int:
     ap.add_argument("--pairs", type=int, default=4)
     ap.add_argument("--rounds", type=int, default=1)
     ap.add_argument("--budget", type=int, default=32, help="max new tokens for every generative expert")
+    ap.add_argument("--warmup", type=int, default=0,
+                    help="untimed runs of both paths on one pair first (use 1 on a GPU)")
+    ap.add_argument("--memory-gb", type=float, default=None,
+                    help="the decoder's and the readout engine's memory budget (default: theirs)")
     from random_judge import add_model_arguments
     add_model_arguments(ap)
     args = ap.parse_args(argv)
     with tempfile.TemporaryDirectory() as folder:
-        res = run(args.pairs, args.rounds, args.budget, folder, args.shape, args.device, args.dtype)
+        res = run(args.pairs, args.rounds, args.budget, folder, args.shape, args.device, args.dtype,
+                  warmup=args.warmup, memory_gb=args.memory_gb)
+    s = res["decoder_stats"]
+    print(f"decoder: {s['steps']} steps, {s['prefills']} prefills, {s['rows_peak']} rows at most, "
+          f"{s['seconds']:.2f}s in generate", file=sys.stderr)
     for r in res["rows"]:
         print(f"{r['method']:<64} {r['pairs_per_s']:7.3f} pairs/s {r['decoded_tokens_per_s']:8.0f} decoded tok/s "
               f"median {r['median_s']:.2f}s [{r['min_s']:.2f}, {r['max_s']:.2f}]", file=sys.stderr)

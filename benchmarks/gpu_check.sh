@@ -122,7 +122,7 @@ timeout 140 "$PY" -P benchmarks/bench_engine.py --shape qwen3-8b --device cuda -
 ENGINE_RC=$?
 echo "== bench_decode (qwen3-8b shape, bf16)" >> "$LOG"
 timeout 150 "$PY" -P benchmarks/bench_decode.py --shape qwen3-8b --device cuda --dtype bfloat16 \
-    --pairs 3 --rounds 1 --budget 32 > "$OUT/bench_decode.json" 2>> "$LOG"
+    --pairs 3 --rounds 1 --budget 32 --warmup 1 --memory-gb 48 > "$OUT/bench_decode.json" 2>> "$LOG"
 DECODE_RC=$?
 # vLLM backend: hf engine vs vLLM on the same token ids, only if this python already has vllm.
 if "$PY" -c "import vllm" 2>/dev/null; then
