@@ -22,7 +22,8 @@ at the end as soon as enough slots are free for all their samples (continuous ba
 
 Sampling: every (request, sample) has its own seed; its uniforms u_0, u_1, ... are drawn
 up front from a torch.Generator seeded with it, and token k is the inverse CDF of that row's
-temperature/top-p distribution at u_k. A row's tokens therefore depend only on its own
+temperature/top-p distribution at u_k, walked in token-id order (near ties whose probability
+order rounding flips then leave the pick alone). A row's tokens therefore depend only on its own
 logits and its own seed, never on which other rows share the batch (up to float rounding of
 the logits themselves). Greedy rows take the argmax. Only the last position's hidden state
 is projected to full-vocabulary logits.
@@ -449,13 +450,23 @@ def pick_tokens(logits, rows: list[_Row]) -> list[int]:
 
 def _nucleus_pick(p_sorted, order, top_p, u):
     """p_sorted [s, K] descending with token ids `order`: keep the smallest prefix holding top_p
-    (the top token always stays), pick the token at the inverse CDF of u -> ids [s]."""
+    (the top token always stays), pick the token at the inverse CDF of u -> ids [s].
+
+    The CDF is walked in token-id order, not probability order. Both sample the same
+    distribution, but two nearly tied tokens swap places in probability order whenever rounding
+    differs (another batch composition, another device), and that moves every u between them to
+    the other token. In id order a swap only moves a boundary by their tiny difference.
+    """
     import torch
     before = p_sorted.cumsum(-1) - p_sorted
     kept = p_sorted.masked_fill(before >= top_p[:, None], 0.0).double()
-    cdf = kept.cumsum(-1)
-    j = torch.searchsorted(cdf, (u * cdf[:, -1])[:, None], right=True).clamp(max=cdf.shape[1] - 1)
-    return order.gather(1, j)[:, 0]
+    ids, by_id = order.sort(dim=-1)
+    cdf = kept.gather(1, by_id).cumsum(-1)
+    # searchsorted(right=True) skips zero-width (dropped) tokens; should u * total round up to the
+    # total, the last kept token (the first position whose cdf reaches it) is taken
+    j = torch.searchsorted(cdf, (u * cdf[:, -1])[:, None], right=True)
+    j = torch.minimum(j, (cdf < cdf[:, -1:]).sum(-1, keepdim=True))
+    return ids.gather(1, j)[:, 0]
 
 
 def trim_generation(tok, ids: tuple[int, ...], finish: str, stop) -> tuple[int, ...]:

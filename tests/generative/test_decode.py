@@ -109,14 +109,25 @@ def test_bad_requests_are_refused():
 
 
 def _full_sort_reference(logits, temps, top_ps, us):
+    """Plain loops: the nucleus by a full sort, then the inverse CDF over it in token-id order."""
     import torch
     out = []
     for lg, t, p, u in zip(logits, temps, top_ps, us):
         probs = torch.softmax(lg / t, -1)
         ps, order = probs.sort(descending=True)
-        kept = ps.masked_fill(ps.cumsum(-1) - ps >= p, 0.0).double()
-        cdf = kept.cumsum(-1)
-        out.append(int(order[min(int(torch.searchsorted(cdf, u * cdf[-1], right=True)), len(cdf) - 1)]))
+        mass, nucleus = 0.0, {}
+        for q, tok in zip(ps.tolist(), order.tolist()):
+            if nucleus and mass >= p:
+                break
+            nucleus[tok], mass = q, mass + q
+        target, acc = u * sum(nucleus[k] for k in sorted(nucleus)), 0.0
+        pick = max(nucleus)
+        for tok in sorted(nucleus):
+            acc += nucleus[tok]
+            if acc > target:
+                pick = tok
+                break
+        out.append(pick)
     return out
 
 
@@ -136,3 +147,25 @@ def test_nucleus_by_top_k_equals_full_sort(vocab):
     assert pick_tokens(logits, rows) == want
     assert any(r.wide for r in rows) or vocab <= 1024
     assert pick_tokens(logits, rows) == want          # flat rows now go straight to the full sort
+
+
+def test_near_tie_order_flip_leaves_the_pick_alone():
+    """Two tokens a hair apart in probability swap places in probability order when rounding
+    differs (another batch, another device). The pick may move only for a u inside that hair,
+    not for every u in the two tokens' intervals."""
+    import torch
+
+    from baer_fast.runtime.decode import _Row, pick_tokens
+    g = torch.Generator().manual_seed(0)
+    base = torch.randn(1, 300, generator=g) * 0.5
+    base[0, 7] = base[0, 150] = 2.0                          # two leading, tied tokens
+    one, other = base.clone(), base.clone()
+    one[0, 7] += 1e-5                                         # 7 just ahead of 150 ...
+    other[0, 150] += 1e-5                                     # ... and the other way round
+    us = torch.rand(400, generator=g, dtype=torch.float64).tolist()
+    for top_p in (1.0, 0.9):
+        flips = 0
+        for u in us:
+            rows = [_Row(0, 4, False, 1.0, top_p, [u], ())]
+            flips += pick_tokens(one, rows) != pick_tokens(other, [_Row(0, 4, False, 1.0, top_p, [u], ())])
+        assert flips == 0
