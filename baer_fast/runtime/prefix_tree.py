@@ -64,16 +64,6 @@ def tree_tokens(nodes: list[Node]) -> int:
     return sum(len(n.tokens) for n in nodes)
 
 
-def subtree_depth(nodes: list[Node]) -> list[int]:
-    """Deepest depth below (or at) each node: its KV can be freed after that level."""
-    deepest = [n.depth for n in nodes]
-    for i in range(len(nodes) - 1, -1, -1):      # children come after parents
-        p = nodes[i].parent
-        if p >= 0:
-            deepest[p] = max(deepest[p], deepest[i])
-    return deepest
-
-
 def ancestors(nodes: list[Node], i: int) -> list[int]:
     """Indices of node i's ancestors, root first (the nodes whose tokens are i's past)."""
     chain, p = [], nodes[i].parent

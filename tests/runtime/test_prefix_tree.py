@@ -1,7 +1,7 @@
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from baer_fast.runtime.prefix_tree import build_tree, subtree_depth, tree_tokens
+from baer_fast.runtime.prefix_tree import ancestors, build_tree, subtree, tree_tokens
 
 
 def _distinct_prefixes(seqs) -> int:
@@ -23,7 +23,8 @@ def test_small_tree_exact():
     assert [n.tokens for n in nodes] == [(1, 2, 3), (4,), (5, 6), (7, 8)]
     assert [n.ends for n in nodes] == [[2], [0, 4], [1], [3]]
     assert tree_tokens(nodes) == 8
-    assert subtree_depth(nodes) == [1, 1, 1, 0]
+    assert [ancestors(nodes, i) for i in range(4)] == [[], [0], [0], []]
+    assert [subtree(nodes, i) for i in range(4)] == [[0, 1, 2], [1], [2], [3]]
 
 
 @settings(max_examples=60, deadline=None)
