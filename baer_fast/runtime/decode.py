@@ -489,16 +489,19 @@ def _hits_stop(tok, out: list[int], stop: tuple[str, ...]) -> bool:
 
 
 def eos_token_ids(loaded) -> frozenset:
-    """EOS ids as `generate` would use them: the generation config's, else the tokenizer's."""
-    ids = set()
+    """EOS ids as `generate` would use them: the generation config's, else the model config's,
+    else the tokenizer's."""
     gen = getattr(loaded.model, "generation_config", None)
     eos = getattr(gen, "eos_token_id", None) if gen is not None else None
-    if eos is None:
-        eos = getattr(loaded.model.config, "eos_token_id", None)
-    if eos is not None:
-        ids.update([eos] if isinstance(eos, int) else eos)
-    if not ids and getattr(loaded.tokenizer, "eos_token_id", None) is not None:
-        ids.add(loaded.tokenizer.eos_token_id)
+    return eos_set(eos if eos is not None else getattr(loaded.model.config, "eos_token_id", None), loaded.tokenizer)
+
+
+def eos_set(eos, tokenizer) -> frozenset:
+    """The configs' eos_token_id (an id, a list of ids, or None) as a set, falling back to the
+    tokenizer's EOS; the one rule of the hf decoder and the vLLM backend's (vllm_backend.eos_ids)."""
+    ids = set([eos] if isinstance(eos, int) else (eos or ()))
+    if not ids and getattr(tokenizer, "eos_token_id", None) is not None:
+        ids.add(tokenizer.eos_token_id)
     return frozenset(ids)
 
 

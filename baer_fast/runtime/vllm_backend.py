@@ -191,10 +191,8 @@ def eos_ids(path: str, tok, trust_remote_code: bool = False) -> frozenset:
     if eos is None:
         eos = getattr(AutoConfig.from_pretrained(path, local_files_only=True, trust_remote_code=trust_remote_code),
                       "eos_token_id", None)
-    ids = set([eos] if isinstance(eos, int) else (eos or ()))
-    if not ids and getattr(tok, "eos_token_id", None) is not None:
-        ids.add(tok.eos_token_id)
-    return frozenset(ids)
+    from baer_fast.runtime.decode import eos_set
+    return eos_set(eos, tok)
 
 
 class VllmEngine:
