@@ -92,6 +92,17 @@ def _row(name, times, n_pairs, tokens):
             "tokens_per_pair": tokens / n_pairs, "median_s": med, "min_s": min(times), "max_s": max(times)}
 
 
+def _bank_workload(label: str, loaded, pairs, config, rounds: int, warmup: int):
+    """The single-pass bank on `pairs`, naive vs prefix engine -> (naive times, engine times, two rows)."""
+    from baer_fast.runtime.runner import RunReport, run_experts
+    rep_n, rep_p = RunReport(), RunReport()
+    t_n, t_p, _, _ = _time_pair(lambda: run_experts(loaded, pairs, naive=True, report=rep_n),
+                                lambda: run_experts(loaded, pairs, config=config, report=rep_p), rounds, warmup)
+    calls = rounds + warmup
+    return t_n, t_p, [_row(f"{label}: naive", t_n, len(pairs), rep_n.stats.tokens_prefilled // calls),
+                      _row(f"{label}: prefix engine", t_p, len(pairs), rep_p.stats.tokens_prefilled // calls)]
+
+
 def run(n_pairs: int, rounds: int, folder: str, *, shape: str = "anchor", device: str = "auto",
         dtype: str = "auto", memory_gb: float | None = None, warmup: int = 0, completions: int = 4) -> dict:
     import torch
@@ -99,7 +110,6 @@ def run(n_pairs: int, rounds: int, folder: str, *, shape: str = "anchor", device
     from baer_fast.runtime.config import EngineConfig
     from baer_fast.runtime.engine import PrefixEngine
     from baer_fast.runtime.naive import NaiveEngine
-    from baer_fast.runtime.runner import RunReport, run_experts
 
     loaded = load_random(folder, shape, device=device, dtype=dtype)
     config = EngineConfig() if memory_gb is None else EngineConfig(memory_budget_bytes=int(memory_gb * 2**30))
@@ -113,27 +123,19 @@ def run(n_pairs: int, rounds: int, folder: str, *, shape: str = "anchor", device
     rows.append(_row("anchor: naive, one prompt per forward, last position", t_naive, n_pairs,
                      r_naive.stats.tokens_prefilled))
     rows.append(_row("anchor: prefix engine", t_prefix, n_pairs, r_prefix.stats.tokens_prefilled))
-    pairs = bank_pairs(loaded, n_pairs)
-    rep_n, rep_p = RunReport(), RunReport()
-    t_bn, t_bp, _, _ = _time_pair(lambda: run_experts(loaded, pairs, naive=True, report=rep_n),
-                                  lambda: run_experts(loaded, pairs, config=config, report=rep_p), rounds, warmup)
-    calls = rounds + warmup
-    rows.append(_row("single-pass bank: naive", t_bn, n_pairs, rep_n.stats.tokens_prefilled // calls))
-    rows.append(_row("single-pass bank: prefix engine", t_bp, n_pairs, rep_p.stats.tokens_prefilled // calls))
+    t_bn, t_bp, bank_rows = _bank_workload("single-pass bank", loaded, bank_pairs(loaded, n_pairs), config, rounds,
+                                           warmup)
+    rows += bank_rows
+    ratio = lambda a, b: statistics.median(x / y for x, y in zip(a, b))    # noqa: E731
     group = {}
     if completions:
         from tests.fixtures.tiny_models import completion_pairs
         cp = completion_pairs(loaded.tokenizer, Q_TOKENS, (R_TOKENS,) * completions, seed=7)
-        rep_gn, rep_gp = RunReport(), RunReport()
-        t_gn, t_gp, _, _ = _time_pair(lambda: run_experts(loaded, cp, naive=True, report=rep_gn),
-                                      lambda: run_experts(loaded, cp, config=config, report=rep_gp), rounds, warmup)
-        rows.append(_row(f"reward-loop group, {completions} completions: naive", t_gn, len(cp),
-                         rep_gn.stats.tokens_prefilled // calls))
-        rows.append(_row(f"reward-loop group, {completions} completions: prefix engine", t_gp, len(cp),
-                         rep_gp.stats.tokens_prefilled // calls))
+        t_gn, t_gp, group_rows = _bank_workload(f"reward-loop group, {completions} completions", loaded, cp, config,
+                                                rounds, warmup)
+        rows += group_rows
         group = {"completions": completions, "speedup_group": rows[4]["median_s"] / rows[5]["median_s"],
-                 "speedup_group_paired_median": statistics.median(x / y for x, y in zip(t_gn, t_gp))}
-    ratio = lambda a, b: statistics.median(x / y for x, y in zip(a, b))    # noqa: E731
+                 "speedup_group_paired_median": ratio(t_gn, t_gp)}
     return {"bench": "engine", "load_avg_1m": os.getloadavg()[0], "threads": torch.get_num_threads(),
             "pairs": n_pairs, "rounds": rounds, "warmup": warmup, "shape": shape, "arch": SHAPES[shape],
             "device": str(loaded.device), "dtype": str(loaded.dtype),
