@@ -39,3 +39,19 @@ def test_tree_spells_every_sequence_once(seqs):
         assert n.tokens and n.past == len(_path(nodes, i)) - len(n.tokens)
         for q in n.ends:
             assert tuple(_path(nodes, i)) == seqs[q]
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.integers(0, 2), min_size=1, max_size=300),
+       st.lists(st.tuples(st.integers(0, 300), st.lists(st.integers(0, 2), max_size=40)), min_size=1, max_size=8))
+def test_long_shared_prefixes_split_at_the_first_difference(stem, cuts):
+    """Long runs in common (the binary search over slices), cut anywhere, with short tails."""
+    seqs = [tuple(stem[:k]) + tuple(tail) or (0,) for k, tail in cuts]
+    nodes = build_tree(seqs)
+    assert tree_tokens(nodes) == _distinct_prefixes(seqs)
+    for i, n in enumerate(nodes):
+        kids = [nodes[c].tokens[0] for c in n.children]
+        assert len(kids) == len(set(kids))                    # siblings start with different tokens
+        assert len(n.children) != 1 or n.ends                 # a pass-through node would be merged
+        for q in n.ends:
+            assert tuple(_path(nodes, i)) == seqs[q]
