@@ -125,23 +125,23 @@ def _default_decoder(engine, config: GenerationConfig):
 
 def _requests(enc, pairs, names, config):
     from baer_fast.runtime.decode import GenRequest
+    gens = [(i, pair, name, gen) for i, pair in enumerate(pairs) for name in names
+            for gen in protocols.get(name).generations(pair.question, pair.response_a, pair.response_b)]
+    all_ids = enc.encode_all((gen.prompt, pair.id, name) for _, pair, name, gen in gens)
     reqs, requests = [], []
-    for i, pair in enumerate(pairs):
-        for name in names:
-            mod = protocols.get(name)
-            for gen in mod.generations(pair.question, pair.response_a, pair.response_b):
-                ids = enc.encode(gen.prompt, pair_id=pair.id, expert=name)
-                room = enc.context_len - len(ids) - CUE_ROOM
-                if room < 1:
-                    raise InputError(f"pair {pair.id!r}: the {name}/{gen.key} prompt ({len(ids)} tokens) leaves "
-                                     f"no room to generate in the context of {enc.model_name!r} "
-                                     f"({enc.context_len})", field="response_a")
-                seeds = tuple(sample_seed(config.seed, pair.id, name, s, gen.prompt) for s in range(gen.samples))
-                cue = tuple(enc.tok.encode(gen.cue, add_special_tokens=False)) if gen.labels else ()
-                requests.append(GenRequest(ids, min(config.budget(name), room), gen.samples, mod.TEMPERATURE,
-                                           mod.TOP_P, seeds if mod.TEMPERATURE > 0 else (), tuple(mod.STOP), cue,
-                                           enc.label_ids(gen.labels) if gen.labels else ()))
-                reqs.append(_Req(i, name, gen.key, ids))
+    for (i, pair, name, gen), ids in zip(gens, all_ids):
+        mod = protocols.get(name)
+        room = enc.context_len - len(ids) - CUE_ROOM
+        if room < 1:
+            raise InputError(f"pair {pair.id!r}: the {name}/{gen.key} prompt ({len(ids)} tokens) leaves "
+                             f"no room to generate in the context of {enc.model_name!r} "
+                             f"({enc.context_len})", field="response_a")
+        seeds = tuple(sample_seed(config.seed, pair.id, name, s, gen.prompt) for s in range(gen.samples))
+        cue = tuple(enc.tok.encode(gen.cue, add_special_tokens=False)) if gen.labels else ()
+        requests.append(GenRequest(ids, min(config.budget(name), room), gen.samples, mod.TEMPERATURE,
+                                   mod.TOP_P, seeds if mod.TEMPERATURE > 0 else (), tuple(mod.STOP), cue,
+                                   enc.label_ids(gen.labels) if gen.labels else ()))
+        reqs.append(_Req(i, name, gen.key, ids))
     return reqs, requests
 
 
@@ -161,7 +161,7 @@ def _verdict_queries(enc, pairs, names, reqs, requests, results, gen_ids, texts)
     already read by the decoder."""
     by_key = {(r.pair, r.name, r.key): k for k, r in enumerate(reqs)}
     cue_ids: dict[str, tuple[int, ...]] = {}
-    groups, where, direct = [], [], {}
+    groups, where, direct, fresh = [], [], {}, []
     for i, pair in enumerate(pairs):
         group, locs = [], []
         for name in names:
@@ -178,11 +178,14 @@ def _verdict_queries(enc, pairs, names, reqs, requests, results, gen_ids, texts)
                         continue
                     ids = reqs[k].ids + tuple(gen_ids[k][v.sample]) + cue_ids[v.cue]
                 else:
-                    ids = enc.encode(v, pair_id=pair.id, expert=name)
+                    ids = None                       # a fresh prompt: tokenized below, in one batch
+                    fresh.append((i, len(group), (v, pair.id, name)))
                 group.append(Query(ids, enc.label_ids(v.labels)))
                 locs.append((name, v.key))
         groups.append(group)
         where.append(locs)
+    for (i, j, _), ids in zip(fresh, enc.encode_all(item for _, _, item in fresh)):
+        groups[i][j] = Query(ids, groups[i][j].choices)
     return groups, where, direct
 
 

@@ -1,8 +1,9 @@
 """Protocol prompts -> token ids with the model's own chat template; verdict labels -> token ids.
 
-Each full prompt is rendered and tokenized once; those ids are what both the naive path and
-the prefix engine consume, so sharing can never change them. Labels must be single tokens,
-and a prompt longer than the context window is an error (never silently truncated).
+Each full prompt is rendered and tokenized once (a batch of prompts in one tokenizer call);
+those ids are what both the naive path and the prefix engine consume, so sharing can never
+change them. Labels must be single tokens, and a prompt longer than the context window is an
+error (never silently truncated).
 """
 from __future__ import annotations
 
@@ -32,10 +33,20 @@ class PromptEncoder:
                                             enable_thinking=False)
 
     def encode(self, prompt, *, pair_id: str, expert: str) -> tuple[int, ...]:
-        ids = tuple(self.tok(self.render(prompt), add_special_tokens=False)["input_ids"])
-        if len(ids) > self.context_len:
-            raise InputError(f"pair {pair_id!r}: the {expert}/{prompt.key} prompt is {len(ids)} tokens, longer "
-                             f"than the context window of {self.model_name!r} ({self.context_len}); "
-                             "shorten the question or responses (baer-fast never truncates one side)",
-                             field="response_a")
-        return ids
+        return self.encode_all([(prompt, pair_id, expert)])[0]
+
+    def encode_all(self, items) -> list[tuple[int, ...]]:
+        """items: (prompt, pair_id, expert) -> token ids of each, from one batched tokenizer call
+        (the Rust tokenizer spreads a batch over the cores; the ids equal one call per prompt)."""
+        items = list(items)
+        if not items:
+            return []
+        texts = [self.render(prompt) for prompt, _, _ in items]
+        out = [tuple(ids) for ids in self.tok(texts, add_special_tokens=False)["input_ids"]]
+        for ids, (prompt, pair_id, expert) in zip(out, items):
+            if len(ids) > self.context_len:
+                raise InputError(f"pair {pair_id!r}: the {expert}/{prompt.key} prompt is {len(ids)} tokens, longer "
+                                 f"than the context window of {self.model_name!r} ({self.context_len}); "
+                                 "shorten the question or responses (baer-fast never truncates one side)",
+                                 field="response_a")
+        return out

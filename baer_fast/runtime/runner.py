@@ -42,14 +42,22 @@ def resolve_experts(experts) -> list[str]:
 
 def build_queries(encoder, pair: Pair, prompt_experts: list[str]) -> tuple[list[Query], list[tuple]]:
     """All prompts of one pair as queries, with (expert, key) for each."""
-    queries, where = [], []
-    for name in prompt_experts:
-        mod = protocols.get(name)
-        for prompt in mod.prompts(pair.question, pair.response_a, pair.response_b):
-            ids = encoder.encode(prompt, pair_id=pair.id, expert=name)
-            queries.append(Query(ids, encoder.label_ids(prompt.labels)))
-            where.append((name, prompt.key))
-    return queries, where
+    return build_all_queries(encoder, [pair], prompt_experts)[0]
+
+
+def build_all_queries(encoder, pairs: list[Pair], prompt_experts: list[str]) -> list[tuple[list[Query], list[tuple]]]:
+    """build_queries for every pair, tokenized in one batch."""
+    items, where = [], []
+    for i, pair in enumerate(pairs):
+        for name in prompt_experts:
+            for prompt in protocols.get(name).prompts(pair.question, pair.response_a, pair.response_b):
+                items.append((prompt, pair.id, name))
+                where.append((i, name, prompt.key))
+    out = [([], []) for _ in pairs]
+    for ids, (prompt, _, _), (i, name, key) in zip(encoder.encode_all(items), items, where):
+        out[i][0].append(Query(ids, encoder.label_ids(prompt.labels)))
+        out[i][1].append((name, key))
+    return out
 
 
 MAX_SHARED_PAIRS = 16     # pairs of one question per engine group: bounds a group's KV (a wave never splits one)
@@ -80,7 +88,7 @@ def prompt_runs(engine, pairs: list[Pair], prompt_experts: list[str], report: Ru
     from baer_fast.runtime.prompting import PromptEncoder
     loaded = engine.loaded
     enc = PromptEncoder(loaded.tokenizer, model_name=loaded.name, context_len=loaded.context_len)
-    built = [build_queries(enc, p, prompt_experts) for p in pairs]
+    built = build_all_queries(enc, pairs, prompt_experts)
     groups = [q for q, _ in built]
     merged, spans = share_questions(pairs, groups)
     result = engine.run(merged)
