@@ -91,3 +91,17 @@ def test_design_skeleton_18_suffixes_is_8x(encoder):
     ids = [encoder.encode(p, pair_id="x", expert="skeleton") for p in prompts]
     shared, naive = distinct_prefixes(ids), sum(len(i) for i in ids)
     assert naive / shared >= 8.0
+
+
+@pytest.mark.parametrize("which", ["qwen_dir", "llama_dir"])
+def test_batched_tokenization_equals_one_call_per_prompt(which, request, loaded_models):
+    """encode_all tokenizes a batch in one call; each prompt's ids must be what it gets alone."""
+    m = loaded_models(request.getfixturevalue(which))
+    enc = PromptEncoder(m.tokenizer, model_name="tiny", context_len=1 << 20)
+    pairs = [Pair("p", "Add 2 and 3.", "5", "It is 6.\n\n"), Pair("q", "Name a prime. ", " 7 is prime.", "9 \n"),
+             Pair("r", "é\u00a0ü?", "  ", "\t\tx")]
+    items = [(pr, p.id, name) for p in pairs for name in protocols.PROMPT_EXPERTS
+             for pr in protocols.get(name).prompts(p.question, p.response_a, p.response_b)]
+    alone = [tuple(m.tokenizer(enc.render(pr), add_special_tokens=False)["input_ids"]) for pr, _, _ in items]
+    assert enc.encode_all(items) == alone
+    assert [enc.encode(pr, pair_id=i, expert=n) for pr, i, n in items] == alone
