@@ -183,7 +183,7 @@ def _stream(args, pairs, names, derived, params, target, fp) -> str:
                                       _engine_kind(args)).to_json()
                            for p, r in zip(chunk, rows)])
             dt = max(time.perf_counter() - t0, 1e-9)
-            bar.set_postfix_str(f"{report.stats.tokens_prefilled / dt:.0f} tok/s")
+            bar.set_postfix_str(f"{report.prefill_totals()[0] / dt:.0f} tok/s")
             bar.update(len(chunk))
         writer.finish()
         if texts is not None:
@@ -202,12 +202,12 @@ def _stream(args, pairs, names, derived, params, target, fp) -> str:
 
 
 def _summary(total: int, new: int, report, seconds: float) -> str:
-    s = report.stats
-    ratio = report.tokens_naive / s.tokens_prefilled if s.tokens_prefilled else 0.0
+    shared, naive = report.prefill_totals()
+    ratio = naive / shared if shared else 0.0
     return (f"experts: {total} pairs ({new} run, {total - new} already done) in {seconds:.1f}s: "
-            f"{new / max(seconds, 1e-9):.2f} pairs/s, {s.tokens_prefilled / max(seconds, 1e-9):.0f} tokens/s; "
-            f"prefilled {s.tokens_prefilled} tokens vs {report.tokens_naive} naive ({ratio:.2f}x fewer); "
-            f"KV peak {s.kv_bytes_peak / 2**20:.1f} MiB")
+            f"{new / max(seconds, 1e-9):.2f} pairs/s, {shared / max(seconds, 1e-9):.0f} tokens/s; "
+            f"prefilled {shared} tokens vs {naive} naive ({ratio:.2f}x fewer); "
+            f"KV peak {report.stats.kv_bytes_peak / 2**20:.1f} MiB")
 
 
 def _finish_derived(args, names, derived, raw_path) -> None:

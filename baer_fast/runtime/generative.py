@@ -63,7 +63,10 @@ class ExpertCost:
 @dataclass
 class GenerativeReport:
     cost: dict = field(default_factory=dict)              # expert -> ExpertCost
-    readout: EngineStats = field(default_factory=EngineStats)
+    readout: EngineStats = field(default_factory=EngineStats)   # the engine calls reading verdicts (and extras)
+    decode_prefilled: int | None = 0       # prompt tokens the decoder prefilled (None: its decoder does not say)
+    decode_naive: int = 0                  # the generation prompts' tokens, each prompt whole
+    readout_naive: int = 0                 # the engine-read verdict queries' tokens, each whole
 
     def charge(self, name: str, cost: ExpertCost) -> None:
         self.cost.setdefault(name, ExpertCost()).add(cost)
@@ -88,30 +91,57 @@ def sample_seed(seed: int, pair_id: str, expert: str, sample: int, prompt) -> in
 
 
 def run_generative(engine, pairs, names: list[str], *, config: GenerationConfig = GenerationConfig(),
-                   report: GenerativeReport | None = None, decoder=None) -> list[dict]:
+                   report: GenerativeReport | None = None, decoder=None, extra=None,
+                   stats: EngineStats | None = None) -> list[dict]:
     """-> per pair {"runs": {expert: runs}, "meta": {expert: counters+settings}, "texts": {expert: {key: [str]}}}.
 
     engine: the readout engine (PrefixEngine, NaiveEngine, or the vLLM backend's); decoder:
     defaults to the engine's own (`engine.make_decoder`, the vLLM backend) else decode.Decoder on
     the engine's model (anything with `generate(list[GenRequest]) -> list[GenResult]`).
+    extra: per pair, further queries (the single-pass bank's) read in the same engine call as the
+    verdicts, so each tree prefills their shared `[system][question][A][B]` once for both; their
+    log-probs come back as the row's "extra". The engine call's stats are added to `report.readout`
+    and to `stats` when given.
     """
     from baer_fast.runtime.prompting import PromptEncoder
+    from baer_fast.runtime.runner import run_shared
     loaded = engine.loaded
     report = report if report is not None else GenerativeReport()
     enc = PromptEncoder(loaded.tokenizer, model_name=loaded.name, context_len=loaded.context_len)
     decoder = decoder or _default_decoder(engine, config)
     reqs, requests = _requests(enc, pairs, names, config)
+    before = _prefilled(decoder)
     results = decoder.generate(requests) if requests else []
+    after = _prefilled(decoder)
+    report.decode_prefilled = None if None in (before, after, report.decode_prefilled) else \
+        report.decode_prefilled + after - before
     gen_ids, texts = _trimmed(loaded.tokenizer, reqs, requests, results)
     groups, where, direct = _verdict_queries(enc, pairs, names, reqs, requests, results, gen_ids, texts)
+    report.decode_naive += sum(len(r.prompt) for r in requests)
+    report.readout_naive += sum(len(q.ids) for g in groups for q in g)
+    extra = [list(e) for e in extra] if extra is not None else [[] for _ in pairs]
+    both = [e + g for e, g in zip(extra, groups)]
     t0 = time.perf_counter()
-    lps = engine.run(groups) if any(groups) else None
-    if lps is not None:
-        report.readout.add(lps.stats)
+    if any(both):
+        lps, run_stats = run_shared(engine, pairs, both)
+        report.readout.add(run_stats)
+        if stats is not None:
+            stats.add(run_stats)
+    else:
+        lps = [[] for _ in pairs]
     read_s = time.perf_counter() - t0
-    logprobs = lps.logprobs if lps is not None else [[] for _ in groups]
-    return _assemble(pairs, names, config, reqs, requests, results, (groups, where, logprobs, direct), texts,
-                     read_s, report)
+    logprobs = [lp[len(e):] for e, lp in zip(extra, lps)]
+    read_tokens = sum(len(q.ids) for g in both for q in g) or 1
+    out = _assemble(pairs, names, config, reqs, requests, results, (groups, where, logprobs, direct), texts,
+                    (read_s, read_tokens), report)
+    for row, e, lp in zip(out, extra, lps):
+        row["extra"] = lp[:len(e)]
+    return out
+
+
+def _prefilled(decoder) -> int | None:
+    stats = getattr(decoder, "stats", None)
+    return getattr(stats, "tokens_prefilled", None)
 
 
 def _default_decoder(engine, config: GenerationConfig):
@@ -189,9 +219,10 @@ def _verdict_queries(enc, pairs, names, reqs, requests, results, gen_ids, texts)
     return groups, where, direct
 
 
-def _assemble(pairs, names, config, reqs, requests, results, readout, texts, read_s, report):
+def _assemble(pairs, names, config, reqs, requests, results, readout, texts, read_time, report):
+    """read_time: (seconds of the engine call, tokens it read): each verdict is charged its share."""
     groups, where, logprobs, direct = readout
-    read_tokens = sum(len(q.ids) for g in groups for q in g) or 1
+    read_s, read_tokens = read_time
     out = []
     for i, _ in enumerate(pairs):
         cost = {name: ExpertCost() for name in names}

@@ -17,9 +17,20 @@ from baer_fast.runtime.queries import EngineStats, Query
 @dataclass
 class RunReport:
     stats: EngineStats = field(default_factory=EngineStats)
-    tokens_naive: int = 0                 # what one plain forward per prompt would prefill
+    tokens_naive: int = 0                 # the prompt experts' tokens, one plain forward per prompt
     derived_params: dict = field(default_factory=dict)
     generative: object = None             # generative.GenerativeReport (cost per expert) once one ran
+
+    def prefill_totals(self) -> tuple[int, int]:
+        """(tokens prefilled, what one plain forward per prompt would prefill) over everything run:
+        the engine's calls, and the decoder's generation prompts where the decoder counts them
+        (the vLLM backend's does not; its prompts are then left out of both sides)."""
+        shared, naive, g = self.stats.tokens_prefilled, self.tokens_naive, self.generative
+        if g is not None:
+            naive += g.readout_naive
+            if g.decode_prefilled is not None:
+                shared, naive = shared + g.decode_prefilled, naive + g.decode_naive
+        return shared, naive
 
 
 def make_engine(model, *, config: EngineConfig = EngineConfig(), naive: bool = False, **load_kw):
@@ -83,52 +94,54 @@ def share_questions(pairs: list[Pair], groups: list[list[Query]]):
     return merged, spans
 
 
-def prompt_runs(engine, pairs: list[Pair], prompt_experts: list[str], report: RunReport) -> list[dict]:
-    """expert -> runs for each pair (prompt experts only)."""
+def run_shared(engine, pairs: list[Pair], groups: list[list[Query]]):
+    """engine.run over one query group per pair, pairs of one question merged (share_questions)
+    -> (per pair: its queries' log-probs in order, the call's EngineStats)."""
+    merged, spans = share_questions(pairs, groups)
+    result = engine.run(merged)
+    return [result.logprobs[g][lo:hi] for g, lo, hi in spans], result.stats
+
+
+def expert_rows(engine, pairs: list[Pair], names, report: RunReport, generation=None) -> list[dict]:
+    """Raw runs (before derived experts) and counters of every expert in `names`, one row per pair;
+    non-finite runs are an error (check_finite).
+
+    The prompt experts' queries are read in one engine call; with generative experts in `names`,
+    that call is the one reading the generations' verdicts (run_generative's `extra`), so a pair's
+    tree prefills its `[system][question][A][B]` for both.
+    """
     from baer_fast.runtime.prompting import PromptEncoder
     loaded = engine.loaded
     enc = PromptEncoder(loaded.tokenizer, model_name=loaded.name, context_len=loaded.context_len)
-    built = build_all_queries(enc, pairs, prompt_experts)
+    built = build_all_queries(enc, pairs, protocols.prompt_experts_for(names))
     groups = [q for q, _ in built]
-    merged, spans = share_questions(pairs, groups)
-    result = engine.run(merged)
-    report.stats.add(result.stats)
-    logprobs = [result.logprobs[g][lo:hi] for g, lo, hi in spans]
+    gen = [n for n in names if n in protocols.GENERATIVE]
+    if gen:
+        from baer_fast.runtime.generative import GenerationConfig, GenerativeReport, run_generative
+        if report.generative is None:
+            report.generative = GenerativeReport()
+        out = run_generative(engine, pairs, gen, config=generation or GenerationConfig(), report=report.generative,
+                             extra=groups, stats=report.stats)
+        logprobs = [g.pop("extra") for g in out]
+    else:
+        out = None
+        logprobs, stats = run_shared(engine, pairs, groups)
+        report.stats.add(stats)
     # per pair: what its own prompts cost with sharing inside the pair (does not depend on which
     # other pairs came in the same batch); sharing across pairs shows in report.stats
     own = engine.plan_tokens(groups)
     naive = [sum(len(q.ids) for q in g) for g in groups]
     report.tokens_naive += sum(naive)
-    out = []
+    rows = []
     for (_, where), lps, shared, plain in zip(built, logprobs, own, naive):
         by_expert: dict[str, dict] = {}
         for (name, key), lp in zip(where, lps):
             by_expert.setdefault(name, {})[key] = lp
         runs = {name: protocols.get(name).runs(lp) for name, lp in by_expert.items()}
-        out.append({"runs": runs, "tokens_prefilled": shared, "tokens_naive": plain})
-    return out
-
-
-def generative_runs(engine, pairs: list[Pair], names, rows: list[dict], report: RunReport,
-                    generation=None) -> None:
-    """Add the generative experts' runs, counters and texts to `rows` in place (runtime/generative.py)."""
-    gen = [n for n in names if n in protocols.GENERATIVE]
-    if not gen:
-        return
-    from baer_fast.runtime.generative import GenerationConfig, GenerativeReport, run_generative
-    if report.generative is None:
-        report.generative = GenerativeReport()
-    out = run_generative(engine, pairs, gen, config=generation or GenerationConfig(), report=report.generative)
-    for row, g in zip(rows, out):
+        rows.append({"runs": runs, "tokens_prefilled": shared, "tokens_naive": plain})
+    for row, g in zip(rows, out or ()):
         row["runs"].update(g["runs"])
         row["generation"], row["texts"] = g["meta"], g["texts"]
-
-
-def expert_rows(engine, pairs: list[Pair], names, report: RunReport, generation=None) -> list[dict]:
-    """Raw runs (before derived experts) and counters of every expert in `names`, one row per pair;
-    non-finite runs are an error (check_finite)."""
-    rows = prompt_runs(engine, pairs, protocols.prompt_experts_for(names), report)
-    generative_runs(engine, pairs, names, rows, report, generation)
     check_finite(engine.loaded, pairs, rows)
     return rows
 

@@ -160,3 +160,49 @@ def test_verdicts_read_by_the_decoder_equal_the_engine_readout(qwen):
         for name in names:
             for u, v in zip(f["runs"][name], s["runs"][name], strict=True):
                 assert abs(u - v) <= 1e-5, name
+
+
+def test_full_bank_reads_single_pass_and_verdicts_in_one_tree_per_pair(qwen):
+    """With generative experts in the bank, the single-pass prompts are read in the same engine
+    call as the generations' verdicts: one tree per pair, so its [system][question][A][B] is
+    prefilled once for both, and the single-pass runs are what the single-pass bank alone gives."""
+    from baer_fast.runtime.engine import PrefixEngine
+    from tests.runtime.test_counts import distinct_prefixes
+
+    class Recording(PrefixEngine):
+        def run(self, groups):
+            self.calls.append(groups)
+            return super().run(groups)
+
+    ps = make_pairs(3, seed=9)
+    engine, report = Recording(qwen), RunReport()
+    engine.calls = []
+    names = list(protocols.SINGLE_PASS) + ALL_GEN
+    sig = run_experts(engine, ps, experts=names, generation=GEN, report=report)
+    assert len(engine.calls) == 1
+    groups = engine.calls[0]
+    assert report.stats.tokens_prefilled == sum(distinct_prefixes([q.ids for q in g]) for g in groups)
+    alone = run_experts(qwen, ps, derived_params=report.derived_params)
+    for s, a in zip(sig, alone):
+        for name in protocols.SINGLE_PASS:
+            for u, v in zip(s.experts[name], a.experts[name], strict=True):
+                assert abs(u - v) <= 1e-5, name
+        assert s.meta["tokens_prefilled"] == a.meta["tokens_prefilled"]
+    # one tree instead of two: fewer tokens than the single-pass and verdict prompts apart
+    single = protocols.prompt_experts_for(protocols.SINGLE_PASS)
+    k = [len(build_all_queries_for(qwen, p, single)) for p in ps]
+    apart = sum(distinct_prefixes([q.ids for q in g[:n]]) + distinct_prefixes([q.ids for q in g[n:]])
+                for g, n in zip(groups, k))
+    assert report.stats.tokens_prefilled < apart
+    shared, naive = report.prefill_totals()
+    gen = report.generative
+    assert shared == report.stats.tokens_prefilled + gen.decode_prefilled
+    assert naive == report.tokens_naive + gen.readout_naive + gen.decode_naive
+    assert gen.readout_naive == sum(len(q.ids) for g, n in zip(groups, k) for q in g[n:])
+
+
+def build_all_queries_for(loaded, pair, names):
+    from baer_fast.runtime.prompting import PromptEncoder
+    from baer_fast.runtime.runner import build_queries
+    enc = PromptEncoder(loaded.tokenizer, model_name=loaded.name, context_len=loaded.context_len)
+    return build_queries(enc, pair, names)[0]
