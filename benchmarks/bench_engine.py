@@ -8,6 +8,8 @@ in a ~40-token instruction; verdict P(A) over the two label tokens. A second wor
 actual single-pass bank (direct, score, pointwise; pride/calibraeval are derived, no prompts).
 A third is a reward loop's group (`--completions K`, 0 skips it): one question, K completions,
 all K(K-1)/2 pairs through the same bank, whose pairs share one tree per question.
+`--full-bank TOKENS` adds exact (untimed) counts of what the whole bank, generative experts
+included, prefills per pair.
 
     python benchmarks/bench_engine.py [--pairs 16] [--rounds 3]    # table + one JSON line
     python benchmarks/bench_engine.py --shape qwen3-8b --device cuda --memory-gb 48 --warmup 1
@@ -103,8 +105,28 @@ def _bank_workload(label: str, loaded, pairs, config, rounds: int, warmup: int):
                       _row(f"{label}: prefix engine", t_p, len(pairs), rep_p.stats.tokens_prefilled // calls)]
 
 
+def full_bank_tokens(loaded, n_pairs: int, budget: int) -> dict:
+    """Tokens prefilled per pair by the whole bank (`--experts all`, every generation capped at
+    `budget` tokens) on the bank pairs, engine and decoder apart, against one plain forward per
+    prompt (RunReport.prefill_totals). Exact counts, not timed."""
+    from baer_fast import protocols
+    from baer_fast.runtime.generative import GenerationConfig
+    from baer_fast.runtime.runner import RunReport, run_experts
+    rep = RunReport()
+    gen = GenerationConfig(max_new_tokens={n: budget for n in protocols.GENERATIVE})
+    run_experts(loaded, bank_pairs(loaded, n_pairs), experts=list(protocols.ALL), generation=gen, report=rep)
+    shared, naive = rep.prefill_totals()
+    g = rep.generative
+    return {"pairs": n_pairs, "max_new_tokens": budget, "tokens_per_pair": shared / n_pairs,
+            "naive_tokens_per_pair": naive / n_pairs, "fewer": naive / shared,
+            "engine_tokens_per_pair": rep.stats.tokens_prefilled / n_pairs,
+            "decoder_tokens_per_pair": g.decode_prefilled / n_pairs,
+            "decoded_tokens_per_pair": sum(c.tokens_decoded for c in g.cost.values()) / n_pairs}
+
+
 def run(n_pairs: int, rounds: int, folder: str, *, shape: str = "anchor", device: str = "auto",
-        dtype: str = "auto", memory_gb: float | None = None, warmup: int = 0, completions: int = 4) -> dict:
+        dtype: str = "auto", memory_gb: float | None = None, warmup: int = 0, completions: int = 4,
+        full_bank: int = 0) -> dict:
     import torch
 
     from baer_fast.runtime.config import EngineConfig
@@ -136,6 +158,8 @@ def run(n_pairs: int, rounds: int, folder: str, *, shape: str = "anchor", device
         rows += group_rows
         group = {"completions": completions, "speedup_group": rows[4]["median_s"] / rows[5]["median_s"],
                  "speedup_group_paired_median": ratio(t_gn, t_gp)}
+    if full_bank:
+        group["full_bank"] = full_bank_tokens(loaded, min(n_pairs, 4), full_bank)
     return {"bench": "engine", "load_avg_1m": os.getloadavg()[0], "threads": torch.get_num_threads(),
             "pairs": n_pairs, "rounds": rounds, "warmup": warmup, "shape": shape, "arch": SHAPES[shape],
             "device": str(loaded.device), "dtype": str(loaded.dtype),
@@ -156,14 +180,24 @@ def main(argv=None) -> int:
     ap.add_argument("--memory-gb", type=float, default=None, help="the prefix engine's memory budget (default: EngineConfig's)")
     ap.add_argument("--completions", type=int, default=4,
                     help="the reward-loop workload's completions per question (all pairs of them; 0 skips it)")
+    ap.add_argument("--full-bank", type=int, default=0, metavar="TOKENS",
+                    help="also count the tokens the whole bank (--experts all) prefills per pair, every "
+                         "generation capped at TOKENS (exact counts on up to 4 pairs, not timed; 0 skips it)")
     ap.add_argument("--json", default=None, help="also write the JSON line here")
     args = ap.parse_args(argv)
     with tempfile.TemporaryDirectory() as folder:
         res = run(args.pairs, args.rounds, folder, shape=args.shape, device=args.device, dtype=args.dtype,
-                  memory_gb=args.memory_gb, warmup=args.warmup, completions=args.completions)
+                  memory_gb=args.memory_gb, warmup=args.warmup, completions=args.completions,
+                  full_bank=args.full_bank)
     for r in res["rows"]:
         print(f"{r['method']:<58} {r['pairs_per_s']:7.3f} pairs/s {r['tokens_per_s']:9.0f} tok/s "
               f"{r['tokens_per_pair']:8.0f} tok/pair  median {r['median_s']:.2f}s [{r['min_s']:.2f}, {r['max_s']:.2f}]",
+              file=sys.stderr)
+    if "full_bank" in res:
+        fb = res["full_bank"]
+        print(f"whole bank (--experts all, {fb['max_new_tokens']}-token generations): {fb['tokens_per_pair']:.1f} "
+              f"tok/pair prefilled (engine {fb['engine_tokens_per_pair']:.1f}, decoder "
+              f"{fb['decoder_tokens_per_pair']:.0f}) vs {fb['naive_tokens_per_pair']:.1f} naive: {fb['fewer']:.2f}x fewer",
               file=sys.stderr)
     print(json.dumps(res))
     if args.json:
