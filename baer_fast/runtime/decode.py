@@ -4,9 +4,10 @@ Knows nothing about prompts, labels or experts. A request is one prompt (token i
 token budget, stop conditions and a sample count; its prompt is prefilled once and its KV
 copied to one cache row per sample ("expand to the sample count"), so samples share the
 prompt's computation and only their own tokens are decoded separately. Prompts entering
-together also share prefixes: a prompt's stem (the radix-tree parent of the node where it
-ends, e.g. [system][question][A][B] of one display order under several instructions) is
-prefilled once, and each prompt's own suffix is prefilled over the stem's KV in its slot.
+together also share prefixes: they form one radix tree over token ids (prefix_tree.py), and
+each node (the template and system prompt, a pair's question, an order's [A][B], an
+instruction) is prefilled once, level by level, over its parent's KV in the slot of the first
+prompt below it.
 
 Layout (per-row cache positions, per-row masked batch). Every layer owns one buffer
 K, V: [slots, kvh, columns, hd]. A row's KV lives in its slot, contiguous from column 0:
@@ -37,6 +38,8 @@ import time
 from collections import deque
 from dataclasses import dataclass, field
 
+from baer_fast.runtime.engine import QUERY_SLICE
+from baer_fast.runtime.prefix_tree import build_tree
 from baer_fast.runtime.readout import lm_head
 
 INITIAL_COLUMNS_MAX = 2048   # slot-buffer columns allocated up front at most; beyond, grown by doubling
@@ -99,24 +102,31 @@ class _Row:
 
 
 class _SlotCache:
-    """Duck-typed transformers cache over the slot buffers: slots [first, first + k) write their
-    new tokens at their own columns `cols` [k, q] and attend over columns [0, width)."""
+    """Duck-typed transformers cache over the slot buffers: the rows' slots (a contiguous run
+    [first, first + k), or any k slots given as a list) write their new tokens at their own
+    columns `cols` [k, q] and attend over columns [0, width)."""
 
-    def __init__(self, bufs, first: int, cols, width: int):
-        self.bufs, self.first, self.cols, self.width = bufs, first, cols, width
-        self._rows = None
+    def __init__(self, bufs, slots, cols, width: int):
+        self.bufs, self.slots, self.cols, self.width = bufs, slots, cols, width
+        self._rows = self._index = None
 
     def update(self, key_states, value_states, layer_idx, *args, **kwargs):
         import torch
         k, v = self.bufs[layer_idx]
         n = key_states.shape[0]
         if self._rows is None:
-            self._rows = torch.arange(self.first, self.first + n, device=k.device)[:, None]
+            if isinstance(self.slots, int):
+                self._rows = torch.arange(self.slots, self.slots + n, device=k.device)[:, None]
+            else:
+                self._index = torch.tensor(self.slots, device=k.device)
+                self._rows = self._index[:, None]
         # key_states: [n, kvh, q, hd] -> k[slot, :, col] for every (slot, col) pair, as [n, q, kvh, hd]
         k[self._rows, :, self.cols] = key_states.transpose(1, 2)
         v[self._rows, :, self.cols] = value_states.transpose(1, 2)
-        end = self.first + n
-        return k[self.first: end, :, : self.width], v[self.first: end, :, : self.width]
+        if self._index is not None:          # scattered slots: gather their columns (a copy)
+            return k[:, :, : self.width].index_select(0, self._index), v[:, :, : self.width].index_select(0, self._index)
+        end = self.slots + n
+        return k[self.slots: end, :, : self.width], v[self.slots: end, :, : self.width]
 
     def get_seq_length(self, layer_idx: int = 0) -> int:
         return self.width - 1
@@ -197,32 +207,45 @@ class Decoder:
             self._prefill(batch)
 
     def _prefill(self, batch: list[int]) -> None:
-        """Prefill the entering prompts, sharing prefixes, then expand each to its samples.
+        """Prefill the entering prompts as one radix tree, then expand each to its samples.
 
-        Prompts that share a prefix with another entering prompt (the radix tree's parent of
-        the node where the prompt ends: e.g. [system][question][A][B] of one display order)
-        get that stem prefilled once and then only their own suffix, over the stem's KV, in
-        the prompt's first-sample slot; other prompts are prefilled whole. Every further
-        sample's slot receives a copy of the finished prompt KV; all samples draw their first
-        token from the prompt's last-position logits.
+        Every tree node (a token run shared by the prompts below it: the template and system
+        prompt of every pair, a pair's question, an order's [A][B], an instruction) is computed
+        once, level by level, in the slot of the first prompt below it, over its parent's KV
+        (copied there first from the parent's slot when that is another one). Prompts take slots
+        in depth-first order, so a prompt ending at a node finds the whole path's KV in its slot;
+        an identical prompt gets a copy. Every further sample's slot receives a copy of the
+        finished prompt KV; all samples draw their first token from the prompt's last-position
+        logits.
         """
         import torch
         t0 = time.perf_counter()
         prompts = [self._requests[i].prompt for i in batch]
-        stem = prompt_stems(prompts)
-        stemmed = sorted((j for j in range(len(batch)) if stem[j]), key=lambda j: len(prompts[j]) - stem[j])
-        order = stemmed + [j for j in range(len(batch)) if not stem[j]]
-        base = len(self._rows)
+        nodes = build_tree(prompts)
+        base, order, home = len(self._rows), [], []
+        for nd in nodes:                        # preorder: a node's subtree holds consecutive prompts
+            home.append(base + len(order))
+            order.extend(nd.ends)
         first_slot = {j: base + k for k, j in enumerate(order)}
         self._ensure(max(len(p) for p in prompts) + 1)
-        last = self._prefill_plain(prompts, stem, first_slot)
-        last.update(self._prefill_suffixes(prompts, stem, stemmed, first_slot))
-        slot, extra = base + len(order), []
-        for j in order:
-            for s in range(1, self._requests[batch[j]].samples):
-                self._copy_slot(first_slot[j], slot, len(prompts[j]))
-                extra.append((j, s))
-                slot += 1
+        last = {}
+        for depth in sorted({nd.depth for nd in nodes}):
+            level = [x for x, nd in enumerate(nodes) if nd.depth == depth]
+            moved = [x for x in level if nodes[x].parent >= 0 and home[x] != home[nodes[x].parent]]
+            self._copy_slots([home[nodes[x].parent] for x in moved], [home[x] for x in moved],
+                             max((nodes[x].past for x in moved), default=0))
+            for chunk in _chunks(sorted(level, key=lambda x: len(nodes[x].tokens)), lambda x: len(nodes[x].tokens),
+                                 self.prefill_tokens):
+                hidden = self._prefill_nodes([nodes[x] for x in chunk], [home[x] for x in chunk])
+                for k, x in enumerate(chunk):
+                    for j in nodes[x].ends:
+                        last[j] = hidden[k, len(nodes[x].tokens) - 1]
+            twins = [(home[x], first_slot[j]) for x in level for j in nodes[x].ends[1:]]
+            self._copy_slots([a for a, _ in twins], [b for _, b in twins],
+                             max((len(prompts[j]) for x in level for j in nodes[x].ends[1:]), default=0))
+        extra = [(j, s) for j in order for s in range(1, self._requests[batch[j]].samples)]
+        self._copy_slots([first_slot[j] for j, _ in extra], list(range(base + len(order), base + len(order) + len(extra))),
+                         max((len(prompts[j]) for j, _ in extra), default=0))
         new_rows = [self._row(batch[j], 0) for j in order] + [self._row(batch[j], s) for j, s in extra]
         logits = self._logits(torch.stack([last[j] for j in order] + [last[j] for j, _ in extra]))
         self._rows.extend(new_rows)
@@ -231,68 +254,42 @@ class Decoder:
         for i, p in zip(batch, prompts):
             self._results[i].seconds += dt * len(p) / total
 
-    def _prefill_plain(self, prompts, stem, first_slot) -> dict:
-        """Distinct stems and whole stemless prompts: right-padded causal batches (exact for real
-        tokens); KV copied to the first-sample slots -> {j: last hidden [H]} of stemless prompts."""
-        seqs: dict[tuple, list[int]] = {}
-        for j, p in enumerate(prompts):
-            seqs.setdefault(p[: stem[j]] if stem[j] else p, []).append(j)
-        last = {}
-        for chunk in _chunks(sorted(seqs, key=len), len, self.prefill_tokens):
-            cache, hidden = self._plain_forward(chunk)
-            for m, seq in enumerate(chunk):
-                for j in seqs[seq]:
-                    self._copy_prompt_kv(cache, m, first_slot[j], len(seq))
-                    if not stem[j]:
-                        last[j] = hidden[m]
-        return last
-
-    def _prefill_suffixes(self, prompts, stem, stemmed, first_slot) -> dict:
-        """Each stemmed prompt's own suffix over its stem's KV, slots contiguous per chunk."""
+    def _prefill_nodes(self, nodes, slots: list[int]):
+        """Tree nodes (their parents' KV already in `slots`) -> hidden [k, longest, H]: right
+        padded, fed in query slices of at most QUERY_SLICE tokens so the masked (dense)
+        attention never scores keys after a slice's last query."""
         import torch
-        dev, last = self.loaded.device, {}
-        for chunk in _chunks(stemmed, lambda j: len(prompts[j]) - stem[j], self.prefill_tokens):
-            q = max(len(prompts[j]) - stem[j] for j in chunk)
-            ids = torch.full((len(chunk), q), self._pad, dtype=torch.long)
-            for k, j in enumerate(chunk):
-                ids[k, : len(prompts[j]) - stem[j]] = torch.tensor(prompts[j][stem[j]:])
-            pos = torch.tensor([stem[j] for j in chunk])[:, None] + torch.arange(q)          # [k, q]
-            hidden = self._forward(first_slot[chunk[0]], ids.to(dev), pos.to(dev))
-            for k, j in enumerate(chunk):
-                last[j] = hidden[k, len(prompts[j]) - stem[j] - 1]
-            self.stats.tokens_prefilled += sum(len(prompts[j]) - stem[j] for j in chunk)
-        return last
-
-    def _plain_forward(self, seqs):
-        """Right-padded batch with no past -> (cache, last real hidden [m, H])."""
-        import torch
-        from transformers import DynamicCache
         dev = self.loaded.device
-        width = max(len(p) for p in seqs)
-        ids = torch.full((len(seqs), width), self._pad, dtype=torch.long)
-        for j, p in enumerate(seqs):
-            ids[j, : len(p)] = torch.tensor(p)
-        cache = DynamicCache()
-        res = self.loaded.base(input_ids=ids.to(dev), use_cache=True, **{self.loaded.cache_arg: cache})
-        last = torch.tensor([len(p) - 1 for p in seqs], device=dev)
-        self.stats.prefills += 1
-        self.stats.tokens_prefilled += sum(len(p) for p in seqs)
-        return cache, res.last_hidden_state[torch.arange(len(seqs), device=dev), last]
+        q = max(len(nd.tokens) for nd in nodes)
+        ids = torch.full((len(nodes), q), self._pad, dtype=torch.long)
+        for k, nd in enumerate(nodes):
+            ids[k, : len(nd.tokens)] = torch.tensor(nd.tokens)
+        pos = torch.tensor([nd.past for nd in nodes])[:, None] + torch.arange(q)         # [k, q]
+        ids, pos = ids.to(dev), pos.to(dev)
+        if slots == list(range(slots[0], slots[0] + len(slots))):
+            slots = slots[0]                     # a contiguous run: slot views, no gather
+        hidden = torch.cat([self._forward(slots, ids[:, q0: q0 + QUERY_SLICE], pos[:, q0: q0 + QUERY_SLICE])
+                            for q0 in range(0, q, QUERY_SLICE)], dim=1)
+        self.stats.prefills += -(-q // QUERY_SLICE)
+        self.stats.tokens_prefilled += sum(len(nd.tokens) for nd in nodes)
+        return hidden
 
-    def _copy_prompt_kv(self, cache, j: int, slot: int, n: int) -> None:
-        for layer in range(self._layers):
-            k, v = _layer_kv(cache, layer)                     # [m, kvh, width, hd]
-            self._bufs[layer][0][slot, :, :n] = k[j, :, :n]
-            self._bufs[layer][1][slot, :, :n] = v[j, :, :n]
-
-    def _copy_slot(self, src: int, dst: int, n: int) -> None:
+    def _copy_slots(self, src: list[int], dst: list[int], n: int) -> None:
+        """Columns [:n] of slots src -> slots dst, one gather and scatter per buffer. Columns past a
+        destination's own need arrive too; they are overwritten before any query can see them."""
+        import torch
+        if not src:
+            return
+        s = torch.tensor(src, device=self.loaded.device)
+        d = torch.tensor(dst, device=self.loaded.device)
         for k, v in self._bufs:
-            k[dst, :, :n] = k[src, :, :n]
-            v[dst, :, :n] = v[src, :, :n]
+            for buf in (k, v):
+                buf[d, :, :n] = buf[s, :, :n]
 
-    def _forward(self, first: int, ids, pos):
-        """Slots [first, first + k) take tokens ids [k, q] at positions pos [k, q] (= their
-        columns), each attending to its own columns <= that position -> hidden [k, q, H]."""
+    def _forward(self, slots, ids, pos):
+        """Slots [slots, slots + k) (or the k slots listed) take tokens ids [k, q] at positions
+        pos [k, q] (= their columns), each attending to its own columns <= that position
+        -> hidden [k, q, H]."""
         import torch
         width = int(pos.max()) + 1
         self._ensure(width)
@@ -300,7 +297,7 @@ class Decoder:
         # mask: [k, 1, q, width] additive; column c is visible to query (b, i) iff c <= pos[b, i]
         mask = torch.zeros((ids.shape[0], 1, ids.shape[1], width), dtype=self.loaded.dtype, device=ids.device)
         mask.masked_fill_((cols[None, None, :] > pos[:, :, None])[:, None], torch.finfo(self.loaded.dtype).min)
-        cache = _SlotCache(self._bufs, first, pos, width)
+        cache = _SlotCache(self._bufs, slots, pos, width)
         res = self.loaded.base(input_ids=ids, attention_mask=mask, position_ids=pos, use_cache=True,
                                **{self.loaded.cache_arg: cache})
         return res.last_hidden_state
@@ -505,17 +502,6 @@ def eos_set(eos, tokenizer) -> frozenset:
     return frozenset(ids)
 
 
-def prompt_stems(prompts: list[tuple[int, ...]]) -> list[int]:
-    """Per prompt, the length of the prefix it shares with other prompts of the batch (the
-    tokens above the radix-tree node where it ends; 0 = shares nothing worth a stem)."""
-    from baer_fast.runtime.prefix_tree import build_tree
-    stem = [0] * len(prompts)
-    for node in build_tree(list(prompts)):
-        for i in node.ends:
-            stem[i] = node.past
-    return stem
-
-
 def _chunks(items: list, length, budget: int) -> list[list]:
     """Consecutive chunks of items (sorted by length) with len(chunk) * longest <= budget."""
     chunks, cur, longest = [], [], 0
@@ -527,10 +513,3 @@ def _chunks(items: list, length, budget: int) -> list[list]:
         cur.append(it)
         longest = n
     return chunks + ([cur] if cur else [])
-
-
-def _layer_kv(cache, layer: int):
-    """(keys, values) [b, kvh, t, hd] of one cache layer, across transformers 5.x layouts."""
-    if hasattr(cache, "layers"):
-        return cache.layers[layer].keys, cache.layers[layer].values
-    return cache.key_cache[layer], cache.value_cache[layer]

@@ -3,6 +3,7 @@ import pytest
 
 from baer_fast.runtime.decode import Decoder, GenRequest
 from tests.generative.conftest import random_prompts
+from tests.runtime.test_counts import distinct_prefixes
 
 # every torch.empty float starts as NaN: an unwritten column read anywhere shows up (tests/conftest.py)
 pytestmark = pytest.mark.usefixtures("poisoned_empty")
@@ -45,8 +46,39 @@ def test_shared_prefixes_prefilled_once(qwen, max_rows):
     got = dec.generate([GenRequest(p, b, samples=1) for p, b in zip(prompts, budgets)])
     for p, b, res in zip(prompts, budgets, got):
         assert list(res.tokens[0]) == hf_greedy(qwen, p, b)
-    if max_rows == 64:     # all enter at once: the 30-token stem once, every suffix once
-        assert dec.stats.tokens_prefilled == sum(len(p) for p in prompts) - 5 * 30 + 30 - 10 + 10
+    if max_rows == 64:     # all enter at once: stem[:10] once, the rest of the stem once, every suffix once
+        assert dec.stats.tokens_prefilled == sum(len(p) for p in prompts) - 5 * 30 - 10 + 30
+        assert dec.stats.tokens_prefilled == distinct_prefixes(prompts)
+
+
+@pytest.mark.parametrize("max_rows", [5, 64])
+def test_prompt_tree_prefilled_once_per_node(qwen, max_rows):
+    """The shape of a generative bank: a shared template, per pair a question, per order an
+    [A][B], per order several instructions, one identical prompt twice and sampled rows. Every
+    node is prefilled once when all enter together (the distinct-prefix count), and every row's
+    tokens equal `generate` on its prompt alone."""
+    rp = lambda n, seed: random_prompts(qwen, 1, seed=seed, lo=n, hi=n)[0]      # noqa: E731
+    root = rp(12, 20)
+    prompts = []
+    for pair in range(3):
+        q, a, b = rp(9, 30 + pair), rp(20, 40 + pair), rp(15, 50 + pair)
+        for first, second in ((a, b), (b, a)):
+            prompts += [root + q + first + second + rp(k + 2, 60 + k) for k in range(3)]
+        prompts.append(root + q + rp(4, 70))                                    # candidate-blind (rubric-like)
+    prompts.append(prompts[4])                                                  # an identical prompt
+    budgets = [3 + (i * 5) % 9 for i in range(len(prompts))]
+    reqs = [GenRequest(p, b) for p, b in zip(prompts, budgets)]
+    reqs[1] = _sampled(prompts[1], [5, 6, 7], n=6)
+    dec = Decoder(qwen, max_rows=max_rows)
+    got = dec.generate(reqs)
+    for k, (p, b, res) in enumerate(zip(prompts, budgets, got)):
+        if k != 1:
+            assert list(res.tokens[0]) == hf_greedy(qwen, p, b), k
+    assert got[1].tokens == Decoder(qwen).generate([reqs[1]])[0].tokens
+    if max_rows == 64:
+        assert dec.stats.tokens_prefilled == distinct_prefixes(prompts)
+    else:
+        assert distinct_prefixes(prompts) < dec.stats.tokens_prefilled < sum(len(p) for p in prompts)
 
 
 def test_stop_string_ends_a_row_early(qwen):
