@@ -223,7 +223,7 @@ class PrefixEngine:
             # Masked attention is dense: slicing the queries skips most of the hidden upper
             # triangle (a slice never looks at keys after its own last query).
             slices = _slices(n)
-            hidden = torch.cat([self._call(ids[:, q0: q1], pos[:, q0: q1], self._mask(rows, new_at, p, q0, q1).to(dev),
+            hidden = torch.cat([self._call(ids[:, q0: q1], pos[:, q0: q1], self._mask(rows, new_at, p, q0, q1, dev),
                                            cache) for q0, q1 in slices], dim=1)
         self._keep_kv(rows, cache, new_at, kv, last_use)
         self._read(rows, trees, hidden, groups, out)   # hidden: [b, n, H]
@@ -238,13 +238,14 @@ class PrefixEngine:
                                **{self.loaded.cache_arg: cache})
         return res.last_hidden_state
 
-    def _mask(self, rows: list[_Row], new_at: list[int], p: int, q0: int, q1: int):
+    def _mask(self, rows: list[_Row], new_at: list[int], p: int, q0: int, q1: int, dev=None):
         """Additive mask [b, 1, q1 - q0, p + q1] for queries q0..q1: 0 where visible, dtype min elsewhere.
 
         Row i's past fills the columns just before new_at[i]; its new token j sits at column
         new_at[i] + j. New key j is visible to query i iff j <= i and i lies inside the subtree of
         j's node, which depth-first packing makes contiguous. Padding queries see the real past
-        and padding keys up to themselves (never an empty row).
+        and padding keys up to themselves (never an empty row). Per-row vectors are built on the
+        host; the [b, q, p + q1] mask itself on `dev` (no large host-to-device copy).
         """
         import torch
         b, dtype = len(rows), self.loaded.dtype
@@ -252,14 +253,16 @@ class PrefixEngine:
         for i, r in enumerate(rows):
             for o, m, e in zip(r.offs, r.lens, r.ends):
                 end[i, o: min(o + m, q1)] = e
-        key, query = torch.arange(q1), torch.arange(q0, q1)
+        end = end.to(dev)
+        key, query = torch.arange(q1, device=dev), torch.arange(q0, q1, device=dev)
         hide_new = (key[None, None, :] > query[None, :, None]) | (query[None, :, None] >= end[:, None, :])  # [b, q, q1]
-        at = torch.tensor(new_at)[:, None]
-        col = torch.arange(p + q1)[None, :]
-        hide = (col < at - torch.tensor([r.past for r in rows])[:, None]) | (col >= at)                       # [b, p + q1]
+        at = torch.tensor(new_at, device=dev)[:, None]
+        col = torch.arange(p + q1, device=dev)[None, :]
+        hide = (col < at - torch.tensor([r.past for r in rows], device=dev)[:, None]) | (col >= at)           # [b, p + q1]
         hide = hide[:, None, :].repeat(1, q1 - q0, 1)                                                          # [b, q, p + q1]
         hide.scatter_(2, (at + key[None, :])[:, None, :].expand(b, q1 - q0, q1), hide_new)
-        return torch.zeros((b, 1, q1 - q0, p + q1), dtype=dtype).masked_fill_(hide[:, None], torch.finfo(dtype).min)
+        return torch.zeros((b, 1, q1 - q0, p + q1), dtype=dtype, device=dev).masked_fill_(hide[:, None],
+                                                                                          torch.finfo(dtype).min)
 
     def _gather_past(self, rows: list[_Row], kv, p: int, room: int):
         """A cache holding each row's past KV [b, kvh, p, hd] per layer, and new_at: the column of
