@@ -43,6 +43,7 @@ from baer_fast.runtime.prefix_tree import build_tree
 from baer_fast.runtime.readout import lm_head
 
 INITIAL_COLUMNS_MAX = 2048   # slot-buffer columns allocated up front at most; beyond, grown by doubling
+GATHER_COLUMNS = 4           # a prefill forward attends over at most this many x prefill_tokens columns in all
 NUCLEUS_TOP_K = 1024         # top-p candidates taken by top-k first; a row whose top-k mass < top_p sorts all
 
 
@@ -234,12 +235,16 @@ class Decoder:
             moved = [x for x in level if nodes[x].parent >= 0 and home[x] != home[nodes[x].parent]]
             self._copy_slots([home[nodes[x].parent] for x in moved], [home[x] for x in moved],
                              max((nodes[x].past for x in moved), default=0))
+            # rows x new tokens bounded by prefill_tokens, and rows x columns attended (the KV a
+            # forward over scattered slots gathers per layer) by GATHER_COLUMNS x prefill_tokens
             for chunk in _chunks(sorted(level, key=lambda x: len(nodes[x].tokens)), lambda x: len(nodes[x].tokens),
                                  self.prefill_tokens):
-                hidden = self._prefill_nodes([nodes[x] for x in chunk], [home[x] for x in chunk])
-                for k, x in enumerate(chunk):
-                    for j in nodes[x].ends:
-                        last[j] = hidden[k, len(nodes[x].tokens) - 1]
+                for part in _chunks(chunk, lambda x: nodes[x].past + len(nodes[x].tokens),
+                                    GATHER_COLUMNS * self.prefill_tokens):
+                    hidden = self._prefill_nodes([nodes[x] for x in part], [home[x] for x in part])
+                    for k, x in enumerate(part):
+                        for j in nodes[x].ends:
+                            last[j] = hidden[k, len(nodes[x].tokens) - 1]
             twins = [(home[x], first_slot[j]) for x in level for j in nodes[x].ends[1:]]
             self._copy_slots([a for a, _ in twins], [b for _, b in twins],
                              max((len(prompts[j]) for x in level for j in nodes[x].ends[1:]), default=0))

@@ -51,12 +51,13 @@ def test_shared_prefixes_prefilled_once(qwen, max_rows):
         assert dec.stats.tokens_prefilled == distinct_prefixes(prompts)
 
 
-@pytest.mark.parametrize("max_rows", [5, 64])
-def test_prompt_tree_prefilled_once_per_node(qwen, max_rows):
+@pytest.mark.parametrize("max_rows,prefill_tokens", [(5, 8192), (64, 8192), (64, 24)])
+def test_prompt_tree_prefilled_once_per_node(qwen, max_rows, prefill_tokens):
     """The shape of a generative bank: a shared template, per pair a question, per order an
     [A][B], per order several instructions, one identical prompt twice and sampled rows. Every
     node is prefilled once when all enter together (the distinct-prefix count), and every row's
-    tokens equal `generate` on its prompt alone."""
+    tokens equal `generate` on its prompt alone; also with a tiny prefill budget that splits
+    every level into many forwards."""
     rp = lambda n, seed: random_prompts(qwen, 1, seed=seed, lo=n, hi=n)[0]      # noqa: E731
     root = rp(12, 20)
     prompts = []
@@ -69,7 +70,7 @@ def test_prompt_tree_prefilled_once_per_node(qwen, max_rows):
     budgets = [3 + (i * 5) % 9 for i in range(len(prompts))]
     reqs = [GenRequest(p, b) for p, b in zip(prompts, budgets)]
     reqs[1] = _sampled(prompts[1], [5, 6, 7], n=6)
-    dec = Decoder(qwen, max_rows=max_rows)
+    dec = Decoder(qwen, max_rows=max_rows, prefill_tokens=prefill_tokens)
     got = dec.generate(reqs)
     for k, (p, b, res) in enumerate(zip(prompts, budgets, got)):
         if k != 1:
