@@ -184,7 +184,7 @@ class PrefixEngine:
         return EngineResult(out, [tree_tokens(t) for t in trees], stats)
 
     def _run_wave(self, rows: list[_Row], trees, groups, out, stats: EngineStats) -> None:
-        kv: dict[tuple[int, int], list] = {}          # (group, node) -> per-layer (K, V) [kvh, n, hd]
+        kv: dict[tuple[int, int], tuple] = {}         # (group, node) -> (K, V) [layers, kvh, n, hd]
         last_use: dict[tuple[int, int], int] = {}     # (group, node) -> last level whose rows read its KV
         levels: dict[int, list[_Row]] = {}
         for r in rows:
@@ -199,7 +199,7 @@ class PrefixEngine:
                 del kv[key]                            # every row reading it is computed
 
     def _held(self, kv) -> int:
-        return sum(2 * k.numel() * k.element_size() for layers in kv.values() for k, _ in layers)
+        return sum(2 * k.numel() * k.element_size() for k, _ in kv.values())
 
     def _forward(self, rows: list[_Row], trees, kv, last_use, groups, out, stats: EngineStats) -> None:
         import torch
@@ -280,44 +280,53 @@ class PrefixEngine:
         from baer_fast.runtime.past_cache import inplace_cache
         if p == 0:
             return DynamicCache(), [0] * len(rows)
-        ref = next(layers for r in rows for a in r.chain for layers in [kv[(r.g, a)]])[0][0]
-        shape = (len(rows), ref.shape[0], p + room, ref.shape[2])
+        ref = kv[(rows[0].g, rows[0].chain[0])][0]                     # [layers, kvh, n, hd]
+        shape = (ref.shape[0], len(rows), ref.shape[1], p + room, ref.shape[3])
         # zeroed, not empty: a masked column still enters attention as score + dtype-min and weight
         # x value, so it must be finite. A query slice sees columns that a later slice of a
         # shorter-past row writes, and every row sees the columns past its own room.
-        bufs = [(torch.zeros(shape, dtype=ref.dtype, device=ref.device),
-                 torch.zeros(shape, dtype=ref.dtype, device=ref.device)) for _ in range(self._layers)]
+        # One buffer per K and V for all layers: a row's past is written with one copy per
+        # ancestor for every layer at once (a GPU launches 2 x rows x ancestors copies, not
+        # that many per layer); each layer's cache buffer is a view of it.
+        big = (torch.zeros(shape, dtype=ref.dtype, device=ref.device),
+               torch.zeros(shape, dtype=ref.dtype, device=ref.device))
+        bufs = [(big[0][layer], big[1][layer]) for layer in range(self._layers)]
         pasts = [r.past for r in rows]
         cache = inplace_cache(bufs, p, pasts)
         new_at = pasts if cache is not None else [p] * len(rows)
-        for layer, (k, v) in enumerate(bufs):
-            for i, r in enumerate(rows):
-                self._write_past(r, kv, layer, (k[i], v[i]), at=new_at[i] - r.past)
+        for i, r in enumerate(rows):
+            at = new_at[i] - r.past
+            for anc in r.chain:
+                ka, va = kv[(r.g, anc)]
+                big[0][:, i, :, at: at + ka.shape[2]] = ka
+                big[1][:, i, :, at: at + ka.shape[2]] = va
+                at += ka.shape[2]
         if cache is None:                       # stock cache: same values, one more copy
             cache = DynamicCache()
             for layer, (k, v) in enumerate(bufs):
                 cache.update(k[:, :, :p].contiguous(), v[:, :, :p].contiguous(), layer)
+            return cache, new_at
+        cache.baer_big = big                    # _keep_kv reads new KV for all layers at once
         return cache, new_at
 
-    @staticmethod
-    def _write_past(r: _Row, kv, layer: int, buf, *, at: int) -> None:
-        """buf: (k, v) [kvh, p + room, hd] of one row, zeroed; the past goes to columns at..at + past."""
-        for anc in r.chain:
-            ka, va = kv[(r.g, anc)][layer]
-            buf[0][:, at: at + ka.shape[1]] = ka
-            buf[1][:, at: at + ka.shape[1]] = va
-            at += ka.shape[1]
-
     def _keep_kv(self, rows: list[_Row], cache, new_at: list[int], kv, last_use) -> None:
-        """Store the own new KV of each packed node that later rows read as past (leaves never are)."""
+        """Store the own new KV of each packed node that later rows read as past (leaves never are),
+        as (K, V) [layers, kvh, n, hd]: one copy per node from the all-layer buffers when the
+        cache has them, else stacked from the cache's layers."""
+        import torch
         keep = [(i, x, o, m) for i, r in enumerate(rows) for x, o, m in zip(r.nodes, r.offs, r.lens)
                 if (r.g, x) in last_use]
         if not keep:
             return
-        layers = [_layer_kv(cache, layer) for layer in range(self._layers)]
+        big = getattr(cache, "baer_big", None)
+        layers = None if big is not None else [_layer_kv(cache, layer) for layer in range(self._layers)]
         for i, x, o, m in keep:
             at = new_at[i] + o
-            kv[(rows[i].g, x)] = [(k[i, :, at: at + m].clone(), v[i, :, at: at + m].clone()) for k, v in layers]
+            if big is not None:
+                kv[(rows[i].g, x)] = (big[0][:, i, :, at: at + m].clone(), big[1][:, i, :, at: at + m].clone())
+            else:
+                kv[(rows[i].g, x)] = (torch.stack([k[i, :, at: at + m] for k, _ in layers]),
+                                      torch.stack([v[i, :, at: at + m] for _, v in layers]))
 
     def _read(self, rows: list[_Row], trees, hidden, groups, out) -> None:
         import torch

@@ -14,6 +14,13 @@ from __future__ import annotations
 import functools
 
 
+ONE_SCATTER = None     # rows' new KV at their own columns: None = one indexed write on a GPU, row copies on CPU
+
+
+def _one_scatter(buf) -> bool:
+    return buf.device.type != "cpu" if ONE_SCATTER is None else ONE_SCATTER
+
+
 @functools.lru_cache(maxsize=1)
 def _layer_class():
     from transformers.cache_utils import DynamicLayer
@@ -36,11 +43,18 @@ def _layer_class():
             if self._starts is None:
                 self._k[:, :, self._len: end] = key_states
                 self._v[:, :, self._len: end] = value_states
-            else:                                     # row by row: plain copies beat one scatter_ on CPU
+            elif not _one_scatter(self._k):           # row by row: plain copies beat one scatter on CPU
                 q = key_states.shape[-2]
                 for i, at in enumerate(self._starts):
                     self._k[i, :, at + self._new: at + self._new + q] = key_states[i]
                     self._v[i, :, at + self._new: at + self._new + q] = value_states[i]
+            else:                                     # one indexed write per buffer (one launch on a GPU)
+                import torch
+                q, dev = key_states.shape[-2], self._k.device
+                rows = torch.arange(len(self._starts), device=dev)[:, None]
+                cols = torch.tensor(self._starts, device=dev)[:, None] + self._new + torch.arange(q, device=dev)
+                self._k[rows, :, cols] = key_states.transpose(1, 2)
+                self._v[rows, :, cols] = value_states.transpose(1, 2)
             self._len, self._new = end, self._new + key_states.shape[-2]
             self.keys, self.values = self._k[:, :, :end], self._v[:, :, :end]
             return self.keys, self.values

@@ -127,12 +127,16 @@ def test_single_prompt_and_single_token_groups(loaded):
     _assert_equal(loaded, groups, EngineConfig())
 
 
+@pytest.mark.parametrize("one_scatter", [None, True], ids=["row-copies", "one-scatter"])
 @pytest.mark.parametrize("query_slice", [1, 5, 17])
-def test_query_slices_match_naive(loaded, monkeypatch, query_slice):
+def test_query_slices_match_naive(loaded, monkeypatch, query_slice, one_scatter):
     """Masked forwards run their queries in slices sharing one growing cache; with tiny slices
-    every slice boundary falls inside nodes, packed rows and padding."""
+    every slice boundary falls inside nodes, packed rows and padding. `one-scatter` writes new
+    KV with the GPU's single indexed write (past_cache.ONE_SCATTER), here on CPU."""
     import baer_fast.runtime.engine as engine
+    import baer_fast.runtime.past_cache as past_cache
     monkeypatch.setattr(engine, "QUERY_SLICE", query_slice)
+    monkeypatch.setattr(past_cache, "ONE_SCATTER", one_scatter)
     groups = _skeleton_groups(loaded, n_groups=2, seed=3)
     got = _assert_equal(loaded, groups, EngineConfig())
     got_capped = _assert_equal(loaded, groups, EngineConfig(batch_tokens=30))
@@ -148,15 +152,18 @@ def test_query_slices_with_stock_cache(loaded, monkeypatch):
 
 
 
+@pytest.mark.parametrize("one_scatter", [None, True], ids=["row-copies", "one-scatter"])
 @pytest.mark.parametrize("query_slice", [7, 256])
-def test_no_unwritten_column_is_read(loaded, monkeypatch, query_slice):
+def test_no_unwritten_column_is_read(loaded, monkeypatch, query_slice, one_scatter):
     """Rows of one forward with pasts of different lengths, in query slices (a reward loop's group:
     one question, completions shared across pairs): the columns a later slice of a shorter-past
     row writes, and those past a row's room, must not hold garbage while earlier slices run."""
     from baer_fast.runtime import engine as engine_mod
+    from baer_fast.runtime import past_cache
     from baer_fast.runtime.runner import run_experts
     from tests.fixtures.tiny_models import completion_pairs
     monkeypatch.setattr(engine_mod, "QUERY_SLICE", query_slice)
+    monkeypatch.setattr(past_cache, "ONE_SCATTER", one_scatter)
     pairs = completion_pairs(loaded.tokenizer, 60, (40, 90, 15, 120))
     experts = ["direct", "score", "pointwise"]
     got = run_experts(loaded, pairs, experts=experts)
@@ -164,3 +171,48 @@ def test_no_unwritten_column_is_read(loaded, monkeypatch, query_slice):
     for g, w in zip(got, want, strict=True):
         for name in experts:
             assert max(abs(x - y) for x, y in zip(g.experts[name], w.experts[name], strict=True)) <= TOL
+
+
+def test_past_copies_do_not_scale_with_layers(loaded, monkeypatch):
+    """Writing a forward's past and keeping new KV issue one copy per (row, ancestor) and one clone
+    per kept node for K and V each, for all layers at once: on a GPU every op is a launch."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    import baer_fast.runtime.engine as engine_mod
+
+    class Count(TorchDispatchMode):
+        def __init__(self):
+            super().__init__()
+            self.ops = {}
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            name = func.overloadpacket.__name__
+            self.ops[name] = self.ops.get(name, 0) + 1
+            return func(*args, **(kwargs or {}))
+
+    seen = {"copy": 0, "clone": 0, "want_copy": 0, "want_clone": 0}
+    gather, keep = engine_mod.PrefixEngine._gather_past, engine_mod.PrefixEngine._keep_kv
+
+    def counted_gather(self, rows, kv, p, room):
+        with Count() as c:
+            out = gather(self, rows, kv, p, room)
+        if p:
+            seen["copy"] += c.ops.get("copy_", 0)
+            seen["want_copy"] += 2 * sum(len(r.chain) for r in rows)
+        return out
+
+    def counted_keep(self, rows, cache, new_at, kv, last_use):
+        before = set(kv)
+        with Count() as c:
+            keep(self, rows, cache, new_at, kv, last_use)
+        if getattr(cache, "baer_big", None) is not None:
+            seen["clone"] += c.ops.get("clone", 0)
+            seen["want_clone"] += 2 * len(set(kv) - before)
+        return None
+
+    monkeypatch.setattr(engine_mod.PrefixEngine, "_gather_past", counted_gather)
+    monkeypatch.setattr(engine_mod.PrefixEngine, "_keep_kv", counted_keep)
+    _assert_equal(loaded, _skeleton_groups(loaded, n_groups=2, seed=5), EngineConfig())
+    assert loaded.model.config.num_hidden_layers > 1
+    assert seen["want_copy"] > 0 and seen["copy"] == seen["want_copy"]
+    assert seen["want_clone"] > 0 and seen["clone"] == seen["want_clone"]
