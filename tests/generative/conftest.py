@@ -51,3 +51,19 @@ def random_prompts(loaded, n: int, *, seed: int = 0, lo: int = 3, hi: int = 40):
     rng = random.Random(seed)
     vocab = len(loaded.tokenizer)
     return [tuple(rng.randrange(10, vocab) for _ in range(rng.randint(lo, hi))) for _ in range(n)]
+
+
+def bank_tree_prompts(loaded) -> list[tuple[int, ...]]:
+    """Token-id prompts shaped like a generative bank's: a shared template, per pair a question,
+    per display order an [A][B] under three instructions, a candidate-blind prompt, and one
+    prompt twice."""
+    def rp(n, seed):
+        return random_prompts(loaded, 1, seed=seed, lo=n, hi=n)[0]
+    root, prompts = rp(12, 20), []
+    for pair in range(3):
+        q, a, b = rp(9, 30 + pair), rp(20, 40 + pair), rp(15, 50 + pair)
+        for first, second in ((a, b), (b, a)):
+            prompts += [root + q + first + second + rp(k + 2, 60 + k) for k in range(3)]
+        prompts.append(root + q + rp(4, 70))
+    prompts.append(prompts[4])
+    return prompts

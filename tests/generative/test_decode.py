@@ -2,7 +2,7 @@
 import pytest
 
 from baer_fast.runtime.decode import Decoder, GenRequest
-from tests.generative.conftest import random_prompts
+from tests.generative.conftest import bank_tree_prompts, random_prompts
 from tests.runtime.test_counts import distinct_prefixes
 
 # every torch.empty float starts as NaN: an unwritten column read anywhere shows up (tests/conftest.py)
@@ -58,15 +58,7 @@ def test_prompt_tree_prefilled_once_per_node(qwen, max_rows, prefill_tokens):
     node is prefilled once when all enter together (the distinct-prefix count), and every row's
     tokens equal `generate` on its prompt alone; also with a tiny prefill budget that splits
     every level into many forwards."""
-    rp = lambda n, seed: random_prompts(qwen, 1, seed=seed, lo=n, hi=n)[0]      # noqa: E731
-    root = rp(12, 20)
-    prompts = []
-    for pair in range(3):
-        q, a, b = rp(9, 30 + pair), rp(20, 40 + pair), rp(15, 50 + pair)
-        for first, second in ((a, b), (b, a)):
-            prompts += [root + q + first + second + rp(k + 2, 60 + k) for k in range(3)]
-        prompts.append(root + q + rp(4, 70))                                    # candidate-blind (rubric-like)
-    prompts.append(prompts[4])                                                  # an identical prompt
+    prompts = bank_tree_prompts(qwen)
     budgets = [3 + (i * 5) % 9 for i in range(len(prompts))]
     reqs = [GenRequest(p, b) for p, b in zip(prompts, budgets)]
     reqs[1] = _sampled(prompts[1], [5, 6, 7], n=6)

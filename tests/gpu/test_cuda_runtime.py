@@ -10,7 +10,8 @@ against the fp32 CPU run as the reference:
   - bf16 on CUDA: the engine's error against the fp32 reference is no worse than the naive
     path's (same dtype, same device) plus a small floor;
   - the Triton readout inside the engine equals the torch readout (fp32, compiled kernels);
-  - the batched decoder equals HF `generate` token for token (fp32, greedy);
+  - the batched decoder equals HF `generate` token for token (fp32, greedy), also when bank-shaped
+    prompts share a tree;
   - Judge on CUDA (the default bf16): swapping a and b negates the scores.
 """
 from __future__ import annotations
@@ -117,6 +118,24 @@ def test_decoder_greedy_equals_generate_on_cuda(model_dir):
         want = loaded.model.generate(ids, attention_mask=torch.ones_like(ids), max_new_tokens=b,
                                      do_sample=False)[0, len(p):].tolist()
         assert list(res.tokens[0]) == want
+
+
+def test_decoder_tree_prefill_equals_generate_on_cuda(model_dir):
+    """Bank-shaped prompts entering together: every tree node prefilled once (scattered slots,
+    per-level KV copies on the device), tokens equal `generate` on each prompt alone."""
+    from baer_fast.runtime.decode import Decoder, GenRequest
+    from tests.generative.conftest import bank_tree_prompts
+    from tests.runtime.test_counts import distinct_prefixes
+    loaded = load_judge(model_dir, device="cuda", dtype="float32")
+    prompts = bank_tree_prompts(loaded)
+    dec = Decoder(loaded)
+    got = dec.generate([GenRequest(p, 8) for p in prompts])
+    for p, res in zip(prompts, got):
+        ids = torch.tensor([p], device="cuda")
+        want = loaded.model.generate(ids, attention_mask=torch.ones_like(ids), max_new_tokens=8,
+                                     do_sample=False)[0, len(p):].tolist()
+        assert list(res.tokens[0]) == want
+    assert dec.stats.tokens_prefilled == distinct_prefixes(prompts)
 
 
 def test_judge_on_cuda_is_antisymmetric(tmp_path):
