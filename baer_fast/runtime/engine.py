@@ -212,7 +212,7 @@ class PrefixEngine:
                 node = trees[r.g][x]
                 ids[i, o: o + len(node.tokens)] = torch.tensor(node.tokens)
                 pos[i, o: o + len(node.tokens)] = torch.arange(node.past, node.past + len(node.tokens))
-        cache, new_at = self._gather_past(rows, kv, p, n)
+        cache, new_at, big = self._gather_past(rows, kv, p, n)
         ids, pos = ids.to(dev), pos.to(dev)
         # Unpacked roots need no mask: right padding is invisible to real tokens under causal
         # attention, and without a mask SDPA takes its causal fast path.
@@ -225,7 +225,7 @@ class PrefixEngine:
             slices = _slices(n)
             hidden = torch.cat([self._call(ids[:, q0: q1], pos[:, q0: q1], self._mask(rows, new_at, p, q0, q1, dev),
                                            cache) for q0, q1 in slices], dim=1)
-        self._keep_kv(rows, cache, new_at, kv, last_use)
+        self._keep_kv(rows, cache, big, new_at, kv, last_use)
         self._read(rows, trees, hidden, groups, out)   # hidden: [b, n, H]
         stats.tokens_prefilled += sum(r.n for r in rows)
         stats.tokens_computed += b * n
@@ -265,8 +265,9 @@ class PrefixEngine:
                                                                                           torch.finfo(dtype).min)
 
     def _gather_past(self, rows: list[_Row], kv, p: int, room: int):
-        """A cache holding each row's past KV [b, kvh, p, hd] per layer, and new_at: the column of
-        each row's first new token.
+        """A cache holding each row's past KV [b, kvh, p, hd] per layer, new_at: the column of each
+        row's first new token, and the all-layer (K, V) buffers [layers, b, kvh, p + room, hd] the
+        in-place cache's layers view (None for the stock cache and for no past).
 
         The past is written straight into buffers with `room` free slots for the new tokens
         (past_cache.py); packed siblings share one row, so their past is written once. In-place,
@@ -279,7 +280,7 @@ class PrefixEngine:
 
         from baer_fast.runtime.past_cache import inplace_cache
         if p == 0:
-            return DynamicCache(), [0] * len(rows)
+            return DynamicCache(), [0] * len(rows), None
         ref = kv[(rows[0].g, rows[0].chain[0])][0]                     # [layers, kvh, n, hd]
         shape = (ref.shape[0], len(rows), ref.shape[1], p + room, ref.shape[3])
         # zeroed, not empty: a masked column still enters attention as score + dtype-min and weight
@@ -305,20 +306,18 @@ class PrefixEngine:
             cache = DynamicCache()
             for layer, (k, v) in enumerate(bufs):
                 cache.update(k[:, :, :p].contiguous(), v[:, :, :p].contiguous(), layer)
-            return cache, new_at
-        cache.baer_big = big                    # _keep_kv reads new KV for all layers at once
-        return cache, new_at
+            return cache, new_at, None
+        return cache, new_at, big
 
-    def _keep_kv(self, rows: list[_Row], cache, new_at: list[int], kv, last_use) -> None:
+    def _keep_kv(self, rows: list[_Row], cache, big, new_at: list[int], kv, last_use) -> None:
         """Store the own new KV of each packed node that later rows read as past (leaves never are),
-        as (K, V) [layers, kvh, n, hd]: one copy per node from the all-layer buffers when the
-        cache has them, else stacked from the cache's layers."""
+        as (K, V) [layers, kvh, n, hd]: one copy per node from the all-layer buffers `big` when
+        there are some, else stacked from the cache's layers."""
         import torch
         keep = [(i, x, o, m) for i, r in enumerate(rows) for x, o, m in zip(r.nodes, r.offs, r.lens)
                 if (r.g, x) in last_use]
         if not keep:
             return
-        big = getattr(cache, "baer_big", None)
         layers = None if big is not None else [_layer_kv(cache, layer) for layer in range(self._layers)]
         for i, x, o, m in keep:
             at = new_at[i] + o

@@ -201,11 +201,11 @@ def test_past_copies_do_not_scale_with_layers(loaded, monkeypatch):
             seen["want_copy"] += 2 * sum(len(r.chain) for r in rows)
         return out
 
-    def counted_keep(self, rows, cache, new_at, kv, last_use):
+    def counted_keep(self, rows, cache, big, new_at, kv, last_use):
         before = set(kv)
         with Count() as c:
-            keep(self, rows, cache, new_at, kv, last_use)
-        if getattr(cache, "baer_big", None) is not None:
+            keep(self, rows, cache, big, new_at, kv, last_use)
+        if big is not None:
             seen["clone"] += c.ops.get("clone", 0)
             seen["want_clone"] += 2 * len(set(kv) - before)
         return None
