@@ -149,17 +149,17 @@ def run(n_pairs: int, rounds: int, folder: str, *, shape: str = "anchor", device
                                            warmup)
     rows += bank_rows
     ratio = lambda a, b: statistics.median(x / y for x, y in zip(a, b))    # noqa: E731
-    group = {}
+    optional = {}
     if completions:
         from tests.fixtures.tiny_models import completion_pairs
         cp = completion_pairs(loaded.tokenizer, Q_TOKENS, (R_TOKENS,) * completions, seed=7)
         t_gn, t_gp, group_rows = _bank_workload(f"reward-loop group, {completions} completions", loaded, cp, config,
                                                 rounds, warmup)
         rows += group_rows
-        group = {"completions": completions, "speedup_group": rows[4]["median_s"] / rows[5]["median_s"],
-                 "speedup_group_paired_median": ratio(t_gn, t_gp)}
+        optional = {"completions": completions, "speedup_group": rows[4]["median_s"] / rows[5]["median_s"],
+                    "speedup_group_paired_median": ratio(t_gn, t_gp)}
     if full_bank:
-        group["full_bank"] = full_bank_tokens(loaded, min(n_pairs, 4), full_bank)
+        optional["full_bank"] = full_bank_tokens(loaded, min(n_pairs, 4), full_bank)
     return {"bench": "engine", "load_avg_1m": os.getloadavg()[0], "threads": torch.get_num_threads(),
             "pairs": n_pairs, "rounds": rounds, "warmup": warmup, "shape": shape, "arch": SHAPES[shape],
             "device": str(loaded.device), "dtype": str(loaded.dtype),
@@ -168,7 +168,7 @@ def run(n_pairs: int, rounds: int, folder: str, *, shape: str = "anchor", device
             "speedup_anchor": rows[0]["median_s"] / rows[1]["median_s"],
             "speedup_bank": rows[2]["median_s"] / rows[3]["median_s"],
             "speedup_anchor_paired_median": ratio(t_naive, t_prefix),
-            "speedup_bank_paired_median": ratio(t_bn, t_bp), **group, "rows": rows}
+            "speedup_bank_paired_median": ratio(t_bn, t_bp), **optional, "rows": rows}
 
 
 def main(argv=None) -> int:
