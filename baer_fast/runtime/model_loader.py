@@ -1,7 +1,8 @@
 """Load a local judge model directory: safetensors weights only, chat template required.
 
 Nothing is downloaded (local_files_only). Pickled `.bin` weights are refused, remote code is
-off unless asked. dtype/device auto: bf16 on CUDA, fp32 on CPU. SDPA attention, or
+off unless asked. dtype/device auto: bf16 on CUDA, fp32 on CPU; weights that cannot fit in the
+device's free memory in that dtype are refused before loading. SDPA attention, or
 flash-attention 2 when requested and importable.
 """
 from __future__ import annotations
@@ -9,6 +10,7 @@ from __future__ import annotations
 import glob
 import inspect
 import logging
+import math
 import os
 from dataclasses import dataclass
 
@@ -83,6 +85,46 @@ def _attn_impl(attn: str) -> str:
     return attn
 
 
+def weight_elements(path: str) -> int:
+    """Numbers stored in the directory's safetensors files, read from their headers (no weights
+    are loaded; a tied matrix is stored, and counted, once)."""
+    from safetensors import safe_open
+    total = 0
+    for file in sorted(glob.glob(os.path.join(path, "*.safetensors"))):
+        with safe_open(file, framework="pt") as f:
+            for name in f.keys():
+                total += math.prod(f.get_slice(name).get_shape())
+    return total
+
+
+def free_bytes(device: str) -> int | None:
+    """Memory a model loaded on `device` can still take: available RAM on CPU, free memory on a
+    CUDA device; None where unknown."""
+    import torch
+    if device == "cpu":
+        try:
+            import psutil
+        except ImportError:          # an image without it (a dependency here): skip the check
+            return None
+        return int(psutil.virtual_memory().available)
+    if device.startswith("cuda") and torch.cuda.is_available():
+        return int(torch.cuda.mem_get_info(torch.device(device))[0])
+    return None
+
+
+def check_fits(path: str, device: str, dtype) -> None:
+    """Refuse, before loading, weights that cannot fit on `device` in `dtype` (an 8B model in
+    fp32, CPU's default, takes 30 GiB): a clear error instead of the kernel's OOM killer."""
+    need, free = weight_elements(path) * dtype.itemsize, free_bytes(device)
+    if free is None or need <= free:
+        return
+    gib = lambda x: f"{x / 2**30:.1f} GiB"     # noqa: E731
+    hint = ("pass --dtype bfloat16 to halve it, or " if dtype.itemsize > 2 else "") + \
+        "free memory or use a machine with more"
+    raise ModelError(f"{os.path.basename(os.path.normpath(path))}: its weights take {gib(need)} in "
+                     f"{str(dtype).replace('torch.', '')} but {device} has {gib(free)} available; {hint}")
+
+
 def load_judge(path: str, *, device: str = "auto", dtype: str = "auto", attn: str = "sdpa",
                trust_remote_code: bool = False) -> LoadedModel:
     import torch
@@ -95,9 +137,11 @@ def load_judge(path: str, *, device: str = "auto", dtype: str = "auto", attn: st
     if not getattr(tok, "chat_template", None):
         raise InputError("the tokenizer has no chat template; judge prompts are rendered with the "
                          "model's own template — use an instruction-tuned model", path=path)
+    torch_dtype = _auto_dtype(device, dtype)
+    check_fits(path, device, torch_dtype)
     model = AutoModelForCausalLM.from_pretrained(
         path, local_files_only=True, trust_remote_code=trust_remote_code, use_safetensors=True,
-        dtype=_auto_dtype(device, dtype), attn_implementation=_attn_impl(attn)).to(device).eval()
+        dtype=torch_dtype, attn_implementation=_attn_impl(attn)).to(device).eval()
     return LoadedModel(model, tok, path, cache_arg_name(model.base_model.forward),
                        _context_len(model.config), _kv_bytes_per_token(model))
 

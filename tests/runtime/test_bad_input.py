@@ -50,6 +50,53 @@ def test_model_without_chat_template(tmp_path, qwen_dir):
     assert "no chat template" in _one_line(e.value)
 
 
+def test_weight_count_from_headers_equals_the_loaded_model(model_dir, loaded_models):
+    from baer_fast.runtime.model_loader import weight_elements
+    model = loaded_models(model_dir).model
+    assert weight_elements(model_dir) == sum(p.numel() for p in model.parameters())   # tied rows once
+
+
+def test_weights_that_cannot_fit_are_refused_before_loading(tmp_path, capsys, qwen_dir, monkeypatch):
+    """An 8B model in fp32 (CPU's default) does not fit in 24 GiB: one clear line, not the OOM killer."""
+    from baer_fast.runtime import model_loader
+    need32 = 4 * model_loader.weight_elements(qwen_dir)
+    monkeypatch.setattr(model_loader, "free_bytes", lambda device: need32 - 1)
+    loads = []
+    monkeypatch.setattr("transformers.AutoModelForCausalLM.from_pretrained",
+                        lambda *a, **k: loads.append(a) or pytest.fail("weights loaded"))
+    with pytest.raises(model_loader.ModelError) as e:
+        load_judge(qwen_dir, device="cpu")
+    msg = _one_line(e.value)
+    name = os.path.basename(os.path.normpath(qwen_dir))
+    assert name in msg and "float32" in msg and "--dtype bfloat16" in msg and "cpu has" in msg
+    pairs = tmp_path / "pairs.jsonl"
+    write_pairs(str(pairs), [Pair("x", "q", "a", "b")])
+    rc = main(["experts", "--model", qwen_dir, "--input", str(pairs), "--out", str(tmp_path / "s.jsonl"),
+               "--device", "cpu"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert rc == 2 and err[-1].startswith("error:") and "--dtype bfloat16" in err[-1]
+    monkeypatch.setattr(model_loader, "free_bytes", lambda device: need32 // 2 - 1)     # bf16 does not fit either
+    with pytest.raises(model_loader.ModelError) as e:
+        load_judge(qwen_dir, device="cpu", dtype="bfloat16")
+    assert "bfloat16" in str(e.value) and "--dtype" not in str(e.value)
+    assert loads == []
+
+
+@pytest.mark.parametrize("free", ["exact", "unknown"])
+def test_weights_that_fit_load(qwen_dir, monkeypatch, free):
+    from baer_fast.runtime import model_loader
+    need = 2 * model_loader.weight_elements(qwen_dir)
+    monkeypatch.setattr(model_loader, "free_bytes", lambda device: need if free == "exact" else None)
+    m = load_judge(qwen_dir, device="cpu", dtype="bfloat16")
+    assert str(m.dtype) == "torch.bfloat16"
+
+
+def test_free_bytes_reports_this_machine():
+    from baer_fast.runtime.model_loader import free_bytes
+    free = free_bytes("cpu")
+    assert free is not None and 0 < free <= os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+
+
 def test_label_that_is_not_one_token(digits_dir, loaded_models):
     m = loaded_models(digits_dir)
     enc = PromptEncoder(m.tokenizer, model_name="qwen3-digits", context_len=m.context_len)
