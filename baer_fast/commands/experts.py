@@ -48,7 +48,9 @@ def add_arguments(p) -> None:
                    help="frozen pride/calibraeval parameters (JSON from an earlier run's <out>.derived.json)")
     p.add_argument("--device", default="auto")
     p.add_argument("--dtype", default="auto", choices=("auto", "float32", "bfloat16", "float16"))
-    p.add_argument("--attn", default="sdpa", choices=("sdpa", "flash_attention_2", "eager"))
+    p.add_argument("--attn", default="sdpa", choices=("sdpa", "flash_attention_2", "eager"),
+                   help="attention implementation; flash_attention_2 (the [gpu] extra) runs the unmasked "
+                        "calls, and SDPA the masked ones (tree rows, decoder slots), which it cannot take")
     p.add_argument("--trust-remote-code", action="store_true", help="allow the model's own Python code")
     p.add_argument("--naive", action="store_true", help="reference path: one plain forward per prompt")
     p.add_argument("--overwrite", action="store_true", help="discard an existing --out instead of resuming")

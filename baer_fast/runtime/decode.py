@@ -303,9 +303,7 @@ class Decoder:
         mask = torch.zeros((ids.shape[0], 1, ids.shape[1], width), dtype=self.loaded.dtype, device=ids.device)
         mask.masked_fill_((cols[None, None, :] > pos[:, :, None])[:, None], torch.finfo(self.loaded.dtype).min)
         cache = _SlotCache(self._bufs, slots, pos, width)
-        res = self.loaded.base(input_ids=ids, attention_mask=mask, position_ids=pos, use_cache=True,
-                               **{self.loaded.cache_arg: cache})
-        return res.last_hidden_state
+        return self.loaded.hidden(ids, pos, mask, cache)
 
     def _row(self, i: int, s: int) -> _Row:
         import torch

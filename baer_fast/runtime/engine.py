@@ -234,9 +234,7 @@ class PrefixEngine:
 
     def _call(self, ids, pos, mask, cache):
         """One model call on new tokens [b, q] after the cache's past -> final hidden states [b, q, H]."""
-        res = self.loaded.base(input_ids=ids, attention_mask=mask, position_ids=pos, use_cache=True,
-                               **{self.loaded.cache_arg: cache})
-        return res.last_hidden_state
+        return self.loaded.hidden(ids, pos, mask, cache)
 
     def _mask(self, rows: list[_Row], new_at: list[int], p: int, q0: int, q1: int, dev=None):
         """Additive mask [b, 1, q1 - q0, p + q1] for queries q0..q1: 0 where visible, dtype min elsewhere.

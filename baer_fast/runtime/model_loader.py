@@ -19,6 +19,9 @@ from baer_fast.errors import BaerError, InputError
 log = logging.getLogger("baer_fast")
 
 
+MASK_ATTENTION = ("sdpa", "eager")     # attention implementations that take a 4-D additive mask
+
+
 class ModelError(BaerError):
     """A model directory that cannot be used as a judge (missing, unsafe weights, no template)."""
 
@@ -48,6 +51,26 @@ class LoadedModel:
     @property
     def name(self) -> str:
         return os.path.basename(os.path.normpath(self.path))
+
+    def hidden(self, ids, pos=None, mask=None, cache=None):
+        """Final normed hidden states [b, q, H] of new tokens `ids` [b, q] at positions `pos`
+        after the cache's past (no cache: a plain causal forward).
+
+        `mask` is a 4-D additive mask (the engine's tree rows, the decoder's slots). flash-attn 2
+        takes none (transformers reads its mask as 2-D padding), so on a model loaded with it a
+        masked call runs on SDPA, same weights and cache; unmasked calls keep flash-attn 2.
+        """
+        cfg = self.base.config
+        impl = cfg._attn_implementation
+        swap = mask is not None and impl not in MASK_ATTENTION
+        if swap:
+            cfg._attn_implementation = "sdpa"
+        try:
+            kw = {self.cache_arg: cache, "use_cache": True} if cache is not None else {"use_cache": False}
+            return self.base(input_ids=ids, attention_mask=mask, position_ids=pos, **kw).last_hidden_state
+        finally:
+            if swap:
+                cfg._attn_implementation = impl
 
 
 def check_model_dir(path: str) -> None:

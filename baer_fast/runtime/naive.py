@@ -33,7 +33,7 @@ class NaiveEngine:
         import torch
         dev = self.loaded.device
         ids = torch.tensor([q.ids], dtype=torch.long, device=dev)
-        hidden = self.loaded.base(input_ids=ids, use_cache=False).last_hidden_state   # [1, T, H]
+        hidden = self.loaded.hidden(ids)                                   # [1, T, H]
         choices = torch.tensor(q.choices, dtype=torch.long, device=dev)
         lp = read_choices(hidden[:, -1], weight, choices, bias=bias, kernels=self.kernels)
         stats.tokens_prefilled += len(q.ids)
