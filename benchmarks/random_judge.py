@@ -56,7 +56,8 @@ def load_random(folder: str, shape: str = "anchor", *, device: str = "auto", dty
         model = AutoModelForCausalLM.from_config(cfg, dtype=ml._auto_dtype(device, dtype)).eval()
     tok = AutoTokenizer.from_pretrained(path, local_files_only=True)
     return ml.LoadedModel(model, tok, f"{path}-{shape}", ml.cache_arg_name(model.base_model.forward),
-                          ml._context_len(model.config), ml._kv_bytes_per_token(model))
+                          ml._context_len(model.config), ml._kv_bytes_per_token(model),
+                          ml.attention_windows(model.config))
 
 
 def add_model_arguments(ap) -> None:

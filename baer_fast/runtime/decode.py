@@ -39,6 +39,7 @@ from collections import deque
 from dataclasses import dataclass, field
 
 from baer_fast.runtime.engine import QUERY_SLICE
+from baer_fast.runtime.masks import layer_masks
 from baer_fast.runtime.prefix_tree import build_tree
 from baer_fast.runtime.readout import lm_head
 
@@ -299,9 +300,10 @@ class Decoder:
         width = int(pos.max()) + 1
         self._ensure(width)
         cols = torch.arange(width, device=ids.device)
-        # mask: [k, 1, q, width] additive; column c is visible to query (b, i) iff c <= pos[b, i]
-        mask = torch.zeros((ids.shape[0], 1, ids.shape[1], width), dtype=self.loaded.dtype, device=ids.device)
-        mask.masked_fill_((cols[None, None, :] > pos[:, :, None])[:, None], torch.finfo(self.loaded.dtype).min)
+        # mask: [k, 1, q, width] additive; column c (= position c) is visible to query (b, i) iff
+        # c <= pos[b, i] (and, on sliding-window layers, pos[b, i] - c < window)
+        hide = cols[None, None, :] > pos[:, :, None]
+        mask = layer_masks(hide, pos, cols[None, :].expand(ids.shape[0], -1), self.loaded.windows, self.loaded.dtype)
         cache = _SlotCache(self._bufs, slots, pos, width)
         return self.loaded.hidden(ids, pos, mask, cache)
 

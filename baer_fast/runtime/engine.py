@@ -67,6 +67,7 @@ class PrefixEngine:
         # activation bytes per token in one forward: residual/attention/MLP buffers (rough upper bound)
         self._act_per_token = elem * (8 * cfg.hidden_size + 3 * cfg.intermediate_size)
         self._pad_id = int(getattr(loaded.tokenizer, "pad_token_id", None) or 0)
+        self._masks = len(set(loaded.windows.values()))       # distinct masks per call (sliding-window layers)
 
     # ------------------------------------------------------------------ planning
     def plan_tokens(self, groups: list[list[Query]]) -> list[int]:
@@ -165,7 +166,7 @@ class PrefixEngine:
         """Peak bytes of one forward over b rows of n new tokens after a past of p (upper bound)."""
         elem, c = self.loaded.dtype.itemsize, min(n, QUERY_SLICE) if p else n   # queries per model call
         scores = b * self._heads * c * (p + n) * 4               # attention probabilities, fp32
-        mask = b * c * (p + n) * (elem + 2)                       # additive mask + its bool sources
+        mask = b * c * (p + n) * (elem + 2) * self._masks          # additive mask(s) + their bool sources
         past = b * (p + n) * self.loaded.kv_bytes_per_token      # gathered ancestor KV + room for new
         hidden = b * n * self._act_per_token // 8                 # final hidden states of every slice
         return b * c * self._act_per_token + scores + mask + past + hidden
@@ -223,7 +224,7 @@ class PrefixEngine:
             # Masked attention is dense: slicing the queries skips most of the hidden upper
             # triangle (a slice never looks at keys after its own last query).
             slices = _slices(n)
-            hidden = torch.cat([self._call(ids[:, q0: q1], pos[:, q0: q1], self._mask(rows, new_at, p, q0, q1, dev),
+            hidden = torch.cat([self._call(ids[:, q0: q1], pos[:, q0: q1], self._mask(rows, new_at, p, q0, q1, pos),
                                            cache) for q0, q1 in slices], dim=1)
         self._keep_kv(rows, cache, big, new_at, kv, last_use)
         self._read(rows, trees, hidden, groups, out)   # hidden: [b, n, H]
@@ -236,17 +237,21 @@ class PrefixEngine:
         """One model call on new tokens [b, q] after the cache's past -> final hidden states [b, q, H]."""
         return self.loaded.hidden(ids, pos, mask, cache)
 
-    def _mask(self, rows: list[_Row], new_at: list[int], p: int, q0: int, q1: int, dev=None):
-        """Additive mask [b, 1, q1 - q0, p + q1] for queries q0..q1: 0 where visible, dtype min elsewhere.
+    def _mask(self, rows: list[_Row], new_at: list[int], p: int, q0: int, q1: int, pos):
+        """Additive mask [b, 1, q1 - q0, p + q1] for queries q0..q1: 0 where visible, dtype min elsewhere
+        (per layer type on a model with sliding-window layers: masks.layer_masks).
 
         Row i's past fills the columns just before new_at[i]; its new token j sits at column
         new_at[i] + j. New key j is visible to query i iff j <= i and i lies inside the subtree of
         j's node, which depth-first packing makes contiguous. Padding queries see the real past
         and padding keys up to themselves (never an empty row). Per-row vectors are built on the
-        host; the [b, q, p + q1] mask itself on `dev` (no large host-to-device copy).
+        host; the [b, q, p + q1] mask itself on pos's device (no large host-to-device copy).
+        pos: [b, n] positions of every new token (padding keeps counting).
         """
         import torch
-        b, dtype = len(rows), self.loaded.dtype
+
+        from baer_fast.runtime.masks import layer_masks, windowed
+        b, dtype, dev = len(rows), self.loaded.dtype, pos.device
         end = torch.full((b, q1), 1 << 30, dtype=torch.long)   # [b, q1]: subtree end of each key's node
         for i, r in enumerate(rows):
             for o, m, e in zip(r.offs, r.lens, r.ends):
@@ -254,13 +259,17 @@ class PrefixEngine:
         end = end.to(dev)
         key, query = torch.arange(q1, device=dev), torch.arange(q0, q1, device=dev)
         hide_new = (key[None, None, :] > query[None, :, None]) | (query[None, :, None] >= end[:, None, :])  # [b, q, q1]
-        at = torch.tensor(new_at, device=dev)[:, None]
+        at, past = torch.tensor(new_at, device=dev)[:, None], torch.tensor([r.past for r in rows], device=dev)[:, None]
         col = torch.arange(p + q1, device=dev)[None, :]
-        hide = (col < at - torch.tensor([r.past for r in rows], device=dev)[:, None]) | (col >= at)           # [b, p + q1]
+        hide = (col < at - past) | (col >= at)                                                                 # [b, p + q1]
         hide = hide[:, None, :].repeat(1, q1 - q0, 1)                                                          # [b, q, p + q1]
         hide.scatter_(2, (at + key[None, :])[:, None, :].expand(b, q1 - q0, q1), hide_new)
-        return torch.zeros((b, 1, q1 - q0, p + q1), dtype=dtype, device=dev).masked_fill_(hide[:, None],
-                                                                                          torch.finfo(dtype).min)
+        windows, kpos = self.loaded.windows, None
+        if windowed(windows):
+            # key positions: past column c holds position c - (new_at - past); new token j, pos[:, j]
+            j = (col - at).clamp(0, pos.shape[1] - 1).expand(b, -1)
+            kpos = torch.where(col < at, col - (at - past), pos.gather(1, j))
+        return layer_masks(hide, pos[:, q0: q1], kpos, windows, dtype)
 
     def _gather_past(self, rows: list[_Row], kv, p: int, room: int):
         """A cache holding each row's past KV [b, kvh, p, hd] per layer, new_at: the column of each

@@ -12,7 +12,7 @@ import inspect
 import logging
 import math
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from baer_fast.errors import BaerError, InputError
 
@@ -34,6 +34,7 @@ class LoadedModel:
     cache_arg: str           # "cache" (transformers >= 5.24) or "past_key_values"
     context_len: int         # max positions the model accepts
     kv_bytes_per_token: int  # K+V over all layers for one token
+    windows: dict = field(default_factory=lambda: {"full_attention": None})   # layer type -> sliding window
 
     @property
     def device(self):
@@ -166,7 +167,26 @@ def load_judge(path: str, *, device: str = "auto", dtype: str = "auto", attn: st
         path, local_files_only=True, trust_remote_code=trust_remote_code, use_safetensors=True,
         dtype=torch_dtype, attn_implementation=_attn_impl(attn)).to(device).eval()
     return LoadedModel(model, tok, path, cache_arg_name(model.base_model.forward),
-                       _context_len(model.config), _kv_bytes_per_token(model))
+                       _context_len(model.config), _kv_bytes_per_token(model), attention_windows(model.config))
+
+
+def attention_windows(config) -> dict:
+    """{layer type: sliding window in tokens, or None for full causal attention} over the model's
+    layers, from its config (`layer_types`, `sliding_window`, `use_sliding_window`)."""
+    cfg = config.get_text_config() if hasattr(config, "get_text_config") else config
+    window = getattr(cfg, "sliding_window", None)
+    if getattr(cfg, "use_sliding_window", True) is False:
+        window = None
+    types = getattr(cfg, "layer_types", None)
+    if not types:
+        return {"full_attention" if window is None else "sliding_attention": window}
+    out = {}
+    for t in types:
+        if t not in ("full_attention", "sliding_attention"):
+            raise ModelError(f"layers of type {t!r} are not supported by the hf engine (full and sliding-window "
+                             f"attention are); try --backend vllm")
+        out[t] = window if t == "sliding_attention" else None
+    return out
 
 
 def _context_len(config) -> int:
