@@ -33,10 +33,12 @@ _INTERPRET_TILE = 1 << 18  # interpreter: numpy does the tile at once, Python pa
 
 
 def choice_logits_ref(hidden: torch.Tensor, weight: torch.Tensor, choice_ids: torch.Tensor, *,
-                      bias: torch.Tensor | None = None) -> torch.Tensor:
+                      bias: torch.Tensor | None = None, softcap: float | None = None) -> torch.Tensor:
     """hidden [N, H], weight [V, H], choice_ids [N, C] or [C] -> logprobs [N, C] fp32.
 
-    Gathers the C LM-head rows first, so no [N, V] tensor is ever formed.
+    Gathers the C LM-head rows first, so no [N, V] tensor is ever formed. `softcap`: the
+    model's final logit soft-capping (Gemma 2: c * tanh(logit / c)), applied before the
+    log-softmax; the kernel has none.
     """
     # index_select, not weight[ids]: advanced indexing costs ~6 ms on a 151936-row head on CPU
     if choice_ids.dim() == 1:                            # shared ids: gather [C, H] once
@@ -48,6 +50,8 @@ def choice_logits_ref(hidden: torch.Tensor, weight: torch.Tensor, choice_ids: to
     if bias is not None:
         picked = bias.index_select(0, choice_ids.reshape(-1)).view(choice_ids.shape)  # [C]|[N, C]
         logits = logits + picked.float()
+    if softcap is not None:
+        logits = softcap * torch.tanh(logits / softcap)
     return torch.log_softmax(logits, dim=-1)             # [N, C] fp32
 
 

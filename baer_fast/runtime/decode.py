@@ -41,7 +41,7 @@ from dataclasses import dataclass, field
 from baer_fast.runtime.engine import QUERY_SLICE
 from baer_fast.runtime.masks import layer_masks
 from baer_fast.runtime.prefix_tree import build_tree
-from baer_fast.runtime.readout import lm_head
+from baer_fast.runtime.readout import model_logits, read_model
 
 INITIAL_COLUMNS_MAX = 2048   # slot-buffer columns allocated up front at most; beyond, grown by doubling
 GATHER_COLUMNS = 4           # a prefill forward attends over at most this many x prefill_tokens columns in all
@@ -335,11 +335,7 @@ class Decoder:
 
     def _logits(self, hidden):
         """hidden [m, H] -> full-vocabulary logits [m, V] fp32 (last positions only)."""
-        weight, bias = lm_head(self.loaded.model)
-        out = hidden @ weight.T
-        if bias is not None:
-            out = out + bias
-        return out.float()
+        return model_logits(self.loaded, hidden)
 
     def _advance(self, rows: list[_Row], logits, *, first: int) -> None:
         """Append each row's next token (rows occupy slots first..first+len(rows)); retire finished rows."""
@@ -388,8 +384,6 @@ class Decoder:
         """Rows [first, n) are finished: feed each its kept generation's missing KV plus the cue,
         and read the constrained verdict at the last cue position (rows without a cue feed a pad)."""
         import torch
-
-        from baer_fast.runtime.readout import read_choices
         tok, dev = self.loaded.tokenizer, self.loaded.device
         feeds, starts = [], []
         for r in self._rows[first:]:
@@ -404,13 +398,12 @@ class Decoder:
             ids[j, : len(f)] = torch.tensor(f)
         pos = torch.tensor(starts)[:, None] + torch.arange(q)
         hidden = self._forward(first, ids.to(dev), pos.to(dev))                   # [k, q, H]
-        weight, bias = lm_head(self.loaded.model)
         for j, r in enumerate(self._rows[first:]):
             req = self._requests[r.req]
             if req.choices:
                 h = hidden[j, len(feeds[j]) - 1][None]
                 choice = torch.tensor(req.choices, dtype=torch.long, device=dev)
-                self._results[r.req].verdicts[r.sample] = read_choices(h, weight, choice, bias=bias)[0].double().tolist()
+                self._results[r.req].verdicts[r.sample] = read_model(self.loaded, h, choice)[0].double().tolist()
                 self.stats.tokens_cue += len(feeds[j])
 
 

@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from baer_fast.runtime.config import EngineConfig
 from baer_fast.runtime.prefix_tree import Node, ancestors, build_tree, subtree, tree_tokens
 from baer_fast.runtime.queries import EngineResult, EngineStats, Query
-from baer_fast.runtime.readout import lm_head, read_choices
+from baer_fast.runtime.readout import read_model
 
 
 PAD_SLACK = 1.25     # a chunk may compute at most 25% more tokens than it has real ones...
@@ -340,14 +340,13 @@ class PrefixEngine:
                 for x, o, m in zip(r.nodes, r.offs, r.lens) for q in trees[r.g][x].ends]
         if not want:
             return
-        weight, bias = lm_head(self.loaded.model)
         by_choices: dict[tuple, list] = {}
         for item in want:
             by_choices.setdefault(groups[item[2]][item[3]].choices, []).append(item)
         for choices, items in by_choices.items():
             h = hidden[[i for i, _, _, _ in items], [c for _, c, _, _ in items]]          # [m, H]
             ids = torch.tensor(choices, dtype=torch.long, device=h.device)
-            lp = read_choices(h, weight, ids, bias=bias, kernels=self.config.kernels).double().cpu()
+            lp = read_model(self.loaded, h, ids, kernels=self.config.kernels).double().cpu()
             for row, (_, _, g, q) in zip(lp.tolist(), items):
                 out[g][q] = row
 

@@ -35,6 +35,8 @@ class LoadedModel:
     context_len: int         # max positions the model accepts
     kv_bytes_per_token: int  # K+V over all layers for one token
     windows: dict = field(default_factory=lambda: {"full_attention": None})   # layer type -> sliding window
+    logit_scale: float = 1.0             # the model's logits = softcap(scale x LM head(h)), as its forward
+    logit_softcap: float | None = None   # computes them (logit_map; readout.read_model applies both)
 
     @property
     def device(self):
@@ -167,7 +169,43 @@ def load_judge(path: str, *, device: str = "auto", dtype: str = "auto", attn: st
         path, local_files_only=True, trust_remote_code=trust_remote_code, use_safetensors=True,
         dtype=torch_dtype, attn_implementation=_attn_impl(attn)).to(device).eval()
     return LoadedModel(model, tok, path, cache_arg_name(model.base_model.forward),
-                       _context_len(model.config), _kv_bytes_per_token(model), attention_windows(model.config))
+                       _context_len(model.config), _kv_bytes_per_token(model), attention_windows(model.config),
+                       *logit_map(model))
+
+
+def logit_map(model) -> tuple[float, float | None]:
+    """(scale, soft-cap) between the LM head applied to the final normed hidden state, which the
+    readout and the decoder compute, and the logits the model's own forward returns: a logit
+    scale (Cohere `logit_scale`, Granite 1 / `logits_scaling`) and a final soft-cap (Gemma 2
+    `final_logit_softcapping`) from the config, then checked on a probe: one short forward of
+    the whole model against the same positions through the base model and the head. A model
+    whose forward does anything else to its logits is refused (its verdicts would not be its own)."""
+    import torch
+
+    from baer_fast.runtime.readout import model_logits
+    cfg = model.config.get_text_config() if hasattr(model.config, "get_text_config") else model.config
+    scale = float(getattr(cfg, "logit_scale", None) or 1.0) / float(getattr(cfg, "logits_scaling", None) or 1.0)
+    cap = getattr(cfg, "final_logit_softcapping", None)
+    cap = float(cap) if cap else None
+    probe = _ProbeModel(model, scale, cap)
+    ids = torch.arange(1, 9, device=next(model.parameters()).device)[None] % model.get_input_embeddings().num_embeddings
+    with torch.inference_mode():
+        theirs = model(input_ids=ids, use_cache=False).logits[0, -2:].float()
+        ours = model_logits(probe, model.base_model(input_ids=ids, use_cache=False).last_hidden_state[0, -2:])
+    err, size = float((theirs - ours).abs().max()), float(theirs.abs().max())
+    # non-finite weights: left to the runtime, which names the pairs whose verdicts are not finite
+    if bool(torch.isfinite(theirs).all()) and not err <= 1e-2 * size + 1e-4:
+        raise ModelError(f"{type(model).__name__}: its forward changes the logits after the LM head in a way "
+                         f"baer-fast does not know (max difference {err:.3g} on a probe, logits up to {size:.3g}); "
+                         f"the constrained readout would not be the model's own distribution")
+    return scale, cap
+
+
+@dataclass
+class _ProbeModel:            # what readout.model_logits reads of a LoadedModel
+    model: object
+    logit_scale: float
+    logit_softcap: float | None
 
 
 def attention_windows(config) -> dict:

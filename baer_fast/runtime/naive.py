@@ -8,7 +8,7 @@ from __future__ import annotations
 import time
 
 from baer_fast.runtime.queries import EngineResult, EngineStats, Query
-from baer_fast.runtime.readout import lm_head, read_choices
+from baer_fast.runtime.readout import read_model
 
 
 class NaiveEngine:
@@ -21,21 +21,20 @@ class NaiveEngine:
     def run(self, groups: list[list[Query]]) -> EngineResult:
         import torch
         t0, stats = time.perf_counter(), EngineStats()
-        weight, bias = lm_head(self.loaded.model)
         out = []
         with torch.inference_mode():
             for group in groups:
-                out.append([self._one(q, weight, bias, stats) for q in group])
+                out.append([self._one(q, stats) for q in group])
         stats.seconds = time.perf_counter() - t0
         return EngineResult(out, self.plan_tokens(groups), stats)
 
-    def _one(self, q: Query, weight, bias, stats: EngineStats) -> list[float]:
+    def _one(self, q: Query, stats: EngineStats) -> list[float]:
         import torch
         dev = self.loaded.device
         ids = torch.tensor([q.ids], dtype=torch.long, device=dev)
         hidden = self.loaded.hidden(ids)                                   # [1, T, H]
         choices = torch.tensor(q.choices, dtype=torch.long, device=dev)
-        lp = read_choices(hidden[:, -1], weight, choices, bias=bias, kernels=self.kernels)
+        lp = read_model(self.loaded, hidden[:, -1], choices, kernels=self.kernels)
         stats.tokens_prefilled += len(q.ids)
         stats.tokens_computed += len(q.ids)
         stats.forwards += 1

@@ -1,0 +1,90 @@
+"""Judges whose forward changes the logits after the LM head: the readout must be the model's own.
+
+The engine, the naive path and the decoder compute logits from the final normed hidden state and
+the LM-head rows. Granite divides the logits by `logits_scaling`, Cohere multiplies them by
+`logit_scale`, Gemma 2 soft-caps them (c * tanh(x / c)); without those the constrained
+distribution is sharper or flatter than the model's. Each is checked against the model's own
+forward, and a forward doing something unknown is refused at load.
+"""
+import pytest
+
+from baer_fast.runtime.decode import Decoder, GenRequest
+from baer_fast.runtime.model_loader import ModelError, load_judge
+from baer_fast.runtime.readout import model_logits, read_model
+from baer_fast.runtime.runner import run_experts
+from tests.fixtures.tiny_models import build_model_dir, make_pairs
+
+CASES = {
+    "granite": (dict(logits_scaling=4.0), "sdpa", (0.25, None)),
+    "cohere": (dict(logit_scale=0.5), "sdpa", (0.5, None)),
+    # attention soft-capping needs eager attention; window 24 makes its layers mixed (sliding, full)
+    "gemma2": (dict(final_logit_softcapping=2.0, attn_logit_softcapping=5.0, sliding_window=24,
+                    query_pre_attn_scalar=16), "eager", (1.0, 2.0)),
+}
+EXPERTS = ["direct", "score", "pointwise"]
+
+
+@pytest.fixture(scope="module", params=sorted(CASES))
+def mapped(request, tmp_path_factory):
+    extra, attn, want = CASES[request.param]
+    path = build_model_dir(str(tmp_path_factory.mktemp(request.param)), arch=request.param, seed=9, **extra)
+    loaded = load_judge(path, attn=attn)
+    assert (loaded.logit_scale, loaded.logit_softcap) == want
+    return loaded
+
+
+def _prompts(loaded, n=4, seed=0):
+    import random
+    rng = random.Random(seed)
+    return [[rng.randrange(10, len(loaded.tokenizer)) for _ in range(rng.randint(30, 60))] for _ in range(n)]
+
+
+def test_readout_is_the_models_own_distribution(mapped, monkeypatch):
+    import torch
+    choices = torch.tensor([3, 7, 11, 40])
+    for ids in _prompts(mapped):
+        x = torch.tensor([ids])
+        with torch.inference_mode():
+            theirs = mapped.model(input_ids=x, use_cache=False).logits[0, -1].float()
+            h = mapped.hidden(x)[0, -1:]
+            full = model_logits(mapped, h)[0]
+            lp = read_model(mapped, h, choices, kernels="torch")[0]
+        assert torch.allclose(full, theirs, atol=1e-4, rtol=1e-4)
+        assert torch.allclose(lp, torch.log_softmax(theirs[choices], -1), atol=1e-5)
+        monkeypatch.setattr(mapped, "logit_scale", 1.0)          # without the map: another distribution
+        monkeypatch.setattr(mapped, "logit_softcap", None)
+        with torch.inference_mode():
+            assert not torch.allclose(read_model(mapped, h, choices, kernels="torch")[0], lp, atol=1e-3)
+        monkeypatch.undo()
+
+
+def test_engine_equals_naive(mapped):
+    pairs = make_pairs(4, seed=2)
+    got = run_experts(mapped, pairs, experts=EXPERTS)
+    want = run_experts(mapped, pairs, experts=EXPERTS, naive=True)
+    for g, w in zip(got, want, strict=True):
+        for name in EXPERTS:
+            assert max(abs(x - y) for x, y in zip(g.experts[name], w.experts[name], strict=True)) <= 1e-5
+
+
+def test_decoder_equals_generate(mapped):
+    import torch
+    prompts = _prompts(mapped, 3, seed=1)
+    got = Decoder(mapped, max_rows=2).generate([GenRequest(tuple(p), 8) for p in prompts])
+    for p, res in zip(prompts, got):
+        out = mapped.model.generate(torch.tensor([p]), attention_mask=torch.ones(1, len(p), dtype=torch.long),
+                                    max_new_tokens=8, do_sample=False)
+        assert list(res.tokens[0]) == out[0, len(p):].tolist()
+
+
+def test_unknown_logit_processing_is_refused(qwen_dir, monkeypatch):
+    from transformers import Qwen3ForCausalLM
+    forward = Qwen3ForCausalLM.forward
+
+    def scaled(self, *args, **kwargs):
+        out = forward(self, *args, **kwargs)
+        out.logits = out.logits * 3.0
+        return out
+    monkeypatch.setattr(Qwen3ForCausalLM, "forward", scaled)
+    with pytest.raises(ModelError, match="Qwen3ForCausalLM.*after the LM head"):
+        load_judge(qwen_dir)
