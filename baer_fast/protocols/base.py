@@ -28,7 +28,11 @@ class Prompt:
     def user(self) -> str:
         return "".join(self.segments)
 
-    def messages(self) -> list[dict]:
+    def messages(self, *, fold_system: bool = False) -> list[dict]:
+        """Chat messages; fold_system puts the system text at the start of the one user message
+        (templates that take no system role: Gemma, early Mistral)."""
+        if fold_system:
+            return [{"role": "user", "content": f"{self.system}\n\n{self.user}"}]
         return [{"role": "system", "content": self.system}, {"role": "user", "content": self.user}]
 
 

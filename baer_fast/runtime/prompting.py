@@ -7,13 +7,18 @@ error (never silently truncated).
 """
 from __future__ import annotations
 
+import logging
+
 from baer_fast.errors import InputError
+
+log = logging.getLogger("baer_fast")
 
 
 class PromptEncoder:
     def __init__(self, tokenizer, *, model_name: str, context_len: int):
         self.tok, self.model_name, self.context_len = tokenizer, model_name, context_len
         self._labels: dict[tuple, tuple[int, ...]] = {}
+        self._fold_system: bool | None = None      # the template takes no system role (found on first render)
 
     def label_ids(self, labels: tuple[str, ...]) -> tuple[int, ...]:
         if labels not in self._labels:
@@ -28,8 +33,30 @@ class PromptEncoder:
         return ids[0]
 
     def render(self, prompt) -> str:
+        """The prompt through the model's chat template, with a system message where the template
+        takes one; where it refuses one (Gemma, early Mistral: "System role not supported", roles
+        must alternate), the system text opens the user message instead, for every prompt alike."""
+        from jinja2.exceptions import TemplateError
+        if self._fold_system is None:
+            try:
+                text = self._apply(prompt.messages())
+            except TemplateError as e:
+                try:
+                    text = self._apply(prompt.messages(fold_system=True))
+                except TemplateError:
+                    raise InputError(f"the chat template of model {self.model_name!r} fails on a judge prompt: "
+                                     f"{e}") from e
+                log.warning("the chat template of %r takes no system message (%s); the judge's system text "
+                            "opens the user message instead", self.model_name, e)
+                self._fold_system = True
+                return text
+            self._fold_system = False
+            return text
+        return self._apply(prompt.messages(fold_system=self._fold_system))
+
+    def _apply(self, messages) -> str:
         # enable_thinking=False: templates that support it (Qwen3) open a non-thinking answer
-        return self.tok.apply_chat_template(prompt.messages(), tokenize=False, add_generation_prompt=True,
+        return self.tok.apply_chat_template(messages, tokenize=False, add_generation_prompt=True,
                                             enable_thinking=False)
 
     def encode(self, prompt, *, pair_id: str, expert: str) -> tuple[int, ...]:
