@@ -61,13 +61,14 @@ class LoadedModel:
 
         `mask` is a 4-D additive mask (the engine's tree rows, the decoder's slots). flash-attn 2
         takes none (transformers reads its mask as 2-D padding), so on a model loaded with it a
-        masked call runs on SDPA, same weights and cache; unmasked calls keep flash-attn 2.
+        masked call runs on SDPA (eager for soft-capped scores), same weights and cache; unmasked
+        calls keep flash-attn 2.
         """
         cfg = self.base.config
         impl = cfg._attn_implementation
         swap = mask is not None and impl not in MASK_ATTENTION
-        if swap:
-            cfg._attn_implementation = "sdpa"
+        if swap:                        # eager where SDPA cannot soft-cap the scores (Gemma 2)
+            cfg._attn_implementation = "eager" if _softcaps_attention(cfg) else "sdpa"
         try:
             kw = {self.cache_arg: cache, "use_cache": True} if cache is not None else {"use_cache": False}
             return self.base(input_ids=ids, attention_mask=mask, position_ids=pos, **kw).last_hidden_state
@@ -102,13 +103,32 @@ def _auto_dtype(device: str, dtype: str):
     return torch.bfloat16 if device.startswith("cuda") else torch.float32
 
 
-def _attn_impl(attn: str) -> str:
+def _attn_impl(attn: str, path: str, trust_remote_code: bool) -> str:
     if attn == "flash_attention_2":
         import importlib.util
         if importlib.util.find_spec("flash_attn") is None:
             raise ModelError("--attn flash_attention_2 was requested but flash-attn is not installed "
                              "(pip install 'baer-fast[gpu]')")
+    if attn == "sdpa":
+        from transformers import AutoConfig, AutoModelForCausalLM
+        config = AutoConfig.from_pretrained(path, local_files_only=True, trust_remote_code=trust_remote_code)
+        try:
+            cls = AutoModelForCausalLM._model_mapping[type(config)]
+        except (KeyError, AttributeError):          # remote code, or a mapping this transformers lacks
+            cls = None
+        why = ("soft-caps its attention scores" if _softcaps_attention(config) else
+               "has no SDPA attention in transformers" if cls is not None and not getattr(cls, "_supports_sdpa", True)
+               else None)
+        if why:
+            log.warning("%s %s: using eager attention", os.path.basename(os.path.normpath(path)), why)
+            return "eager"
     return attn
+
+
+def _softcaps_attention(config) -> bool:
+    """Gemma 2 caps attention scores (attn_logit_softcapping), which SDPA cannot."""
+    cfg = config.get_text_config() if hasattr(config, "get_text_config") else config
+    return bool(getattr(cfg, "attn_logit_softcapping", None))
 
 
 def weight_elements(path: str) -> int:
@@ -167,7 +187,7 @@ def load_judge(path: str, *, device: str = "auto", dtype: str = "auto", attn: st
     check_fits(path, device, torch_dtype)
     model = AutoModelForCausalLM.from_pretrained(
         path, local_files_only=True, trust_remote_code=trust_remote_code, use_safetensors=True,
-        dtype=torch_dtype, attn_implementation=_attn_impl(attn)).to(device).eval()
+        dtype=torch_dtype, attn_implementation=_attn_impl(attn, path, trust_remote_code)).to(device).eval()
     return LoadedModel(model, tok, path, cache_arg_name(model.base_model.forward),
                        _context_len(model.config), _kv_bytes_per_token(model), attention_windows(model.config),
                        *logit_map(model))

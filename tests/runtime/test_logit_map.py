@@ -88,3 +88,21 @@ def test_unknown_logit_processing_is_refused(qwen_dir, monkeypatch):
     monkeypatch.setattr(Qwen3ForCausalLM, "forward", scaled)
     with pytest.raises(ModelError, match="Qwen3ForCausalLM.*after the LM head"):
         load_judge(qwen_dir)
+
+
+@pytest.mark.parametrize("capped", [True, False])
+def test_no_sdpa_picks_eager(tmp_path, caplog, capped):
+    """SDPA cannot soft-cap attention scores, and transformers has no SDPA Gemma 2 at all: the
+    default attention becomes eager, with a warning saying why."""
+    import logging
+    extra = dict(CASES["gemma2"][0], **({} if capped else {"attn_logit_softcapping": None}))
+    path = build_model_dir(str(tmp_path / "gemma2"), arch="gemma2", seed=9, **extra)
+    with caplog.at_level(logging.WARNING, logger="baer_fast"):
+        loaded = load_judge(path)
+    assert loaded.model.config._attn_implementation == "eager"
+    why = "soft-caps its attention" if capped else "has no SDPA attention"
+    assert any(why in r.getMessage() for r in caplog.records)
+    pairs = make_pairs(2, seed=3)
+    got, want = (run_experts(loaded, pairs, experts=["direct"], naive=naive) for naive in (False, True))
+    for g, w in zip(got, want, strict=True):
+        assert max(abs(x - y) for x, y in zip(g.experts["direct"], w.experts["direct"], strict=True)) <= 1e-5
