@@ -3,7 +3,6 @@ import json
 
 import pytest
 
-from baer_fast import artifact
 from baer_fast.io.records import write_signals
 
 from .conftest import make_signals

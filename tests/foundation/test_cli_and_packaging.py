@@ -1,10 +1,8 @@
-import os
 import subprocess
 import sys
 import zipfile
 from pathlib import Path
 
-import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -40,7 +40,6 @@ def test_lambda_choice_is_deterministic_and_from_the_grid():
 
 def test_stack_learns_the_informative_expert():
     from baer_fast.selection.fit import fit_condition
-    from baer_fast.artifact import deployed_head, save, load
     rows = make_signals(400, seed=2)
     art = fit_condition(rows, condition="synthetic")
     w = dict(zip(art["heads"]["stack"]["feature_names"], art["heads"]["stack"]["weights"]))
