@@ -12,7 +12,9 @@ against the fp32 CPU run as the reference:
   - the Triton readout inside the engine equals the torch readout (fp32, compiled kernels);
   - the batched decoder equals HF `generate` token for token (fp32, greedy), also when bank-shaped
     prompts share a tree;
-  - Judge on CUDA (the default bf16): swapping a and b negates the scores.
+  - Judge on CUDA (the default bf16): swapping a and b negates the scores;
+  - sliding-window and logit-mapped architectures (Mistral, mixed-layer Qwen3, Granite, Gemma 2):
+    engine == naive, and the readout equals the model's own logits.
 """
 from __future__ import annotations
 
@@ -156,6 +158,34 @@ def test_judge_on_cuda_is_antisymmetric(tmp_path):
     s, s_swapped = judge.score(q, a, b), judge.score(q, b, a)
     print(f"cuda bf16 Judge: max |s + s_swapped| = {torch.max(torch.abs(s + s_swapped)).item():.3g}")
     assert torch.max(torch.abs(s + s_swapped)) <= 1e-6
+
+
+OTHER_ARCHS = {   # sliding-window layers (all, mixed) and logits changed after the LM head (scale, soft-cap)
+    "mistral-sliding": dict(arch="mistral", sliding_window=24),
+    "qwen3-mixed-sliding": dict(arch="qwen3", use_sliding_window=True, sliding_window=24, max_window_layers=1),
+    "granite-scaled": dict(arch="granite", logits_scaling=4.0),
+    "gemma2-capped": dict(arch="gemma2", final_logit_softcapping=2.0, attn_logit_softcapping=5.0,
+                          sliding_window=24, query_pre_attn_scalar=16),
+}
+
+
+@pytest.mark.parametrize("name", sorted(OTHER_ARCHS))
+def test_other_architectures_on_cuda(name, tmp_path, pairs):
+    """Engine == naive (fp32, CUDA, Triton readout where it compiles), and the constrained readout
+    equals the model's own logits."""
+    from baer_fast.kernels.dispatch import HAS_TRITON_GPU
+    from baer_fast.runtime.readout import read_model
+    loaded = load_judge(build_model_dir(str(tmp_path / name), seed=9, **OTHER_ARCHS[name]), device="cuda",
+                        dtype="float32")
+    kernels = "triton" if HAS_TRITON_GPU else "torch"
+    naive, rep = _signals(loaded, pairs, naive=True)
+    shared, _ = _signals(loaded, pairs, config=EngineConfig(kernels=kernels), params=rep.derived_params)
+    assert _max_diff(shared, naive) <= 1e-5
+    ids, choices = torch.arange(40, 100, device="cuda")[None], torch.tensor([3, 7, 11], device="cuda")
+    with torch.inference_mode():
+        theirs = torch.log_softmax(loaded.model(input_ids=ids, use_cache=False).logits[0, -1].float()[choices], -1)
+        ours = read_model(loaded, loaded.hidden(ids)[0, -1:], choices, kernels=kernels)[0]
+    assert torch.allclose(ours, theirs, atol=1e-5)
 
 
 @pytest.mark.slow
