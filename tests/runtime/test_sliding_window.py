@@ -1,4 +1,4 @@
-"""Judges with sliding-window attention layers (Mistral; Gemma 2/3 and Qwen2/3 style mixed layers).
+"""Judges with sliding-window attention layers (Mistral; Qwen2/3 and Gemma 2/3 style mixed layers).
 
 A sliding layer hides every key `window` or more positions behind the query. transformers
 applies that in a plain forward (the naive path, `generate`); the engine's tree masks and the
@@ -20,15 +20,19 @@ EXPERTS = ["direct", "score", "pointwise"]
 pytestmark = pytest.mark.usefixtures("poisoned_empty")
 
 
-@pytest.fixture(scope="module", params=["mistral", "qwen3-mixed"])
+@pytest.fixture(scope="module", params=["mistral", "qwen3-mixed", "gemma3"])
 def sliding(request, tmp_path_factory, loaded_models):
     path = str(tmp_path_factory.mktemp(request.param))
     if request.param == "mistral":                     # every layer sliding, no layer_types
         build_model_dir(path, arch="mistral", seed=5, sliding_window=WINDOW)
         want = {"sliding_attention": WINDOW}
-    else:                                              # layer 0 full, layer 1 sliding: a mask per type
+    elif request.param == "qwen3-mixed":               # layer 0 full, layer 1 sliding: a mask per type
         build_model_dir(path, arch="qwen3", seed=6, use_sliding_window=True, sliding_window=WINDOW,
                         max_window_layers=1)
+        want = {"full_attention": None, "sliding_attention": WINDOW}
+    else:                                              # Gemma 3: local and global layers, own rotary bases
+        build_model_dir(path, arch="gemma3", seed=7, layers=3, sliding_window=WINDOW, query_pre_attn_scalar=16,
+                        layer_types=["sliding_attention", "sliding_attention", "full_attention"])
         want = {"full_attention": None, "sliding_attention": WINDOW}
     loaded = loaded_models(path)
     assert loaded.windows == want
