@@ -103,15 +103,18 @@ def _auto_dtype(device: str, dtype: str):
     return torch.bfloat16 if device.startswith("cuda") else torch.float32
 
 
-def _attn_impl(attn: str, path: str, trust_remote_code: bool) -> str:
+def _text_config(config):
+    return config.get_text_config() if hasattr(config, "get_text_config") else config
+
+
+def _attn_impl(attn: str, config, name: str) -> str:
     if attn == "flash_attention_2":
         import importlib.util
         if importlib.util.find_spec("flash_attn") is None:
             raise ModelError("--attn flash_attention_2 was requested but flash-attn is not installed "
                              "(pip install 'baer-fast[gpu]')")
     if attn == "sdpa":
-        from transformers import AutoConfig, AutoModelForCausalLM
-        config = AutoConfig.from_pretrained(path, local_files_only=True, trust_remote_code=trust_remote_code)
+        from transformers import AutoModelForCausalLM
         try:
             cls = AutoModelForCausalLM._model_mapping[type(config)]
         except (KeyError, AttributeError):          # remote code, or a mapping this transformers lacks
@@ -120,15 +123,14 @@ def _attn_impl(attn: str, path: str, trust_remote_code: bool) -> str:
                "has no SDPA attention in transformers" if cls is not None and not getattr(cls, "_supports_sdpa", True)
                else None)
         if why:
-            log.warning("%s %s: using eager attention", os.path.basename(os.path.normpath(path)), why)
+            log.warning("%s %s: using eager attention", name, why)
             return "eager"
     return attn
 
 
 def _softcaps_attention(config) -> bool:
     """Gemma 2 caps attention scores (attn_logit_softcapping), which SDPA cannot."""
-    cfg = config.get_text_config() if hasattr(config, "get_text_config") else config
-    return bool(getattr(cfg, "attn_logit_softcapping", None))
+    return bool(getattr(_text_config(config), "attn_logit_softcapping", None))
 
 
 def weight_elements(path: str) -> int:
@@ -174,7 +176,7 @@ def check_fits(path: str, device: str, dtype) -> None:
 def load_judge(path: str, *, device: str = "auto", dtype: str = "auto", attn: str = "sdpa",
                trust_remote_code: bool = False) -> LoadedModel:
     import torch
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
 
     check_model_dir(path)
     if device == "auto":
@@ -183,14 +185,16 @@ def load_judge(path: str, *, device: str = "auto", dtype: str = "auto", attn: st
     if not getattr(tok, "chat_template", None):
         raise InputError("the tokenizer has no chat template; judge prompts are rendered with the "
                          "model's own template — use an instruction-tuned model", path=path)
+    config = AutoConfig.from_pretrained(path, local_files_only=True, trust_remote_code=trust_remote_code)
+    windows = attention_windows(config)             # unsupported layer types: refused before the weights load
     torch_dtype = _auto_dtype(device, dtype)
     check_fits(path, device, torch_dtype)
+    attn = _attn_impl(attn, config, os.path.basename(os.path.normpath(path)))
     model = AutoModelForCausalLM.from_pretrained(
         path, local_files_only=True, trust_remote_code=trust_remote_code, use_safetensors=True,
-        dtype=torch_dtype, attn_implementation=_attn_impl(attn, path, trust_remote_code)).to(device).eval()
+        dtype=torch_dtype, attn_implementation=attn).to(device).eval()
     return LoadedModel(model, tok, path, cache_arg_name(model.base_model.forward),
-                       _context_len(model.config), _kv_bytes_per_token(model), attention_windows(model.config),
-                       *logit_map(model))
+                       _context_len(model.config), _kv_bytes_per_token(model), windows, *logit_map(model))
 
 
 def logit_map(model) -> tuple[float, float | None]:
@@ -203,7 +207,7 @@ def logit_map(model) -> tuple[float, float | None]:
     import torch
 
     from baer_fast.runtime.readout import model_logits
-    cfg = model.config.get_text_config() if hasattr(model.config, "get_text_config") else model.config
+    cfg = _text_config(model.config)
     scale = float(getattr(cfg, "logit_scale", None) or 1.0) / float(getattr(cfg, "logits_scaling", None) or 1.0)
     cap = getattr(cfg, "final_logit_softcapping", None)
     cap = float(cap) if cap else None
@@ -231,7 +235,7 @@ class _ProbeModel:            # what readout.model_logits reads of a LoadedModel
 def attention_windows(config) -> dict:
     """{layer type: sliding window in tokens, or None for full causal attention} over the model's
     layers, from its config (`layer_types`, `sliding_window`, `use_sliding_window`)."""
-    cfg = config.get_text_config() if hasattr(config, "get_text_config") else config
+    cfg = _text_config(config)
     window = getattr(cfg, "sliding_window", None)
     if getattr(cfg, "use_sliding_window", True) is False:
         window = None
@@ -248,12 +252,12 @@ def attention_windows(config) -> dict:
 
 
 def _context_len(config) -> int:
-    cfg = config.get_text_config() if hasattr(config, "get_text_config") else config
+    cfg = _text_config(config)
     return int(getattr(cfg, "max_position_embeddings", 0) or 1 << 30)
 
 
 def _kv_bytes_per_token(model) -> int:
-    cfg = model.config.get_text_config() if hasattr(model.config, "get_text_config") else model.config
+    cfg = _text_config(model.config)
     head_dim = getattr(cfg, "head_dim", None) or cfg.hidden_size // cfg.num_attention_heads
     kv_heads = getattr(cfg, "num_key_value_heads", None) or cfg.num_attention_heads
     elem = next(model.parameters()).element_size()
