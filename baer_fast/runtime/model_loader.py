@@ -160,17 +160,25 @@ def free_bytes(device: str) -> int | None:
     return None
 
 
-def check_fits(path: str, device: str, dtype) -> None:
+def check_fits(path: str, device: str, dtype, config=None) -> None:
     """Refuse, before loading, weights that cannot fit on `device` in `dtype` (an 8B model in
-    fp32, CPU's default, takes 30 GiB): a clear error instead of the kernel's OOM killer."""
-    need, free = weight_elements(path) * dtype.itemsize, free_bytes(device)
+    fp32, CPU's default, takes 30 GiB): a clear error instead of the kernel's OOM killer. A
+    quantized checkpoint (`quantization_config`: fp8, GPTQ, AWQ...) keeps its stored types, so
+    its size on disk is the estimate."""
+    quantized = config is not None and getattr(config, "quantization_config", None)
+    need, free = (_stored_bytes(path) if quantized else weight_elements(path) * dtype.itemsize), free_bytes(device)
     if free is None or need <= free:
         return
     gib = lambda x: f"{x / 2**30:.1f} GiB"     # noqa: E731
-    hint = ("pass --dtype bfloat16 to halve it, or " if dtype.itemsize > 2 else "") + \
+    hint = ("pass --dtype bfloat16 to halve it, or " if dtype.itemsize > 2 and not quantized else "") + \
         "free memory or use a machine with more"
-    raise ModelError(f"{os.path.basename(os.path.normpath(path))}: its weights take {gib(need)} in "
-                     f"{str(dtype).replace('torch.', '')} but {device} has {gib(free)} available; {hint}")
+    held = "as stored (quantized)" if quantized else "in " + str(dtype).replace("torch.", "")
+    raise ModelError(f"{os.path.basename(os.path.normpath(path))}: its weights take {gib(need)} {held} "
+                     f"but {device} has {gib(free)} available; {hint}")
+
+
+def _stored_bytes(path: str) -> int:
+    return sum(os.path.getsize(f) for f in glob.glob(os.path.join(path, "*.safetensors")))
 
 
 def load_judge(path: str, *, device: str = "auto", dtype: str = "auto", attn: str = "sdpa",
@@ -188,7 +196,7 @@ def load_judge(path: str, *, device: str = "auto", dtype: str = "auto", attn: st
     config = AutoConfig.from_pretrained(path, local_files_only=True, trust_remote_code=trust_remote_code)
     windows = attention_windows(config)             # unsupported layer types: refused before the weights load
     torch_dtype = _auto_dtype(device, dtype)
-    check_fits(path, device, torch_dtype)
+    check_fits(path, device, torch_dtype, config)
     attn = _attn_impl(attn, config, os.path.basename(os.path.normpath(path)))
     model = AutoModelForCausalLM.from_pretrained(
         path, local_files_only=True, trust_remote_code=trust_remote_code, use_safetensors=True,

@@ -82,6 +82,26 @@ def test_weights_that_cannot_fit_are_refused_before_loading(tmp_path, capsys, qw
     assert loads == []
 
 
+def test_a_quantized_checkpoint_is_sized_as_stored(qwen_dir, monkeypatch):
+    """fp8/GPTQ/AWQ weights stay in their stored types: elements x bf16 would refuse an fp8 judge
+    that fits (and undercount packed 4-bit ones); the files' size is the estimate."""
+    import torch
+    from transformers import AutoConfig
+
+    from baer_fast.runtime import model_loader
+    config = AutoConfig.from_pretrained(qwen_dir)
+    config.quantization_config = {"quant_method": "fp8"}
+    stored = model_loader._stored_bytes(qwen_dir)
+    assert stored != 2 * model_loader.weight_elements(qwen_dir)
+    bf16 = torch.bfloat16
+    monkeypatch.setattr(model_loader, "free_bytes", lambda device: stored)
+    model_loader.check_fits(qwen_dir, "cpu", bf16, config)                   # fits as stored
+    monkeypatch.setattr(model_loader, "free_bytes", lambda device: stored - 1)
+    with pytest.raises(model_loader.ModelError, match="as stored") as e:
+        model_loader.check_fits(qwen_dir, "cpu", bf16, config)
+    assert "--dtype" not in str(e.value)
+
+
 @pytest.mark.parametrize("free", ["exact", "unknown"])
 def test_weights_that_fit_load(qwen_dir, monkeypatch, free):
     from baer_fast.runtime import model_loader
