@@ -146,8 +146,10 @@ def weight_elements(path: str) -> int:
 
 
 def free_bytes(device: str) -> int | None:
-    """Memory a model loaded on `device` can still take: available RAM on CPU, free memory on a
-    CUDA device; None where unknown."""
+    """Memory a model loaded on `device` can still take: available RAM on CPU; on a CUDA device
+    its free memory plus what this process's caching allocator holds unused (a trainer in the
+    same process keeps freed blocks reserved, and the judge's weights can take them); None where
+    unknown."""
     import torch
     if device == "cpu":
         try:
@@ -156,7 +158,9 @@ def free_bytes(device: str) -> int | None:
             return None
         return int(psutil.virtual_memory().available)
     if device.startswith("cuda") and torch.cuda.is_available():
-        return int(torch.cuda.mem_get_info(torch.device(device))[0])
+        dev = torch.device(device)
+        unused = torch.cuda.memory_reserved(dev) - torch.cuda.memory_allocated(dev)
+        return int(torch.cuda.mem_get_info(dev)[0] + unused)
     return None
 
 

@@ -111,6 +111,19 @@ def test_weights_that_fit_load(qwen_dir, monkeypatch, free):
     assert str(m.dtype) == "torch.bfloat16"
 
 
+def test_cuda_free_memory_counts_the_allocators_unused_blocks(monkeypatch):
+    """In an RLHF process the trainer's freed blocks stay reserved by torch's caching allocator;
+    the judge's weights can take them, so they count as free."""
+    import torch
+
+    from baer_fast.runtime.model_loader import free_bytes
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "mem_get_info", lambda dev=None: (5 << 30, 80 << 30))
+    monkeypatch.setattr(torch.cuda, "memory_reserved", lambda dev=None: 60 << 30)
+    monkeypatch.setattr(torch.cuda, "memory_allocated", lambda dev=None: 30 << 30)
+    assert free_bytes("cuda") == free_bytes("cuda:0") == 35 << 30
+
+
 def test_free_bytes_reports_this_machine():
     from baer_fast.runtime.model_loader import free_bytes
     free = free_bytes("cpu")
