@@ -13,6 +13,11 @@ from baer_fast.errors import InputError
 
 log = logging.getLogger("baer_fast")
 
+# Llama 3.2/3.3 templates write "Today Date: <strftime_now()>" into every prompt unless given
+# `date_string`: a fixed one (Llama's own fallback) keeps prompts, hence verdicts, the same on any day
+DATE_STRING = "26 Jul 2024"
+_TODAY_FORMATS = ("%d %b %Y", "%d %B %Y", "%B %d, %Y", "%b %d, %Y", "%Y-%m-%d")
+
 
 class PromptEncoder:
     def __init__(self, tokenizer, *, model_name: str, context_len: int):
@@ -49,15 +54,26 @@ class PromptEncoder:
                 log.warning("the chat template of %r takes no system message (%s); the judge's system text "
                             "opens the user message instead", self.model_name, e)
                 self._fold_system = True
-                return text
-            self._fold_system = False
+            else:
+                self._fold_system = False
+            self._warn_if_dated(text)
             return text
         return self._apply(prompt.messages(fold_system=self._fold_system))
+
+    def _warn_if_dated(self, text: str) -> None:
+        """A template that still writes today's date (strftime_now, not date_string) makes the
+        prompts, and so the verdicts, depend on the day they are run: say so once."""
+        from datetime import datetime
+        template = self.tok.chat_template if isinstance(self.tok.chat_template, str) else str(self.tok.chat_template)
+        now = datetime.now()
+        if "strftime_now" in template and any(now.strftime(f) in text for f in _TODAY_FORMATS):
+            log.warning("the chat template of %r writes today's date into every prompt; verdicts can differ "
+                        "between days (a run and its resume on another day, for instance)", self.model_name)
 
     def _apply(self, messages) -> str:
         # enable_thinking=False: templates that support it (Qwen3) open a non-thinking answer
         return self.tok.apply_chat_template(messages, tokenize=False, add_generation_prompt=True,
-                                            enable_thinking=False)
+                                            enable_thinking=False, date_string=DATE_STRING)
 
     def encode(self, prompt, *, pair_id: str, expert: str) -> tuple[int, ...]:
         return self.encode_all([(prompt, pair_id, expert)])[0]

@@ -12,6 +12,11 @@ from tests.fixtures.tiny_models import LLAMA_TEMPLATE, build_model_dir, make_pai
 NO_SYSTEM = ("{% if messages[0]['role'] == 'system' %}{{ raise_exception('System role not supported') }}{% endif %}"
              + LLAMA_TEMPLATE)
 BROKEN = "{{ raise_exception('this template renders nothing') }}"
+# Llama 3.2/3.3's date logic: today's date unless the caller gives date_string
+LLAMA32_DATES = ('{%- if not date_string is defined %}{%- if strftime_now is defined %}'
+                 '{%- set date_string = strftime_now("%d %b %Y") %}{%- else %}{%- set date_string = "26 Jul 2024" %}'
+                 '{%- endif %}{%- endif %}Today Date: {{ date_string }}\n' + LLAMA_TEMPLATE)
+TODAY_ALWAYS = "Today is {{ strftime_now('%B %d, %Y') }}.\n" + LLAMA_TEMPLATE
 
 
 @pytest.fixture(scope="module")
@@ -49,3 +54,25 @@ def test_a_template_that_fails_names_the_model(tmp_path, loaded_models):
     enc = PromptEncoder(m.tokenizer, model_name="broken-llama", context_len=m.context_len)
     with pytest.raises(InputError, match="broken-llama.*renders nothing"):
         enc.render(direct.prompts("q", "a", "b")[0])
+
+
+def _render_one(tmp_path, loaded_models, template, name):
+    from baer_fast.protocols import direct
+    m = loaded_models(build_model_dir(str(tmp_path / name), arch="llama", chat_template=template))
+    enc = PromptEncoder(m.tokenizer, model_name=name, context_len=m.context_len)
+    return enc.render(direct.prompts("q", "a", "b")[0])
+
+
+def test_llama32_date_is_fixed(tmp_path, loaded_models, caplog):
+    """Prompts do not carry the day they are rendered on, so verdicts and resumes are the same any day."""
+    from datetime import datetime
+    with caplog.at_level(logging.WARNING, logger="baer_fast"):
+        text = _render_one(tmp_path, loaded_models, LLAMA32_DATES, "llama32")
+    assert "Today Date: 26 Jul 2024" in text and datetime.now().strftime("%d %b %Y") not in text
+    assert not any("today's date" in r.getMessage() for r in caplog.records)
+
+
+def test_a_template_writing_today_is_flagged(tmp_path, loaded_models, caplog):
+    with caplog.at_level(logging.WARNING, logger="baer_fast"):
+        _render_one(tmp_path, loaded_models, TODAY_ALWAYS, "dated")
+    assert sum("writes today's date" in r.getMessage() for r in caplog.records) == 1
