@@ -17,13 +17,17 @@ log = logging.getLogger("baer_fast")
 # `date_string`: a fixed one (Llama's own fallback) keeps prompts, hence verdicts, the same on any day
 DATE_STRING = "26 Jul 2024"
 _TODAY_FORMATS = ("%d %b %Y", "%d %B %Y", "%B %d, %Y", "%b %d, %Y", "%Y-%m-%d")
+# (model name, chat template) -> whether the system text is folded into the user message: found on
+# the first render in this process, so the runner's encoder per chunk neither retries nor re-warns
+_FOLD_SYSTEM: dict[tuple[str, str], bool] = {}
 
 
 class PromptEncoder:
     def __init__(self, tokenizer, *, model_name: str, context_len: int):
         self.tok, self.model_name, self.context_len = tokenizer, model_name, context_len
         self._labels: dict[tuple, tuple[int, ...]] = {}
-        self._fold_system: bool | None = None      # the template takes no system role (found on first render)
+        template = tokenizer.chat_template
+        self._template_key = (model_name, template if isinstance(template, str) else repr(template))
 
     def label_ids(self, labels: tuple[str, ...]) -> tuple[int, ...]:
         if labels not in self._labels:
@@ -42,31 +46,29 @@ class PromptEncoder:
         takes one; where it refuses one (Gemma, early Mistral: "System role not supported", roles
         must alternate), the system text opens the user message instead, for every prompt alike."""
         from jinja2.exceptions import TemplateError
-        if self._fold_system is None:
+        fold = _FOLD_SYSTEM.get(self._template_key)
+        if fold is not None:
+            return self._apply(prompt.messages(fold_system=fold))
+        try:
+            text, fold = self._apply(prompt.messages()), False
+        except TemplateError as e:
             try:
-                text = self._apply(prompt.messages())
-            except TemplateError as e:
-                try:
-                    text = self._apply(prompt.messages(fold_system=True))
-                except TemplateError:
-                    raise InputError(f"the chat template of model {self.model_name!r} fails on a judge prompt: "
-                                     f"{e}") from e
-                log.warning("the chat template of %r takes no system message (%s); the judge's system text "
-                            "opens the user message instead", self.model_name, e)
-                self._fold_system = True
-            else:
-                self._fold_system = False
-            self._warn_if_dated(text)
-            return text
-        return self._apply(prompt.messages(fold_system=self._fold_system))
+                text, fold = self._apply(prompt.messages(fold_system=True)), True
+            except TemplateError:
+                raise InputError(f"the chat template of model {self.model_name!r} fails on a judge prompt: "
+                                 f"{e}") from e
+            log.warning("the chat template of %r takes no system message (%s); the judge's system text "
+                        "opens the user message instead", self.model_name, e)
+        _FOLD_SYSTEM[self._template_key] = fold
+        self._warn_if_dated(text)
+        return text
 
     def _warn_if_dated(self, text: str) -> None:
         """A template that still writes today's date (strftime_now, not date_string) makes the
-        prompts, and so the verdicts, depend on the day they are run: say so once."""
+        prompts, and so the verdicts, depend on the day they are run: say so (once per process)."""
         from datetime import datetime
-        template = self.tok.chat_template if isinstance(self.tok.chat_template, str) else str(self.tok.chat_template)
         now = datetime.now()
-        if "strftime_now" in template and any(now.strftime(f) in text for f in _TODAY_FORMATS):
+        if "strftime_now" in self._template_key[1] and any(now.strftime(f) in text for f in _TODAY_FORMATS):
             log.warning("the chat template of %r writes today's date into every prompt; verdicts can differ "
                         "between days (a run and its resume on another day, for instance)", self.model_name)
 

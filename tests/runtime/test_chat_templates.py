@@ -31,6 +31,8 @@ def test_system_text_opens_the_user_message(no_system, caplog):
     prompts = direct.prompts("What is 2 + 2?", "4", "5")
     with caplog.at_level(logging.WARNING, logger="baer_fast"):
         texts = [enc.render(p) for p in prompts]
+        again = PromptEncoder(no_system.tokenizer, model_name="nosys", context_len=no_system.context_len)
+        assert again.render(prompts[0]) == texts[0]          # the runner's next chunk: no retry, no warning
     assert sum("takes no system message" in r.getMessage() for r in caplog.records) == 1
     for p, text in zip(prompts, texts):
         assert "system" not in text.split(SYSTEM)[0]                       # no system turn before it
