@@ -206,7 +206,8 @@ def load_judge(path: str, *, device: str = "auto", dtype: str = "auto", attn: st
         path, local_files_only=True, trust_remote_code=trust_remote_code, use_safetensors=True,
         dtype=torch_dtype, attn_implementation=attn).to(device).eval()
     return LoadedModel(model, tok, path, cache_arg_name(model.base_model.forward),
-                       _context_len(model.config), _kv_bytes_per_token(model), windows, *logit_map(model))
+                       _context_len(model.config, os.path.basename(os.path.normpath(path))),
+                       _kv_bytes_per_token(model), windows, *logit_map(model))
 
 
 def logit_map(model) -> tuple[float, float | None]:
@@ -263,9 +264,35 @@ def attention_windows(config) -> dict:
     return out
 
 
-def _context_len(config) -> int:
+def _context_len(config, name: str = "the model") -> int:
+    """Positions a prompt plus its generation may take. A rotary embedding whose frequencies
+    depend on the longest position of the call (longrope: Phi-3/3.5/4-mini; dynamic NTK) changes
+    them past its original length, for every token of the call: a shared prefix computed in one
+    call could then not equal the same tokens in a plain forward of a longer prompt. Up to that
+    length the frequencies are fixed, so prompts are held to it (the context-window error)."""
     cfg = _text_config(config)
-    return int(getattr(cfg, "max_position_embeddings", 0) or 1 << 30)
+    limit = int(getattr(cfg, "max_position_embeddings", 0) or 1 << 30)
+    original, kind = _dynamic_rope_limit(cfg)
+    if original is not None and original < limit:
+        log.warning("the rotary frequencies of %s change past %d positions (%s rope); prompts are held to %d "
+                    "tokens so shared prefixes stay exact", name, original, kind, original)
+        return original
+    return limit
+
+
+def _dynamic_rope_limit(cfg) -> tuple[int | None, str]:
+    """(the original length past which a longrope or dynamic rotary embedding changes its
+    frequencies, its type); (None, "") for a static one (default, linear, llama3, yarn...)."""
+    params = getattr(cfg, "rope_parameters", None) or getattr(cfg, "rope_scaling", None) or {}
+    per_type = params and all(isinstance(v, dict) for v in params.values())
+    found = []
+    for p in (params.values() if per_type else [params]):
+        kind = str(p.get("rope_type") or p.get("type") or "")
+        original = (p.get("original_max_position_embeddings") or getattr(cfg, "original_max_position_embeddings", None)
+                    or getattr(cfg, "max_position_embeddings", None))
+        if (kind == "longrope" or "dynamic" in kind) and original:
+            found.append((int(original), kind))
+    return min(found) if found else (None, "")
 
 
 def _kv_bytes_per_token(model) -> int:
