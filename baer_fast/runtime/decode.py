@@ -142,10 +142,8 @@ class Decoder:
         self.loaded = loaded
         self.max_rows, self.prefill_tokens, self.memory_budget_bytes = max_rows, prefill_tokens, memory_budget_bytes
         self.eos = frozenset(eos_ids) if eos_ids is not None else eos_token_ids(loaded)
-        cfg = loaded.model.config.get_text_config()
-        self._layers = cfg.num_hidden_layers
-        self._kvh = getattr(cfg, "num_key_value_heads", None) or cfg.num_attention_heads
-        self._hd = getattr(cfg, "head_dim", None) or cfg.hidden_size // cfg.num_attention_heads
+        self._layers = loaded.model.config.get_text_config().num_hidden_layers
+        self._kv_shape = loaded.kv_shape()          # ((K heads, K dim), (V heads, V dim)): MLA caches differ
         self._pad = int(getattr(loaded.tokenizer, "pad_token_id", None) or 0)
         self.stats = DecodeStats()
 
@@ -183,11 +181,10 @@ class Decoder:
         if width <= have:
             return
         cols = max(width, 2 * have, self._cols_hint)
-        shape = (self._slots, self._kvh, cols, self._hd)
         dev, dt = self.loaded.device, self.loaded.dtype
         new = []
         for layer in range(self._layers):
-            k, v = torch.empty(shape, dtype=dt, device=dev), torch.empty(shape, dtype=dt, device=dev)
+            k, v = (torch.empty((self._slots, heads, cols, dim), dtype=dt, device=dev) for heads, dim in self._kv_shape)
             for buf, old in ((k, 0), (v, 1)):
                 buf[:, :, have:].zero_()        # masked columns must be finite (additive mask)
                 if have:

@@ -200,7 +200,7 @@ class PrefixEngine:
                 del kv[key]                            # every row reading it is computed
 
     def _held(self, kv) -> int:
-        return sum(2 * k.numel() * k.element_size() for k, _ in kv.values())
+        return sum(k.numel() * k.element_size() + v.numel() * v.element_size() for k, v in kv.values())
 
     def _forward(self, rows: list[_Row], trees, kv, last_use, groups, out, stats: EngineStats) -> None:
         import torch
@@ -288,16 +288,15 @@ class PrefixEngine:
         from baer_fast.runtime.past_cache import inplace_cache
         if p == 0:
             return DynamicCache(), [0] * len(rows), None
-        ref = kv[(rows[0].g, rows[0].chain[0])][0]                     # [layers, kvh, n, hd]
-        shape = (ref.shape[0], len(rows), ref.shape[1], p + room, ref.shape[3])
+        refs = kv[(rows[0].g, rows[0].chain[0])]                       # (K, V) [layers, kvh, n, hd]; MLA: K, V differ
         # zeroed, not empty: a masked column still enters attention as score + dtype-min and weight
         # x value, so it must be finite. A query slice sees columns that a later slice of a
         # shorter-past row writes, and every row sees the columns past its own room.
         # One buffer per K and V for all layers: a row's past is written with one copy per
         # ancestor for every layer at once (a GPU launches 2 x rows x ancestors copies, not
         # that many per layer); each layer's cache buffer is a view of it.
-        big = (torch.zeros(shape, dtype=ref.dtype, device=ref.device),
-               torch.zeros(shape, dtype=ref.dtype, device=ref.device))
+        big = tuple(torch.zeros((r.shape[0], len(rows), r.shape[1], p + room, r.shape[3]), dtype=r.dtype, device=r.device)
+                    for r in refs)
         bufs = [(big[0][layer], big[1][layer]) for layer in range(self._layers)]
         pasts = [r.past for r in rows]
         cache = inplace_cache(bufs, p, pasts)

@@ -37,6 +37,17 @@ class LoadedModel:
     windows: dict = field(default_factory=lambda: {"full_attention": None})   # layer type -> sliding window
     logit_scale: float = 1.0             # the model's logits = softcap(scale x LM head(h)), as its forward
     logit_softcap: float | None = None   # computes them (logit_map; readout.read_model applies both)
+    kv_dims: tuple = ()                  # ((K heads, K dim), (V heads, V dim)) of every layer's cache, as
+                                         # probed at load (MLA caches differ from the config); () = config's
+
+    def kv_shape(self) -> tuple[tuple[int, int], tuple[int, int]]:
+        """((K heads, K dim), (V heads, V dim)) per token of one layer's cache."""
+        if self.kv_dims:
+            return self.kv_dims
+        cfg = _text_config(self.model.config)
+        heads = getattr(cfg, "num_key_value_heads", None) or cfg.num_attention_heads
+        dim = getattr(cfg, "head_dim", None) or cfg.hidden_size // cfg.num_attention_heads
+        return (heads, dim), (heads, dim)
 
     @property
     def device(self):
@@ -205,18 +216,49 @@ def load_judge(path: str, *, device: str = "auto", dtype: str = "auto", attn: st
     model = AutoModelForCausalLM.from_pretrained(
         path, local_files_only=True, trust_remote_code=trust_remote_code, use_safetensors=True,
         dtype=torch_dtype, attn_implementation=attn).to(device).eval()
-    return LoadedModel(model, tok, path, cache_arg_name(model.base_model.forward),
-                       _context_len(model.config, os.path.basename(os.path.normpath(path))),
-                       _kv_bytes_per_token(model), windows, *logit_map(model))
+    cache_arg = cache_arg_name(model.base_model.forward)
+    hidden, kv_dims = _probe(model, cache_arg)
+    return LoadedModel(model, tok, path, cache_arg, _context_len(model.config, os.path.basename(os.path.normpath(path))),
+                       _kv_bytes_per_token(model, kv_dims), windows, *logit_map(model, hidden), kv_dims)
 
 
-def logit_map(model) -> tuple[float, float | None]:
+PROBE = 8      # tokens of the load-time probe forward
+
+
+def _probe_ids(model):
+    import torch
+    vocab = model.get_input_embeddings().num_embeddings
+    return torch.arange(1, PROBE + 1, device=next(model.parameters()).device)[None] % vocab
+
+
+def _probe(model, cache_arg: str):
+    """One short forward of the base model with a fresh cache -> (final normed hidden states of
+    its last two positions, ((K heads, K dim), (V heads, V dim)) of the cache's layers). A model
+    whose layers cache differently shaped KV is refused (the engine holds all layers in one tensor)."""
+    import torch
+    from transformers import DynamicCache
+
+    from baer_fast.runtime.engine import _layer_kv
+    cache = DynamicCache()
+    with torch.inference_mode():
+        hidden = model.base_model(input_ids=_probe_ids(model), use_cache=True, **{cache_arg: cache}).last_hidden_state
+    layers = len(cache.layers) if hasattr(cache, "layers") else len(cache.key_cache)
+    dims = {tuple((t.shape[1], t.shape[3]) for t in _layer_kv(cache, i)) for i in range(layers)}
+    if len(dims) != 1:
+        raise ModelError(f"{type(model).__name__}: its layers cache differently shaped keys/values {sorted(dims)}; "
+                         f"the hf engine holds every layer's KV in one tensor (try --backend vllm)")
+    return hidden[0, -2:], dims.pop()
+
+
+def logit_map(model, hidden=None) -> tuple[float, float | None]:
     """(scale, soft-cap) between the LM head applied to the final normed hidden state, which the
     readout and the decoder compute, and the logits the model's own forward returns: a logit
     scale (Cohere `logit_scale`, Granite 1 / `logits_scaling`) and a final soft-cap (Gemma 2
     `final_logit_softcapping`) from the config, then checked on a probe: one short forward of
     the whole model against the same positions through the base model and the head. A model
-    whose forward does anything else to its logits is refused (its verdicts would not be its own)."""
+    whose forward does anything else to its logits is refused (its verdicts would not be its own).
+    hidden: the base model's final hidden states at the probe's last two positions (_probe), if
+    already computed."""
     import torch
 
     from baer_fast.runtime.readout import model_logits
@@ -225,10 +267,12 @@ def logit_map(model) -> tuple[float, float | None]:
     cap = getattr(cfg, "final_logit_softcapping", None)
     cap = float(cap) if cap else None
     probe = _ProbeModel(model, scale, cap)
-    ids = torch.arange(1, 9, device=next(model.parameters()).device)[None] % model.get_input_embeddings().num_embeddings
+    ids = _probe_ids(model)
     with torch.inference_mode():
         theirs = model(input_ids=ids, use_cache=False).logits[0, -2:].float()
-        ours = model_logits(probe, model.base_model(input_ids=ids, use_cache=False).last_hidden_state[0, -2:])
+        if hidden is None:
+            hidden = model.base_model(input_ids=ids, use_cache=False).last_hidden_state[0, -2:]
+        ours = model_logits(probe, hidden)
     err, size = float((theirs - ours).abs().max()), float(theirs.abs().max())
     # non-finite weights: left to the runtime, which names the pairs whose verdicts are not finite
     if bool(torch.isfinite(theirs).all()) and not err <= 1e-2 * size + 1e-4:
@@ -295,9 +339,12 @@ def _dynamic_rope_limit(cfg) -> tuple[int | None, str]:
     return min(found) if found else (None, "")
 
 
-def _kv_bytes_per_token(model) -> int:
+def _kv_bytes_per_token(model, kv_dims=()) -> int:
+    """K+V bytes of one token over all layers: from the probed cache shapes, else the config."""
     cfg = _text_config(model.config)
-    head_dim = getattr(cfg, "head_dim", None) or cfg.hidden_size // cfg.num_attention_heads
-    kv_heads = getattr(cfg, "num_key_value_heads", None) or cfg.num_attention_heads
-    elem = next(model.parameters()).element_size()
-    return 2 * cfg.num_hidden_layers * kv_heads * head_dim * elem
+    if kv_dims:
+        (hk, dk), (hv, dv) = kv_dims
+    else:
+        hk = hv = getattr(cfg, "num_key_value_heads", None) or cfg.num_attention_heads
+        dk = dv = getattr(cfg, "head_dim", None) or cfg.hidden_size // cfg.num_attention_heads
+    return cfg.num_hidden_layers * (hk * dk + hv * dv) * next(model.parameters()).element_size()
