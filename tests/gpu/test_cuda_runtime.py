@@ -13,7 +13,8 @@ against the fp32 CPU run as the reference:
   - the batched decoder equals HF `generate` token for token (fp32, greedy), also when bank-shaped
     prompts share a tree;
   - Judge on CUDA (the default bf16): swapping a and b negates the scores;
-  - sliding-window and logit-mapped architectures (Mistral, mixed-layer Qwen3, Granite, Gemma 2):
+  - sliding-window, logit-mapped and MLA architectures (Mistral, mixed-layer Qwen3, Granite, Gemma 2,
+    DeepSeek-V2):
     engine == naive, and the readout equals the model's own logits.
 """
 from __future__ import annotations
@@ -160,12 +161,15 @@ def test_judge_on_cuda_is_antisymmetric(tmp_path):
     assert torch.max(torch.abs(s + s_swapped)) <= 1e-6
 
 
-OTHER_ARCHS = {   # sliding-window layers (all, mixed) and logits changed after the LM head (scale, soft-cap)
+OTHER_ARCHS = {   # sliding-window layers (all, mixed), logits changed after the LM head (scale, soft-cap), MLA
     "mistral-sliding": dict(arch="mistral", sliding_window=24),
     "qwen3-mixed-sliding": dict(arch="qwen3", use_sliding_window=True, sliding_window=24, max_window_layers=1),
     "granite-scaled": dict(arch="granite", logits_scaling=4.0),
     "gemma2-capped": dict(arch="gemma2", final_logit_softcapping=2.0, attn_logit_softcapping=5.0,
                           sliding_window=24, query_pre_attn_scalar=16),
+    "deepseek-v2-mla": dict(arch="deepseek_v2", kv_heads=4, moe_intermediate_size=32, n_routed_experts=4,
+                            num_experts_per_tok=2, n_shared_experts=1, first_k_dense_replace=1, kv_lora_rank=16,
+                            q_lora_rank=None, qk_rope_head_dim=8, qk_nope_head_dim=16, v_head_dim=12),
 }
 
 
