@@ -2,18 +2,12 @@
 import pytest
 
 from baer_fast.runtime.decode import Decoder, GenRequest
+from tests.fixtures.checks import hf_greedy
 from tests.generative.conftest import bank_tree_prompts, random_prompts
 from tests.runtime.test_counts import distinct_prefixes
 
 # every torch.empty float starts as NaN: an unwritten column read anywhere shows up (tests/conftest.py)
 pytestmark = pytest.mark.usefixtures("poisoned_empty")
-
-
-def hf_greedy(loaded, prompt, n: int) -> list[int]:
-    import torch
-    out = loaded.model.generate(torch.tensor([prompt]), attention_mask=torch.ones(1, len(prompt), dtype=torch.long),
-                                max_new_tokens=n, do_sample=False)
-    return out[0, len(prompt):].tolist()
 
 
 @pytest.mark.parametrize("arch", ["qwen3", "llama"])

@@ -11,6 +11,7 @@ import pytest
 from baer_fast.runtime.generative import GenerationConfig
 from baer_fast.runtime.model_loader import load_judge
 from baer_fast.runtime.runner import run_experts
+from tests.fixtures.checks import max_run_diff
 from tests.fixtures.tiny_models import completion_pairs, make_pairs
 
 EXPERTS = ["direct", "score", "pointwise", "cot"]
@@ -52,9 +53,7 @@ def test_masked_calls_never_reach_flash(flash_marked, loaded_models, qwen_dir):
         got = run_experts(flash, pairs, experts=EXPERTS, generation=GEN, naive=naive)
         assert seen and all(m is None for m in seen)       # flash ran, only on unmasked calls
         assert flash.base.config._attn_implementation == "flash_attention_2"
-        for g, w in zip(got, want, strict=True):
-            for name in EXPERTS:
-                assert max(abs(x - y) for x, y in zip(g.experts[name], w.experts[name], strict=True)) <= 1e-5
+        assert max_run_diff(got, want, EXPERTS) <= 1e-5
 
 
 def test_swap_survives_an_error(flash_marked):

@@ -13,10 +13,10 @@ from baer_fast.errors import InputError
 from baer_fast.io.records import Pair
 from baer_fast.runtime.model_loader import load_judge
 from baer_fast.runtime.runner import run_experts
+from tests.fixtures.checks import engine_vs_naive
 from tests.fixtures.tiny_models import build_model_dir
 
 ORIGINAL = 160
-EXPERTS = ["direct", "score", "pointwise"]
 
 
 @pytest.fixture(scope="module")
@@ -28,20 +28,15 @@ def phi3_dir(tmp_path_factory):
                                             "short_factor": [1.0] * half, "long_factor": [3.0 + k for k in range(half)]})
 
 
-def _diff(got, want):
-    return max(abs(x - y) for g, w in zip(got, want, strict=True) for n in EXPERTS
-               for x, y in zip(g.experts[n], w.experts[n], strict=True))
-
-
 def test_prompts_are_held_to_the_original_length(phi3_dir, caplog):
     with caplog.at_level(logging.WARNING, logger="baer_fast"):
         loaded = load_judge(phi3_dir)
     assert loaded.context_len == ORIGINAL
     assert any("longrope" in r.getMessage() and str(ORIGINAL) in r.getMessage() for r in caplog.records)
     short = [Pair("s1", "Add 2 and 3.", "5", "6"), Pair("s2", "Name a prime.", "7", "9 is one")]
-    assert _diff(run_experts(loaded, short, experts=EXPERTS), run_experts(loaded, short, experts=EXPERTS, naive=True)) <= 1e-5
+    assert engine_vs_naive(loaded, short) <= 1e-5
     with pytest.raises(InputError, match=f"long1.*\\({ORIGINAL}\\)"):
-        run_experts(loaded, [Pair("long1", "q " * 40, "word " * 60, "other " * 60)], experts=EXPERTS)
+        run_experts(loaded, [Pair("long1", "q " * 40, "word " * 60, "other " * 60)], experts=["direct"])
 
 
 def test_past_the_original_length_sharing_cannot_be_exact(phi3_dir, monkeypatch):
@@ -51,4 +46,4 @@ def test_past_the_original_length_sharing_cannot_be_exact(phi3_dir, monkeypatch)
     loaded = load_judge(phi3_dir)
     monkeypatch.setattr(loaded, "context_len", 4096)
     pairs = [Pair("long1", "Which is better?", "word " * 60, "other " * 60)]   # root short, prompt long
-    assert _diff(run_experts(loaded, pairs, experts=EXPERTS), run_experts(loaded, pairs, experts=EXPERTS, naive=True)) > 1e-4
+    assert engine_vs_naive(loaded, pairs) > 1e-4

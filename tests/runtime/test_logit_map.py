@@ -8,10 +8,9 @@ forward, and a forward doing something unknown is refused at load.
 """
 import pytest
 
-from baer_fast.runtime.decode import Decoder, GenRequest
 from baer_fast.runtime.model_loader import ModelError, load_judge
 from baer_fast.runtime.readout import model_logits, read_model
-from baer_fast.runtime.runner import run_experts
+from tests.fixtures.checks import assert_decoder_equals_generate, engine_vs_naive
 from tests.fixtures.tiny_models import build_model_dir, make_pairs
 
 CASES = {
@@ -21,7 +20,6 @@ CASES = {
     "gemma2": (dict(final_logit_softcapping=2.0, attn_logit_softcapping=5.0, sliding_window=24,
                     query_pre_attn_scalar=16), "eager", (1.0, 2.0)),
 }
-EXPERTS = ["direct", "score", "pointwise"]
 
 
 @pytest.fixture(scope="module", params=sorted(CASES))
@@ -59,22 +57,11 @@ def test_readout_is_the_models_own_distribution(mapped, monkeypatch):
 
 
 def test_engine_equals_naive(mapped):
-    pairs = make_pairs(4, seed=2)
-    got = run_experts(mapped, pairs, experts=EXPERTS)
-    want = run_experts(mapped, pairs, experts=EXPERTS, naive=True)
-    for g, w in zip(got, want, strict=True):
-        for name in EXPERTS:
-            assert max(abs(x - y) for x, y in zip(g.experts[name], w.experts[name], strict=True)) <= 1e-5
+    assert engine_vs_naive(mapped, make_pairs(4, seed=2)) <= 1e-5
 
 
 def test_decoder_equals_generate(mapped):
-    import torch
-    prompts = _prompts(mapped, 3, seed=1)
-    got = Decoder(mapped, max_rows=2).generate([GenRequest(tuple(p), 8) for p in prompts])
-    for p, res in zip(prompts, got):
-        out = mapped.model.generate(torch.tensor([p]), attention_mask=torch.ones(1, len(p), dtype=torch.long),
-                                    max_new_tokens=8, do_sample=False)
-        assert list(res.tokens[0]) == out[0, len(p):].tolist()
+    assert_decoder_equals_generate(mapped, _prompts(mapped, 3, seed=1), 8, max_rows=2)
 
 
 def test_unknown_logit_processing_is_refused(qwen_dir, monkeypatch):
@@ -102,7 +89,4 @@ def test_no_sdpa_picks_eager(tmp_path, caplog, capped):
     assert loaded.model.config._attn_implementation == "eager"
     why = "soft-caps its attention" if capped else "has no SDPA attention"
     assert any(why in r.getMessage() for r in caplog.records)
-    pairs = make_pairs(2, seed=3)
-    got, want = (run_experts(loaded, pairs, experts=["direct"], naive=naive) for naive in (False, True))
-    for g, w in zip(got, want, strict=True):
-        assert max(abs(x - y) for x, y in zip(g.experts["direct"], w.experts["direct"], strict=True)) <= 1e-5
+    assert engine_vs_naive(loaded, make_pairs(2, seed=3), ["direct"]) <= 1e-5

@@ -3,11 +3,9 @@ DeepSeek-V2/V3, MiniCPM3). The engine's past buffers and the decoder's slots tak
 from the cache itself, probed at load, not from the config's head_dim."""
 import pytest
 
-from baer_fast.runtime.decode import Decoder, GenRequest
-from baer_fast.runtime.runner import run_experts
+from tests.fixtures.checks import assert_decoder_equals_generate, engine_vs_naive
 from tests.fixtures.tiny_models import build_model_dir, make_pairs
 
-EXPERTS = ["direct", "score", "pointwise"]
 MLA = dict(arch="deepseek_v2", seed=10, kv_heads=4, moe_intermediate_size=32, n_routed_experts=4,
            num_experts_per_tok=2, n_shared_experts=1, first_k_dense_replace=1, kv_lora_rank=16, q_lora_rank=None,
            qk_rope_head_dim=8, qk_nope_head_dim=16, v_head_dim=12)
@@ -32,20 +30,9 @@ def test_cache_shapes_are_probed(mla):
 
 
 def test_engine_equals_naive(mla):
-    pairs = make_pairs(4, seed=6)
-    got = run_experts(mla, pairs, experts=EXPERTS)
-    want = run_experts(mla, pairs, experts=EXPERTS, naive=True)
-    for g, w in zip(got, want, strict=True):
-        for name in EXPERTS:
-            assert max(abs(x - y) for x, y in zip(g.experts[name], w.experts[name], strict=True)) <= 1e-5
+    assert engine_vs_naive(mla, make_pairs(4, seed=6)) <= 1e-5
 
 
 def test_decoder_equals_generate(mla):
-    import torch
     from tests.generative.conftest import bank_tree_prompts
-    prompts = bank_tree_prompts(mla)[:6]
-    got = Decoder(mla, max_rows=3).generate([GenRequest(p, 8) for p in prompts])
-    for p, res in zip(prompts, got):
-        out = mla.model.generate(torch.tensor([p]), attention_mask=torch.ones(1, len(p), dtype=torch.long),
-                                 max_new_tokens=8, do_sample=False)
-        assert list(res.tokens[0]) == out[0, len(p):].tolist()
+    assert_decoder_equals_generate(mla, bank_tree_prompts(mla)[:6], 8, max_rows=3)

@@ -8,13 +8,11 @@ attention the model never had. The windows here (24 tokens) are far shorter than
 import pytest
 
 from baer_fast.runtime import engine as engine_mod
-from baer_fast.runtime.decode import Decoder, GenRequest
 from baer_fast.runtime.model_loader import ModelError, attention_windows
-from baer_fast.runtime.runner import run_experts
+from tests.fixtures.checks import assert_decoder_equals_generate, engine_vs_naive
 from tests.fixtures.tiny_models import build_model_dir, completion_pairs, make_pairs
 
 WINDOW = 24
-EXPERTS = ["direct", "score", "pointwise"]
 
 # every torch.empty float starts as NaN: an unwritten column read anywhere shows up (tests/conftest.py)
 pytestmark = pytest.mark.usefixtures("poisoned_empty")
@@ -44,46 +42,31 @@ def _pairs(tok):
     return completion_pairs(tok, 30, (20, 45, 8)) + make_pairs(4, seed=3)
 
 
-def _max_diff(got, want):
-    return max(abs(x - y) for g, w in zip(got, want, strict=True) for name in EXPERTS
-               for x, y in zip(g.experts[name], w.experts[name], strict=True))
-
-
 @pytest.mark.parametrize("query_slice", [7, 256])
 def test_engine_equals_naive(sliding, monkeypatch, query_slice):
     monkeypatch.setattr(engine_mod, "QUERY_SLICE", query_slice)
-    pairs = _pairs(sliding.tokenizer)
-    want = run_experts(sliding, pairs, experts=EXPERTS, naive=True)
-    assert _max_diff(run_experts(sliding, pairs, experts=EXPERTS), want) <= 1e-5
+    assert engine_vs_naive(sliding, _pairs(sliding.tokenizer)) <= 1e-5
 
 
 def test_engine_with_the_stock_cache_equals_naive(sliding, monkeypatch):
     from baer_fast.runtime import past_cache
     monkeypatch.setattr(engine_mod, "QUERY_SLICE", 7)
     monkeypatch.setattr(past_cache, "inplace_cache", lambda *args, **kwargs: None)   # past right-aligned
-    pairs = _pairs(sliding.tokenizer)
-    want = run_experts(sliding, pairs, experts=EXPERTS, naive=True)
-    assert _max_diff(run_experts(sliding, pairs, experts=EXPERTS), want) <= 1e-5
+    assert engine_vs_naive(sliding, _pairs(sliding.tokenizer)) <= 1e-5
 
 
 def test_the_window_matters_here(sliding, monkeypatch):
-    """Masks that ignore the window (full attention everywhere) give other verdicts on these pairs."""
-    pairs = _pairs(sliding.tokenizer)
-    want = run_experts(sliding, pairs, experts=EXPERTS, naive=True)
+    """Masks that ignore the window (full attention everywhere) give other verdicts on these pairs
+    (the naive path's masks are transformers' own)."""
     monkeypatch.setattr(sliding, "windows", {"full_attention": None})
-    assert _max_diff(run_experts(sliding, pairs, experts=EXPERTS), want) > 1e-3
+    assert engine_vs_naive(sliding, _pairs(sliding.tokenizer)) > 1e-3
 
 
 def test_decoder_equals_generate(sliding):
-    import torch
     from tests.generative.conftest import bank_tree_prompts
     prompts = bank_tree_prompts(sliding)[:8]
     assert min(len(p) for p in prompts) > WINDOW
-    got = Decoder(sliding, max_rows=4).generate([GenRequest(p, 12) for p in prompts])
-    for p, res in zip(prompts, got):
-        out = sliding.model.generate(torch.tensor([p]), attention_mask=torch.ones(1, len(p), dtype=torch.long),
-                                     max_new_tokens=12, do_sample=False)
-        assert list(res.tokens[0]) == out[0, len(p):].tolist()
+    assert_decoder_equals_generate(sliding, prompts, 12, max_rows=4)
 
 
 def test_unsupported_layer_types_are_refused():
