@@ -18,7 +18,7 @@ WINDOW = 24
 pytestmark = pytest.mark.usefixtures("poisoned_empty")
 
 
-@pytest.fixture(scope="module", params=["mistral", "qwen3-mixed", "gemma3"])
+@pytest.fixture(scope="module", params=["mistral", "qwen3-mixed", "gemma3", "gemma3-multimodal"])
 def sliding(request, tmp_path_factory, loaded_models):
     path = str(tmp_path_factory.mktemp(request.param))
     if request.param == "mistral":                     # every layer sliding, no layer_types
@@ -28,8 +28,9 @@ def sliding(request, tmp_path_factory, loaded_models):
         build_model_dir(path, arch="qwen3", seed=6, use_sliding_window=True, sliding_window=WINDOW,
                         max_window_layers=1)
         want = {"full_attention": None, "sliding_attention": WINDOW}
-    else:                                              # Gemma 3: local and global layers, own rotary bases
-        build_model_dir(path, arch="gemma3", seed=7, layers=3, sliding_window=WINDOW, query_pre_attn_scalar=16,
+    else:       # Gemma 3: local and global layers, own rotary bases; 4B+ checkpoints carry a vision tower
+        arch = "gemma3" if request.param == "gemma3" else "gemma3_multimodal"
+        build_model_dir(path, arch=arch, seed=7, layers=3, sliding_window=WINDOW, query_pre_attn_scalar=16,
                         layer_types=["sliding_attention", "sliding_attention", "full_attention"])
         want = {"full_attention": None, "sliding_attention": WINDOW}
     loaded = loaded_models(path)
