@@ -33,6 +33,7 @@ import time
 from dataclasses import dataclass
 
 from baer_fast.runtime.config import EngineConfig
+from baer_fast.runtime.masks import layer_masks, windowed
 from baer_fast.runtime.prefix_tree import Node, ancestors, build_tree, subtree, tree_tokens
 from baer_fast.runtime.queries import EngineResult, EngineStats, Query
 from baer_fast.runtime.readout import read_model
@@ -249,8 +250,6 @@ class PrefixEngine:
         pos: [b, n] positions of every new token (padding keeps counting).
         """
         import torch
-
-        from baer_fast.runtime.masks import layer_masks, windowed
         b, dtype, dev = len(rows), self.loaded.dtype, pos.device
         end = torch.full((b, q1), 1 << 30, dtype=torch.long)   # [b, q1]: subtree end of each key's node
         for i, r in enumerate(rows):

@@ -42,12 +42,7 @@ class LoadedModel:
 
     def kv_shape(self) -> tuple[tuple[int, int], tuple[int, int]]:
         """((K heads, K dim), (V heads, V dim)) per token of one layer's cache."""
-        if self.kv_dims:
-            return self.kv_dims
-        cfg = _text_config(self.model.config)
-        heads = getattr(cfg, "num_key_value_heads", None) or cfg.num_attention_heads
-        dim = getattr(cfg, "head_dim", None) or cfg.hidden_size // cfg.num_attention_heads
-        return (heads, dim), (heads, dim)
+        return self.kv_dims or _config_kv_dims(self.model.config)
 
     @property
     def device(self):
@@ -210,55 +205,55 @@ def load_judge(path: str, *, device: str = "auto", dtype: str = "auto", attn: st
                          "model's own template — use an instruction-tuned model", path=path)
     config = AutoConfig.from_pretrained(path, local_files_only=True, trust_remote_code=trust_remote_code)
     windows = attention_windows(config)             # unsupported layer types: refused before the weights load
-    torch_dtype = _auto_dtype(device, dtype)
+    torch_dtype, name = _auto_dtype(device, dtype), os.path.basename(os.path.normpath(path))
     check_fits(path, device, torch_dtype, config)
-    attn = _attn_impl(attn, config, os.path.basename(os.path.normpath(path)))
     model = AutoModelForCausalLM.from_pretrained(
         path, local_files_only=True, trust_remote_code=trust_remote_code, use_safetensors=True,
-        dtype=torch_dtype, attn_implementation=attn).to(device).eval()
+        dtype=torch_dtype, attn_implementation=_attn_impl(attn, config, name)).to(device).eval()
     cache_arg = cache_arg_name(model.base_model.forward)
-    hidden, kv_dims = _probe(model, cache_arg)
-    return LoadedModel(model, tok, path, cache_arg, _context_len(model.config, os.path.basename(os.path.normpath(path))),
-                       _kv_bytes_per_token(model, kv_dims), windows, *logit_map(model, hidden), kv_dims)
+    logits, hidden, kv_dims = _probe(model, cache_arg)
+    return LoadedModel(model, tok, path, cache_arg, _context_len(model.config, name),
+                       _kv_bytes_per_token(model, kv_dims), windows, *logit_map(model, logits, hidden), kv_dims)
 
 
 PROBE = 8      # tokens of the load-time probe forward
 
 
-def _probe_ids(model):
-    import torch
-    vocab = model.get_input_embeddings().num_embeddings
-    return torch.arange(1, PROBE + 1, device=next(model.parameters()).device)[None] % vocab
-
-
 def _probe(model, cache_arg: str):
-    """One short forward of the base model with a fresh cache -> (final normed hidden states of
-    its last two positions, ((K heads, K dim), (V heads, V dim)) of the cache's layers). A model
-    whose layers cache differently shaped KV is refused (the engine holds all layers in one tensor)."""
+    """One short forward of the whole model with a fresh cache -> (its logits and the base model's
+    final normed hidden states at the last two positions, ((K heads, K dim), (V heads, V dim)) of
+    the cache's layers). The hidden states come from a hook on the base model inside the same
+    forward. A model whose layers cache differently shaped KV is refused (the engine holds all
+    layers in one tensor)."""
     import torch
     from transformers import DynamicCache
 
     from baer_fast.runtime.engine import _layer_kv
-    cache = DynamicCache()
-    with torch.inference_mode():
-        hidden = model.base_model(input_ids=_probe_ids(model), use_cache=True, **{cache_arg: cache}).last_hidden_state
+    ids = torch.arange(1, PROBE + 1, device=next(model.parameters()).device)[None]
+    ids = ids % model.get_input_embeddings().num_embeddings
+    cache, seen = DynamicCache(), []
+    hook = model.base_model.register_forward_hook(lambda module, args, out: seen.append(out.last_hidden_state))
+    try:
+        with torch.inference_mode():
+            logits = model(input_ids=ids, use_cache=True, **{cache_arg: cache}).logits
+    finally:
+        hook.remove()
     layers = len(cache.layers) if hasattr(cache, "layers") else len(cache.key_cache)
     dims = {tuple((t.shape[1], t.shape[3]) for t in _layer_kv(cache, i)) for i in range(layers)}
     if len(dims) != 1:
         raise ModelError(f"{type(model).__name__}: its layers cache differently shaped keys/values {sorted(dims)}; "
                          f"the hf engine holds every layer's KV in one tensor (try --backend vllm)")
-    return hidden[0, -2:], dims.pop()
+    return logits[0, -2:].float(), seen[-1][0, -2:], dims.pop()
 
 
-def logit_map(model, hidden=None) -> tuple[float, float | None]:
+def logit_map(model, logits, hidden) -> tuple[float, float | None]:
     """(scale, soft-cap) between the LM head applied to the final normed hidden state, which the
     readout and the decoder compute, and the logits the model's own forward returns: a logit
     scale (Cohere `logit_scale`, Granite 1 / `logits_scaling`) and a final soft-cap (Gemma 2
-    `final_logit_softcapping`) from the config, then checked on a probe: one short forward of
-    the whole model against the same positions through the base model and the head. A model
-    whose forward does anything else to its logits is refused (its verdicts would not be its own).
-    hidden: the base model's final hidden states at the probe's last two positions (_probe), if
-    already computed."""
+    `final_logit_softcapping`) from the config, then checked on the load probe (_probe): the
+    model's `logits` against its base model's final `hidden` states through the head and the map
+    at the same positions. A model whose forward does anything else to its logits is refused
+    (its verdicts would not be its own)."""
     import torch
 
     from baer_fast.runtime.readout import model_logits
@@ -266,13 +261,8 @@ def logit_map(model, hidden=None) -> tuple[float, float | None]:
     scale = float(getattr(cfg, "logit_scale", None) or 1.0) / float(getattr(cfg, "logits_scaling", None) or 1.0)
     cap = getattr(cfg, "final_logit_softcapping", None)
     cap = float(cap) if cap else None
-    probe = _ProbeModel(model, scale, cap)
-    ids = _probe_ids(model)
     with torch.inference_mode():
-        theirs = model(input_ids=ids, use_cache=False).logits[0, -2:].float()
-        if hidden is None:
-            hidden = model.base_model(input_ids=ids, use_cache=False).last_hidden_state[0, -2:]
-        ours = model_logits(probe, hidden)
+        theirs, ours = logits, model_logits(_ProbeModel(model, scale, cap), hidden)
     err, size = float((theirs - ours).abs().max()), float(theirs.abs().max())
     # non-finite weights: left to the runtime, which names the pairs whose verdicts are not finite
     if bool(torch.isfinite(theirs).all()) and not err <= 1e-2 * size + 1e-4:
@@ -339,12 +329,15 @@ def _dynamic_rope_limit(cfg) -> tuple[int | None, str]:
     return min(found) if found else (None, "")
 
 
+def _config_kv_dims(config) -> tuple[tuple[int, int], tuple[int, int]]:
+    """((K heads, K dim), (V heads, V dim)) as the config states them (K and V alike)."""
+    cfg = _text_config(config)
+    heads = getattr(cfg, "num_key_value_heads", None) or cfg.num_attention_heads
+    dim = getattr(cfg, "head_dim", None) or cfg.hidden_size // cfg.num_attention_heads
+    return (heads, dim), (heads, dim)
+
+
 def _kv_bytes_per_token(model, kv_dims=()) -> int:
     """K+V bytes of one token over all layers: from the probed cache shapes, else the config."""
-    cfg = _text_config(model.config)
-    if kv_dims:
-        (hk, dk), (hv, dv) = kv_dims
-    else:
-        hk = hv = getattr(cfg, "num_key_value_heads", None) or cfg.num_attention_heads
-        dk = dv = getattr(cfg, "head_dim", None) or cfg.hidden_size // cfg.num_attention_heads
-    return cfg.num_hidden_layers * (hk * dk + hv * dv) * next(model.parameters()).element_size()
+    (hk, dk), (hv, dv) = kv_dims or _config_kv_dims(model.config)
+    return _text_config(model.config).num_hidden_layers * (hk * dk + hv * dv) * next(model.parameters()).element_size()
