@@ -1,0 +1,22 @@
+"""Model families beyond the ones the other runtime tests build: each loads through `--model
+PATH` (passing the load-time probes), its prefix-engine runs equal the naive path over the
+single-pass bank, and the decoder's greedy tokens equal HF `generate`. Tiny random models."""
+import pytest
+
+from tests.fixtures.checks import assert_decoder_equals_generate, engine_vs_naive
+from tests.fixtures.tiny_models import _BY_NAME, build_model_dir, make_pairs
+
+REFUSED = ("mpt", "bloom")                       # tests/runtime/test_tree_check.py
+FAMILIES = [f for f in _BY_NAME if f not in REFUSED]
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_family_runs_exactly(family, tmp_path):
+    from transformers import CONFIG_MAPPING
+
+    from baer_fast.runtime.model_loader import load_judge
+    if family not in CONFIG_MAPPING:
+        pytest.skip(f"{family} is newer than this transformers")
+    m = load_judge(build_model_dir(str(tmp_path), arch=family, seed=12))
+    assert engine_vs_naive(m, make_pairs(3, seed=5, long=2)) <= 1e-5
+    assert_decoder_equals_generate(m, [list(range(5, 30)), list(range(7, 16))], 5)

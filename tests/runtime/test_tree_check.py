@@ -1,0 +1,61 @@
+"""The load-time tree probe (model_loader.check_tree_path): a judge whose forward cannot run the
+prefix engine's 4-D tree masks at explicit positions is refused at load with a clear error,
+instead of crashing mid-run (BLOOM) or giving verdicts that are not its own (MPT); the families
+it passes run with engine == naive."""
+import pytest
+
+from baer_fast.runtime import model_loader
+from baer_fast.runtime.model_loader import ModelError, load_judge
+from tests.fixtures.checks import engine_vs_naive
+from tests.fixtures.tiny_models import build_model_dir, make_pairs
+
+
+@pytest.fixture(scope="module")
+def arch_dir(tmp_path_factory):
+    made = {}
+
+    def get(arch):
+        if arch not in made:
+            made[arch] = build_model_dir(str(tmp_path_factory.mktemp(arch)), arch=arch, seed=11)
+        return made[arch]
+    return get
+
+
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+def test_alibi_from_the_sequence_is_refused(arch_dir, dtype):
+    """MPT builds its ALiBi biases from the sequence layout, not the position ids."""
+    with pytest.raises(ModelError, match="MptForCausalLM.*does not honour the engine's attention mask or position ids"):
+        load_judge(arch_dir("mpt"), dtype=dtype)
+
+
+def test_the_refusal_is_right(arch_dir, monkeypatch):
+    """With the probe switched off MPT loads, and the engine's verdicts are not the model's own."""
+    monkeypatch.setattr(model_loader, "check_tree_path", lambda loaded: 0.0)
+    assert engine_vs_naive(load_judge(arch_dir("mpt")), make_pairs(3, seed=2)) > 1e-3
+
+
+def test_a_forward_that_rejects_4d_masks_is_refused(arch_dir):
+    with pytest.raises(ModelError, match=r"BloomForCausalLM: its forward cannot take .*ValueError"):
+        load_judge(arch_dir("bloom"))
+
+
+def test_a_forward_that_bypasses_its_base_model_loads(arch_dir):
+    """OPT's forward calls model.decoder, not its base model: the load probe's hook never fires,
+    and the hidden states come from the base model itself. Its learned positions follow the
+    position ids, so it passes the tree probe and runs exactly."""
+    opt = load_judge(arch_dir("opt"))
+    assert engine_vs_naive(opt, make_pairs(4, seed=3)) <= 1e-5
+
+
+@pytest.mark.parametrize("dtype, bound", [("float32", 1e-5), ("bfloat16", 0.1)])
+def test_judges_that_run_pass_the_probe(qwen_dir, dtype, bound):
+    assert model_loader.check_tree_path(load_judge(qwen_dir, dtype=dtype)) <= bound
+
+
+def test_low_precision_tolerance_tracks_rounding(qwen_dir, monkeypatch):
+    """bf16's bar is 0.1 or 8x the rounding noise of the probe continued from a cache, the larger."""
+    m = load_judge(qwen_dir, dtype="bfloat16")
+    monkeypatch.setattr(model_loader, "TREE_TOL_LOW", 0.0)
+    monkeypatch.setattr(model_loader, "_continuation_noise", lambda *a: 0.0)
+    with pytest.raises(ModelError, match="--dtype float32 settles it"):
+        model_loader.check_tree_path(m)
