@@ -277,15 +277,16 @@ def logit_map(model, logits, hidden) -> tuple[float, float | None]:
     return scale, cap
 
 
-TREE_TOL = {"float32": 1e-3}     # max |log-prob difference| on the tree probe (fp32: the equality bar, loosened)
-TREE_TOL_LOW = 0.1                 # bf16 / fp16, and at least 8x the probe's own rounding noise (below)
+TREE_TOL_FP32 = 1e-3     # max |log-prob difference| on the tree probe in fp32 (the equality bar, loosened)
+TREE_TOL_LOW = 0.1       # bf16 / fp16, and at least 8x the probe's own rounding noise (_continuation_noise)
+TREE_PREFIX = 10         # the probe's shared prefix, in tokens
 
 
 def _tree_probe() -> list[tuple[int, ...]]:
     """A prefix, two sibling branches and a grandchild (engine rows pack siblings under a 4-D mask
     at explicit positions), as ids below any vocabulary's size."""
-    ids = [(7 * i + 3) % 1000 for i in range(1, 28)]
-    p, x, y, z = ids[:10], ids[10:17], ids[17:22], ids[22:27]
+    ids = [(7 * i + 3) % 1000 for i in range(1, TREE_PREFIX + 18)]
+    p, x, y, z = ids[:TREE_PREFIX], ids[TREE_PREFIX:-10], ids[-10:-5], ids[-5:]
     return [tuple(p + x), tuple(p + y), tuple(p + y + z), tuple(p)]
 
 
@@ -316,12 +317,10 @@ def check_tree_path(loaded) -> float:
     err = max(abs(a - b) for g, w in zip(got, want) for a, b in zip(g, w))
     if not math.isfinite(err):      # non-finite weights: left to the runtime, which names the pairs
         return err
-    dtype = str(loaded.dtype).removeprefix("torch.")
-    tol = TREE_TOL.get(dtype)
-    if tol is None:
-        tol = max(TREE_TOL_LOW, 8 * _continuation_noise(loaded, queries[2], want[2]))
+    fp32 = str(loaded.dtype) == "torch.float32"
+    tol = TREE_TOL_FP32 if fp32 else max(TREE_TOL_LOW, 8 * _continuation_noise(loaded, queries[2], want[2]))
     if not err <= tol:
-        hint = "" if dtype == "float32" else " (if this is rounding, --dtype float32 settles it)"
+        hint = "" if fp32 else " (if this is rounding, --dtype float32 settles it)"
         raise ModelError(f"{name}: the prefix engine's verdicts differ from the model's own plain forward by "
                          f"{err:.3g} in log-probability on a load-time probe (tolerance {tol:.3g}); its forward "
                          f"does not honour the engine's attention mask or position ids{hint}; try --backend vllm")
@@ -329,17 +328,17 @@ def check_tree_path(loaded) -> float:
 
 
 def _continuation_noise(loaded, query, want) -> float:
-    """|log-prob difference| between one plain forward of the query and its first 10 tokens'
-    forward continued from their cache (no mask): rounding alone, the scale of the dtype's noise."""
+    """|log-prob difference| between one plain forward of the query and its shared prefix's
+    forward continued from its cache (no mask): rounding alone, the scale of the dtype's noise."""
     import torch
     from transformers import DynamicCache
 
     from baer_fast.runtime.readout import read_model
     ids = torch.tensor([query.ids], device=loaded.device)
-    cache = DynamicCache()
+    cache, k = DynamicCache(), TREE_PREFIX
     with torch.inference_mode():
-        loaded.hidden(ids[:, :10], torch.arange(10, device=ids.device)[None], None, cache)
-        h = loaded.hidden(ids[:, 10:], torch.arange(10, ids.shape[1], device=ids.device)[None], None, cache)
+        loaded.hidden(ids[:, :k], torch.arange(k, device=ids.device)[None], None, cache)
+        h = loaded.hidden(ids[:, k:], torch.arange(k, ids.shape[1], device=ids.device)[None], None, cache)
         lp = read_model(loaded, h[:, -1], torch.tensor(query.choices, device=ids.device))[0]
     return max(abs(float(a) - b) for a, b in zip(lp, want))
 
