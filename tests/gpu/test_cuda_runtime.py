@@ -15,7 +15,8 @@ against the fp32 CPU run as the reference:
   - Judge on CUDA (the default bf16): swapping a and b negates the scores;
   - sliding-window, logit-mapped and MLA architectures (Mistral, mixed-layer Qwen3, Granite, Gemma 2,
     DeepSeek-V2):
-    engine == naive, and the readout equals the model's own logits.
+    engine == naive, and the readout equals the model's own logits;
+  - the load-time tree probe: passes in bf16, refuses MPT.
 """
 from __future__ import annotations
 
@@ -222,3 +223,13 @@ def test_bf16_drift_at_the_8b_shape(tmp_path):
     d_naive, d_shared = drift(naive), drift(shared)
     print(f"8B shape, bf16 vs fp32 max |d logprob|: naive {d_naive:.3g}, engine {d_shared:.3g}")
     assert d_shared <= 2 * d_naive + 1e-2
+
+
+def test_tree_probe_on_cuda(tmp_path):
+    """The load-time tree probe on CUDA: a judge that runs passes it in bf16 (no refusal for
+    rounding), and MPT (ALiBi from the sequence layout) is refused in fp32."""
+    from baer_fast.runtime.model_loader import ModelError, check_tree_path
+    ok = load_judge(build_model_dir(str(tmp_path / "qwen3"), arch="qwen3", seed=11), device="cuda", dtype="bfloat16")
+    assert check_tree_path(ok) < 0.1
+    with pytest.raises(ModelError, match="does not honour"):
+        load_judge(build_model_dir(str(tmp_path / "mpt"), arch="mpt", seed=11), device="cuda", dtype="float32")
