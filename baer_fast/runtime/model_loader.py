@@ -39,6 +39,7 @@ class LoadedModel:
     logit_softcap: float | None = None   # computes them (logit_map; readout.read_model applies both)
     kv_dims: tuple = ()                  # ((K heads, K dim), (V heads, V dim)) of every layer's cache, as
                                          # probed at load (MLA caches differ from the config); () = config's
+    tree_probe_err: float | None = None  # the load-time tree probe's max |log-prob difference| (check_tree_path)
 
     def kv_shape(self) -> tuple[tuple[int, int], tuple[int, int]]:
         """((K heads, K dim), (V heads, V dim)) per token of one layer's cache."""
@@ -214,7 +215,7 @@ def load_judge(path: str, *, device: str = "auto", dtype: str = "auto", attn: st
     logits, hidden, kv_dims = _probe(model, cache_arg)
     loaded = LoadedModel(model, tok, path, cache_arg, _context_len(model.config, name),
                          _kv_bytes_per_token(model, kv_dims), windows, *logit_map(model, logits, hidden), kv_dims)
-    check_tree_path(loaded)
+    loaded.tree_probe_err = check_tree_path(loaded)
     return loaded
 
 

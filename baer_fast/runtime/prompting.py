@@ -29,6 +29,12 @@ class PromptEncoder:
         template = tokenizer.chat_template
         self._template_key = (model_name, template if isinstance(template, str) else repr(template))
 
+    @property
+    def folds_system(self) -> bool:
+        """Whether this template's prompts carry the system text in the user message (known after
+        the first render in this process; False before it)."""
+        return bool(_FOLD_SYSTEM.get(self._template_key))
+
     def label_ids(self, labels: tuple[str, ...]) -> tuple[int, ...]:
         if labels not in self._labels:
             self._labels[labels] = tuple(self._one_token(lab) for lab in labels)

@@ -20,7 +20,7 @@ def test_demo_runs_on_the_embedded_sample(cli):
 def test_console_script_help_lists_commands():
     exe = Path(sys.executable).with_name("baer-fast")
     res = subprocess.run([str(exe), "--help"], capture_output=True, text=True, check=True)
-    for cmd in ("import", "fit", "score", "eval", "demo"):
+    for cmd in ("check", "experts", "import", "fit", "score", "eval", "demo"):
         assert cmd in res.stdout
 
 

@@ -1,0 +1,88 @@
+"""`baer-fast check --model PATH`: will this judge run, and how? Before a long `experts` job.
+
+Loads the model through the same loader `experts` uses, so every load-time check runs (safetensors
+only, chat template, free memory, layer types, logits after the LM head, the tree probe), then
+renders every protocol's prompts for an empty pair (the chat template's system role, the tokens
+each expert's prompt costs beyond the pair's own text) and checks that every verdict label is a
+single token. Prints what the loader chose; exit 0 when the judge runs, 2 with the reason when
+not. `--json` prints the same as one JSON object.
+"""
+from __future__ import annotations
+
+import json
+
+
+def add_arguments(p) -> None:
+    p.add_argument("--model", required=True, help="local model directory (safetensors weights, chat template)")
+    p.add_argument("--device", default="auto")
+    p.add_argument("--dtype", default="auto", choices=("auto", "float32", "bfloat16", "float16"))
+    p.add_argument("--attn", default="sdpa", choices=("sdpa", "flash_attention_2", "eager"))
+    p.add_argument("--trust-remote-code", action="store_true", help="allow the model's own Python code")
+    p.add_argument("--json", action="store_true", help="one JSON object instead of the table")
+
+
+def report(loaded) -> dict:
+    """What the loader chose for `loaded`, and what every expert's prompts cost (plain JSON)."""
+    from baer_fast import protocols
+    from baer_fast.io.records import Pair
+    from baer_fast.runtime.prompting import PromptEncoder
+
+    model, cfg = loaded.model, loaded.model.config.get_text_config()
+    enc = PromptEncoder(loaded.tokenizer, model_name=loaded.name, context_len=loaded.context_len)
+    labels = {}
+    for name in protocols.ALL:
+        found = getattr(protocols.get(name), "LABELS", None)
+        if found:
+            labels[name] = dict(zip(found, enc.label_ids(found)))       # raises on a label of several tokens
+    empty = Pair("check", "", "", "")
+    items = [(p, empty.id, name) for name in protocols.PROMPT_EXPERTS
+             for p in protocols.get(name).prompts(empty.question, empty.response_a, empty.response_b)]
+    items += [(g.prompt, empty.id, name) for name in protocols.GENERATIVE
+              for g in protocols.get(name).generations(empty.question, empty.response_a, empty.response_b)]
+    overhead: dict[str, int] = {}
+    for (_, _, name), ids in zip(items, enc.encode_all(items)):
+        overhead[name] = max(overhead.get(name, 0), len(ids))
+    (hk, dk), (hv, dv) = loaded.kv_shape()
+    return {
+        "model": loaded.path, "class": type(model).__name__, "device": str(loaded.device),
+        "dtype": str(loaded.dtype).removeprefix("torch."), "attention": cfg._attn_implementation,
+        "layers": cfg.num_hidden_layers, "context_len": loaded.context_len,
+        "windows": dict(loaded.windows),
+        "kv_bytes_per_token": loaded.kv_bytes_per_token, "kv_shape": {"k": [hk, dk], "v": [hv, dv]},
+        "logit_scale": loaded.logit_scale, "logit_softcap": loaded.logit_softcap,
+        "system_role": not enc.folds_system,
+        "tree_probe": {"max_abs_logprob_diff": loaded.tree_probe_err},
+        "labels": labels, "prompt_overhead_tokens": overhead,
+    }
+
+
+def _table(r: dict) -> str:
+    windows = ", ".join(f"{t} ({'window ' + str(w) if w else 'full'})" for t, w in r["windows"].items())
+    cap = r["logit_softcap"]
+    rows = [
+        ("model", f"{r['model']} ({r['class']})"),
+        ("runs on", f"{r['device']}, {r['dtype']}, {r['attention']} attention"),
+        ("layers", f"{r['layers']}: {windows}"),
+        ("context", f"{r['context_len']} tokens"),
+        ("kv cache", f"{r['kv_bytes_per_token']:,} bytes per token (K {r['kv_shape']['k'][0]}x{r['kv_shape']['k'][1]}, "
+                     f"V {r['kv_shape']['v'][0]}x{r['kv_shape']['v'][1]} per layer)"),
+        ("logits", f"scale {r['logit_scale']:g}, soft-cap {cap:g}" if cap else f"scale {r['logit_scale']:g}, no soft-cap"),
+        ("chat template", "takes a system message" if r["system_role"] else
+         "takes no system message: the judge's system text opens the user message"),
+        ("tree probe", f"max |log-prob difference| {r['tree_probe']['max_abs_logprob_diff']:.2g} against a plain forward"),
+        ("labels", "every verdict label is one token: " + " ".join(
+            sorted({lab for d in r["labels"].values() for lab in d}))),
+        ("prompt overhead", ", ".join(f"{n} {t}" for n, t in r["prompt_overhead_tokens"].items())
+         + " tokens beyond the question and responses"),
+    ]
+    width = max(len(k) for k, _ in rows)
+    return "\n".join(f"{k:<{width}}  {v}" for k, v in rows) + "\nok: this judge runs on the hf engine"
+
+
+def run(args) -> int:
+    from baer_fast.runtime.model_loader import load_judge
+    loaded = load_judge(args.model, device=args.device, dtype=args.dtype, attn=args.attn,
+                        trust_remote_code=args.trust_remote_code)
+    r = report(loaded)
+    print(json.dumps(r) if args.json else _table(r))
+    return 0

@@ -1,0 +1,59 @@
+"""`baer-fast check --model PATH`: what the loader chose for a judge, and whether it runs."""
+import json
+
+from baer_fast import protocols
+from baer_fast.cli import main
+from tests.fixtures.tiny_models import build_model_dir
+
+
+def _check(capsys, path, *extra):
+    rc = main(["check", "--model", path, *extra])
+    out = capsys.readouterr()
+    return rc, out.out, out.err
+
+
+def test_a_judge_that_runs(capsys, qwen_dir):
+    rc, out, _ = _check(capsys, qwen_dir)
+    assert rc == 0 and out.strip().endswith("ok: this judge runs on the hf engine")
+    assert "Qwen3ForCausalLM" in out and "takes a system message" in out and "tree probe" in out
+    rc, out, _ = _check(capsys, qwen_dir, "--json")
+    r = json.loads(out)
+    assert rc == 0 and r["class"] == "Qwen3ForCausalLM" and r["dtype"] == "float32"
+    assert r["tree_probe"]["max_abs_logprob_diff"] <= 1e-5
+    assert r["kv_bytes_per_token"] == 2 * 2 * (2 * 16) * 4          # layers x (K + V) x (heads x dim) x fp32
+    # every expert that reads a verdict: its labels, each one token id, distinct
+    assert set(r["labels"]) == {n for n in protocols.ALL if n not in protocols.DERIVED_EXPERTS}
+    assert all(len(set(ids.values())) == len(ids) for ids in r["labels"].values())
+    # the prompts' own tokens: every prompt and generative expert, the pairwise ones above pointwise's
+    assert set(r["prompt_overhead_tokens"]) == set(protocols.PROMPT_EXPERTS + protocols.GENERATIVE)
+    assert r["prompt_overhead_tokens"]["direct"] > r["prompt_overhead_tokens"]["reference"] > 0
+
+
+def test_the_overhead_is_what_a_pair_adds_to(capsys, qwen_dir, loaded_models):
+    """A pair's longest direct prompt is the overhead plus its own text's tokens (to a few merges)."""
+    from baer_fast.io.records import Pair
+    from baer_fast.runtime.prompting import PromptEncoder
+    from baer_fast.runtime.runner import build_queries
+    from tests.fixtures.tiny_models import text_of_tokens
+    _, out, _ = _check(capsys, qwen_dir, "--json")
+    overhead = json.loads(out)["prompt_overhead_tokens"]["direct"]
+    m = loaded_models(qwen_dir)
+    enc = PromptEncoder(m.tokenizer, model_name="tiny", context_len=m.context_len)
+    pair = Pair("x", text_of_tokens(m.tokenizer, 40, 1), text_of_tokens(m.tokenizer, 60, 2),
+                text_of_tokens(m.tokenizer, 50, 3))
+    longest = max(len(q.ids) for q in build_queries(enc, pair, ["direct"])[0])
+    assert abs(longest - (overhead + 150)) <= 6
+
+
+def test_a_template_without_a_system_role(capsys, tmp_path):
+    from tests.runtime.test_chat_templates import NO_SYSTEM
+    path = build_model_dir(str(tmp_path / "check_nosys"), arch="llama", seed=5, chat_template=NO_SYSTEM)
+    rc, out, _ = _check(capsys, path, "--json")
+    assert rc == 0 and json.loads(out)["system_role"] is False
+
+
+def test_a_judge_that_cannot_run(capsys, tmp_path):
+    path = build_model_dir(str(tmp_path / "mpt"), arch="mpt", seed=11)
+    rc, out, err = _check(capsys, path)
+    lines = err.strip().splitlines()
+    assert rc == 2 and out == "" and lines[-1].startswith("error:") and "does not honour" in lines[-1]
