@@ -46,6 +46,7 @@ def report(loaded) -> dict:
     return {
         "model": loaded.path, "class": type(model).__name__, "device": str(loaded.device),
         "dtype": str(loaded.dtype).removeprefix("torch."), "attention": cfg._attn_implementation,
+        "weights_bytes": sum(t.numel() * t.element_size() for t in model.parameters()),
         "layers": cfg.num_hidden_layers, "context_len": loaded.context_len,
         "windows": dict(loaded.windows),
         "kv_bytes_per_token": loaded.kv_bytes_per_token, "kv_shape": {"k": [hk, dk], "v": [hv, dv]},
@@ -56,16 +57,21 @@ def report(loaded) -> dict:
     }
 
 
+def _size(n: int) -> str:
+    return f"{n / 2**30:.2f} GiB" if n >= 2**30 else f"{n / 2**20:.1f} MiB"
+
+
 def _table(r: dict) -> str:
-    windows = ", ".join(f"{t} ({'window ' + str(w) if w else 'full'})" for t, w in r["windows"].items())
+    windows = ", ".join(f"sliding window {w}" if w else "full attention" for w in r["windows"].values())
     cap = r["logit_softcap"]
     rows = [
         ("model", f"{r['model']} ({r['class']})"),
-        ("runs on", f"{r['device']}, {r['dtype']}, {r['attention']} attention"),
-        ("layers", f"{r['layers']}: {windows}"),
+        ("runs on", f"{r['device']}, {r['dtype']}, {r['attention']} attention, weights {_size(r['weights_bytes'])}"),
+        ("layers", f"{r['layers']} ({windows})"),
         ("context", f"{r['context_len']} tokens"),
         ("kv cache", f"{r['kv_bytes_per_token']:,} bytes per token (K {r['kv_shape']['k'][0]}x{r['kv_shape']['k'][1]}, "
-                     f"V {r['kv_shape']['v'][0]}x{r['kv_shape']['v'][1]} per layer)"),
+                     f"V {r['kv_shape']['v'][0]}x{r['kv_shape']['v'][1]} per layer): "
+                     f"{2**30 // r['kv_bytes_per_token']:,} tokens per GiB of --memory-gb"),
         ("logits", f"scale {r['logit_scale']:g}, soft-cap {cap:g}" if cap else f"scale {r['logit_scale']:g}, no soft-cap"),
         ("chat template", "takes a system message" if r["system_role"] else
          "takes no system message: the judge's system text opens the user message"),

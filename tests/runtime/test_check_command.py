@@ -12,7 +12,7 @@ def _check(capsys, path, *extra):
     return rc, out.out, out.err
 
 
-def test_a_judge_that_runs(capsys, qwen_dir):
+def test_a_judge_that_runs(capsys, qwen_dir, loaded_models):
     rc, out, _ = _check(capsys, qwen_dir)
     assert rc == 0 and out.strip().endswith("ok: this judge runs on the hf engine")
     assert "Qwen3ForCausalLM" in out and "takes a system message" in out and "tree probe" in out
@@ -21,6 +21,7 @@ def test_a_judge_that_runs(capsys, qwen_dir):
     assert rc == 0 and r["class"] == "Qwen3ForCausalLM" and r["dtype"] == "float32"
     assert r["tree_probe"]["max_abs_logprob_diff"] <= 1e-5
     assert r["kv_bytes_per_token"] == 2 * 2 * (2 * 16) * 4          # layers x (K + V) x (heads x dim) x fp32
+    assert r["weights_bytes"] == 4 * sum(t.numel() for t in loaded_models(qwen_dir).model.parameters())
     # every expert that reads a verdict: its labels, each one token id, distinct
     assert set(r["labels"]) == {n for n in protocols.ALL if n not in protocols.DERIVED_EXPERTS}
     assert all(len(set(ids.values())) == len(ids) for ids in r["labels"].values())
