@@ -4,8 +4,10 @@ Loads the model through the same loader `experts` uses, so every load-time check
 only, chat template, free memory, layer types, logits after the LM head, the tree probe), then
 renders every protocol's prompts for an empty pair (the chat template's system role, the tokens
 each expert's prompt costs beyond the pair's own text) and checks that every verdict label is a
-single token. Prints what the loader chose; exit 0 when the judge runs, 2 with the reason when
-not. `--json` prints the same as one JSON object.
+single token, and runs the generative experts' decoder on a probe against plain forwards.
+Prints what the loader chose; exit 0 when the judge runs every expert, 2 with the reason when
+it cannot load or its decoder fails (the single-pass bank may still run: the output says so).
+`--json` prints the same as one JSON object.
 """
 from __future__ import annotations
 
@@ -53,8 +55,42 @@ def report(loaded) -> dict:
         "logit_scale": loaded.logit_scale, "logit_softcap": loaded.logit_softcap,
         "system_role": not enc.folds_system,
         "tree_probe": {"max_abs_logprob_diff": loaded.tree_probe_err},
-        "labels": labels, "prompt_overhead_tokens": overhead,
+        "labels": labels, "prompt_overhead_tokens": overhead, "decoder": decoder_probe(loaded),
     }
+
+
+DECODE_PROBE = 6          # greedy tokens the decoder probe generates
+
+
+def decoder_probe(loaded) -> dict:
+    """The generative experts' decoder on two probe prompts of different lengths (one batch, so
+    slots of different lengths share a forward): each greedy token must be the argmax of one
+    plain forward over the prompt and the tokens before it, or within rounding of it (1e-3 in
+    log-probability in fp32, 0.1 otherwise) -> {"ok", "max_logprob_gap"} or {"ok": False, "why"}."""
+    import torch
+
+    from baer_fast.runtime.decode import Decoder, GenRequest
+    from baer_fast.runtime.model_loader import _tree_probe
+    from baer_fast.runtime.readout import model_logits
+    vocab = loaded.model.get_input_embeddings().num_embeddings
+    prompts = [tuple(i % vocab for i in p) for p in _tree_probe()[:3]]
+    try:
+        results = Decoder(loaded, eos_ids=()).generate([GenRequest(p, DECODE_PROBE) for p in prompts])
+    except Exception as e:          # noqa: BLE001 -- the model's forward refusing the decoder's cache or mask
+        return {"ok": False, "why": f"{type(e).__name__}: {e}"}
+    gap = 0.0
+    with torch.inference_mode():
+        for p, res in zip(prompts, results):
+            seq = torch.tensor([p + res.tokens[0]], device=loaded.device)
+            h = loaded.hidden(seq)[0, len(p) - 1: -1]
+            lp = torch.log_softmax(model_logits(loaded, h), -1)
+            picked = lp.gather(1, torch.tensor(res.tokens[0], device=lp.device)[:, None])[:, 0]
+            gap = max(gap, float((lp.max(-1).values - picked).max()))
+    tol = 1e-3 if loaded.dtype == torch.float32 else 0.1
+    if not gap <= tol:
+        return {"ok": False, "why": f"its greedy tokens are not the model's own (a token {gap:.3g} below the "
+                                    f"argmax in log-probability)"}
+    return {"ok": True, "max_logprob_gap": gap}
 
 
 def _size(n: int) -> str:
@@ -81,8 +117,13 @@ def _table(r: dict) -> str:
         ("prompt overhead", ", ".join(f"{n} {t}" for n, t in r["prompt_overhead_tokens"].items())
          + " tokens beyond the question and responses"),
     ]
+    dec = r["decoder"]
+    rows.append(("decoder", f"greedy tokens are the model's own (largest gap {dec['max_logprob_gap']:.2g})"
+                 if dec["ok"] else f"fails: {dec['why']}"))
     width = max(len(k) for k, _ in rows)
-    return "\n".join(f"{k:<{width}}  {v}" for k, v in rows) + "\nok: this judge runs on the hf engine"
+    verdict = ("ok: this judge runs on the hf engine, every expert" if dec["ok"] else
+               "partly: the single-pass bank runs on the hf engine; the generative experts cannot (decoder above)")
+    return "\n".join(f"{k:<{width}}  {v}" for k, v in rows) + "\n" + verdict
 
 
 def run(args) -> int:
@@ -91,4 +132,4 @@ def run(args) -> int:
                         trust_remote_code=args.trust_remote_code)
     r = report(loaded)
     print(json.dumps(r) if args.json else _table(r))
-    return 0
+    return 0 if r["decoder"]["ok"] else 2

@@ -14,12 +14,12 @@ def _check(capsys, path, *extra):
 
 def test_a_judge_that_runs(capsys, qwen_dir, loaded_models):
     rc, out, _ = _check(capsys, qwen_dir)
-    assert rc == 0 and out.strip().endswith("ok: this judge runs on the hf engine")
+    assert rc == 0 and out.strip().endswith("ok: this judge runs on the hf engine, every expert")
     assert "Qwen3ForCausalLM" in out and "takes a system message" in out and "tree probe" in out
     rc, out, _ = _check(capsys, qwen_dir, "--json")
     r = json.loads(out)
     assert rc == 0 and r["class"] == "Qwen3ForCausalLM" and r["dtype"] == "float32"
-    assert r["tree_probe"]["max_abs_logprob_diff"] <= 1e-5
+    assert r["tree_probe"]["max_abs_logprob_diff"] <= 1e-5 and r["decoder"]["ok"] is True
     assert r["kv_bytes_per_token"] == 2 * 2 * (2 * 16) * 4          # layers x (K + V) x (heads x dim) x fp32
     assert r["weights_bytes"] == 4 * sum(t.numel() for t in loaded_models(qwen_dir).model.parameters())
     # every expert that reads a verdict: its labels, each one token id, distinct
@@ -58,3 +58,25 @@ def test_a_judge_that_cannot_run(capsys, tmp_path):
     rc, out, err = _check(capsys, path)
     lines = err.strip().splitlines()
     assert rc == 2 and out == "" and lines[-1].startswith("error:") and "does not honour" in lines[-1]
+
+
+def test_a_decoder_that_fails_leaves_the_single_pass_bank(capsys, qwen_dir, monkeypatch):
+    """A forward that refuses the decoder's slot cache (remote code calling a cache method it does
+    not have): the bank still runs, the generative experts do not, exit 2 and the output says so."""
+    from baer_fast.runtime import decode
+
+    def refuse(self, slots, ids, pos):
+        raise AttributeError("'_SlotCache' object has no attribute 'get_usable_length'")
+    monkeypatch.setattr(decode.Decoder, "_forward", refuse)
+    rc, out, _ = _check(capsys, qwen_dir)
+    assert rc == 2 and "get_usable_length" in out and out.strip().splitlines()[-1].startswith("partly:")
+
+
+def test_a_decoder_off_by_one_is_caught(capsys, qwen_dir, monkeypatch):
+    """Greedy tokens computed one position off are not the model's own: the probe's gap shows it."""
+    from baer_fast.runtime import decode
+    real = decode.Decoder._forward
+    monkeypatch.setattr(decode.Decoder, "_forward", lambda self, slots, ids, pos: real(self, slots, ids, pos + 1))
+    rc, out, _ = _check(capsys, qwen_dir, "--json")
+    r = json.loads(out)["decoder"]
+    assert rc == 2 and r["ok"] is False and "not the model's own" in r["why"]
