@@ -27,6 +27,7 @@ def report(loaded) -> dict:
     """What the loader chose for `loaded`, and what every expert's prompts cost (plain JSON)."""
     from baer_fast import protocols
     from baer_fast.io.records import Pair
+    from baer_fast.runtime.probes import check_decoder
     from baer_fast.runtime.prompting import PromptEncoder
 
     model, cfg = loaded.model, loaded.model.config.get_text_config()
@@ -55,42 +56,8 @@ def report(loaded) -> dict:
         "logit_scale": loaded.logit_scale, "logit_softcap": loaded.logit_softcap,
         "system_role": not enc.folds_system,
         "tree_probe": {"max_abs_logprob_diff": loaded.tree_probe_err},
-        "labels": labels, "prompt_overhead_tokens": overhead, "decoder": decoder_probe(loaded),
+        "labels": labels, "prompt_overhead_tokens": overhead, "decoder": check_decoder(loaded),
     }
-
-
-DECODE_PROBE = 6          # greedy tokens the decoder probe generates
-
-
-def decoder_probe(loaded) -> dict:
-    """The generative experts' decoder on two probe prompts of different lengths (one batch, so
-    slots of different lengths share a forward): each greedy token must be the argmax of one
-    plain forward over the prompt and the tokens before it, or within rounding of it (1e-3 in
-    log-probability in fp32, 0.1 otherwise) -> {"ok", "max_logprob_gap"} or {"ok": False, "why"}."""
-    import torch
-
-    from baer_fast.runtime.decode import Decoder, GenRequest
-    from baer_fast.runtime.model_loader import _tree_probe
-    from baer_fast.runtime.readout import model_logits
-    vocab = loaded.model.get_input_embeddings().num_embeddings
-    prompts = [tuple(i % vocab for i in p) for p in _tree_probe()[:3]]
-    try:
-        results = Decoder(loaded, eos_ids=()).generate([GenRequest(p, DECODE_PROBE) for p in prompts])
-    except Exception as e:          # noqa: BLE001 -- the model's forward refusing the decoder's cache or mask
-        return {"ok": False, "why": f"{type(e).__name__}: {e}"}
-    gap = 0.0
-    with torch.inference_mode():
-        for p, res in zip(prompts, results):
-            seq = torch.tensor([p + res.tokens[0]], device=loaded.device)
-            h = loaded.hidden(seq)[0, len(p) - 1: -1]
-            lp = torch.log_softmax(model_logits(loaded, h), -1)
-            picked = lp.gather(1, torch.tensor(res.tokens[0], device=lp.device)[:, None])[:, 0]
-            gap = max(gap, float((lp.max(-1).values - picked).max()))
-    tol = 1e-3 if loaded.dtype == torch.float32 else 0.1
-    if not gap <= tol:
-        return {"ok": False, "why": f"its greedy tokens are not the model's own (a token {gap:.3g} below the "
-                                    f"argmax in log-probability)"}
-    return {"ok": True, "max_logprob_gap": gap}
 
 
 def _size(n: int) -> str:

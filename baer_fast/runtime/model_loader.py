@@ -39,7 +39,7 @@ class LoadedModel:
     logit_softcap: float | None = None   # computes them (logit_map; readout.read_model applies both)
     kv_dims: tuple = ()                  # ((K heads, K dim), (V heads, V dim)) of every layer's cache, as
                                          # probed at load (MLA caches differ from the config); () = config's
-    tree_probe_err: float | None = None  # the load-time tree probe's max |log-prob difference| (check_tree_path)
+    tree_probe_err: float | None = None  # the load-time tree probe's max |log-prob difference| (probes.py)
 
     def kv_shape(self) -> tuple[tuple[int, int], tuple[int, int]]:
         """((K heads, K dim), (V heads, V dim)) per token of one layer's cache."""
@@ -215,6 +215,7 @@ def load_judge(path: str, *, device: str = "auto", dtype: str = "auto", attn: st
     logits, hidden, kv_dims = _probe(model, cache_arg)
     loaded = LoadedModel(model, tok, path, cache_arg, _context_len(model.config, name),
                          _kv_bytes_per_token(model, kv_dims), windows, *logit_map(model, logits, hidden), kv_dims)
+    from baer_fast.runtime.probes import check_tree_path
     loaded.tree_probe_err = check_tree_path(loaded)
     return loaded
 
@@ -276,72 +277,6 @@ def logit_map(model, logits, hidden) -> tuple[float, float | None]:
                          f"baer-fast does not know (max difference {err:.3g} on a probe, logits up to {size:.3g}); "
                          f"the constrained readout would not be the model's own distribution")
     return scale, cap
-
-
-TREE_TOL_FP32 = 1e-3     # max |log-prob difference| on the tree probe in fp32 (the equality bar, loosened)
-TREE_TOL_LOW = 0.1       # bf16 / fp16, and at least 8x the probe's own rounding noise (_continuation_noise)
-TREE_PREFIX = 10         # the probe's shared prefix, in tokens
-
-
-def _tree_probe() -> list[tuple[int, ...]]:
-    """A prefix, two sibling branches and a grandchild (engine rows pack siblings under a 4-D mask
-    at explicit positions), as ids below any vocabulary's size."""
-    ids = [(7 * i + 3) % 1000 for i in range(1, TREE_PREFIX + 18)]
-    p, x, y, z = ids[:TREE_PREFIX], ids[TREE_PREFIX:-10], ids[-10:-5], ids[-5:]
-    return [tuple(p + x), tuple(p + y), tuple(p + y + z), tuple(p)]
-
-
-def check_tree_path(loaded) -> float:
-    """Refuse a model the prefix engine would not reproduce -> the probe's max |log-prob difference|.
-
-    The engine computes shared prefixes once and siblings together under a 4-D attention mask at
-    explicit position ids. A forward that rejects such a mask, or ignores it or the positions
-    (ALiBi biases built from the sequence layout: BLOOM raises, MPT silently gives other
-    verdicts), cannot run it. At load the engine runs a small tree of probe prompts and each
-    prompt goes through a plain forward; the log-probabilities over 32 tokens must agree: to
-    1e-3 in fp32; in bf16/fp16 to 0.1 or 8x the rounding noise of continuing the probe from a
-    cache instead of in one forward, whichever is larger (the error names --dtype float32 for a
-    definite answer)."""
-    from baer_fast.runtime.engine import PrefixEngine
-    from baer_fast.runtime.naive import NaiveEngine
-    from baer_fast.runtime.queries import Query
-    vocab = loaded.model.get_input_embeddings().num_embeddings
-    choices = tuple(range(1, 33)) if vocab > 33 else tuple(range(vocab))
-    queries = [Query(tuple(i % vocab for i in ids), choices) for ids in _tree_probe()]
-    name = type(loaded.model).__name__
-    try:
-        got = PrefixEngine(loaded).run([queries]).logprobs[0]
-    except Exception as e:          # noqa: BLE001 -- any failure here is the model's forward refusing the tree
-        raise ModelError(f"{name}: its forward cannot take the prefix engine's 4-D attention mask and position ids "
-                         f"({type(e).__name__}: {e}); try --backend vllm") from e
-    want = NaiveEngine(loaded).run([queries]).logprobs[0]
-    err = max(abs(a - b) for g, w in zip(got, want) for a, b in zip(g, w))
-    if not math.isfinite(err):      # non-finite weights: left to the runtime, which names the pairs
-        return err
-    fp32 = str(loaded.dtype) == "torch.float32"
-    tol = TREE_TOL_FP32 if fp32 else max(TREE_TOL_LOW, 8 * _continuation_noise(loaded, queries[2], want[2]))
-    if not err <= tol:
-        hint = "" if fp32 else " (if this is rounding, --dtype float32 settles it)"
-        raise ModelError(f"{name}: the prefix engine's verdicts differ from the model's own plain forward by "
-                         f"{err:.3g} in log-probability on a load-time probe (tolerance {tol:.3g}); its forward "
-                         f"does not honour the engine's attention mask or position ids{hint}; try --backend vllm")
-    return err
-
-
-def _continuation_noise(loaded, query, want) -> float:
-    """|log-prob difference| between one plain forward of the query and its shared prefix's
-    forward continued from its cache (no mask): rounding alone, the scale of the dtype's noise."""
-    import torch
-    from transformers import DynamicCache
-
-    from baer_fast.runtime.readout import read_model
-    ids = torch.tensor([query.ids], device=loaded.device)
-    cache, k = DynamicCache(), TREE_PREFIX
-    with torch.inference_mode():
-        loaded.hidden(ids[:, :k], torch.arange(k, device=ids.device)[None], None, cache)
-        h = loaded.hidden(ids[:, k:], torch.arange(k, ids.shape[1], device=ids.device)[None], None, cache)
-        lp = read_model(loaded, h[:, -1], torch.tensor(query.choices, device=ids.device))[0]
-    return max(abs(float(a) - b) for a, b in zip(lp, want))
 
 
 @dataclass

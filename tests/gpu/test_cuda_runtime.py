@@ -228,7 +228,8 @@ def test_bf16_drift_at_the_8b_shape(tmp_path):
 def test_tree_probe_on_cuda(tmp_path):
     """The load-time tree probe on CUDA: a judge that runs passes it in bf16 (no refusal for
     rounding), and MPT (ALiBi from the sequence layout) is refused in fp32."""
-    from baer_fast.runtime.model_loader import ModelError, check_tree_path
+    from baer_fast.runtime.model_loader import ModelError
+    from baer_fast.runtime.probes import check_tree_path
     ok = load_judge(build_model_dir(str(tmp_path / "qwen3"), arch="qwen3", seed=11), device="cuda", dtype="bfloat16")
     assert check_tree_path(ok) < 0.1
     with pytest.raises(ModelError, match="does not honour"):

@@ -1,10 +1,10 @@
-"""The load-time tree probe (model_loader.check_tree_path): a judge whose forward cannot run the
+"""The load-time tree probe (probes.check_tree_path): a judge whose forward cannot run the
 prefix engine's 4-D tree masks at explicit positions is refused at load with a clear error,
 instead of crashing mid-run (BLOOM) or giving verdicts that are not its own (MPT); the families
 it passes run with engine == naive."""
 import pytest
 
-from baer_fast.runtime import model_loader
+from baer_fast.runtime import probes
 from baer_fast.runtime.model_loader import ModelError, load_judge
 from tests.fixtures.checks import engine_vs_naive
 from tests.fixtures.tiny_models import build_model_dir, make_pairs
@@ -30,7 +30,7 @@ def test_alibi_from_the_sequence_is_refused(arch_dir, dtype):
 
 def test_the_refusal_is_right(arch_dir, monkeypatch):
     """With the probe switched off MPT loads, and the engine's verdicts are not the model's own."""
-    monkeypatch.setattr(model_loader, "check_tree_path", lambda loaded: 0.0)
+    monkeypatch.setattr(probes, "check_tree_path", lambda loaded: 0.0)
     assert engine_vs_naive(load_judge(arch_dir("mpt")), make_pairs(3, seed=2)) > 1e-3
 
 
@@ -49,16 +49,16 @@ def test_a_forward_that_bypasses_its_base_model_loads(arch_dir):
 
 @pytest.mark.parametrize("dtype, bound", [("float32", 1e-5), ("bfloat16", 0.1)])
 def test_judges_that_run_pass_the_probe(qwen_dir, dtype, bound):
-    assert model_loader.check_tree_path(load_judge(qwen_dir, dtype=dtype)) <= bound
+    assert probes.check_tree_path(load_judge(qwen_dir, dtype=dtype)) <= bound
 
 
 def test_low_precision_tolerance_tracks_rounding(qwen_dir, monkeypatch):
     """bf16's bar is 0.1 or 8x the rounding noise of the probe continued from a cache, the larger."""
     m = load_judge(qwen_dir, dtype="bfloat16")
-    monkeypatch.setattr(model_loader, "TREE_TOL_LOW", 0.0)
-    monkeypatch.setattr(model_loader, "_continuation_noise", lambda *a: 0.0)
+    monkeypatch.setattr(probes, "TOL_LOW", 0.0)
+    monkeypatch.setattr(probes, "_continuation_noise", lambda *a: 0.0)
     with pytest.raises(ModelError, match="--dtype float32 settles it"):
-        model_loader.check_tree_path(m)
+        probes.check_tree_path(m)
 
 
 @pytest.mark.slow
@@ -67,4 +67,4 @@ def test_a_deep_bf16_judge_is_not_refused_for_its_rounding(tmp_path):
     noise alone is ~0.06 in log-probability, above a fixed 0.1 bar's comfort; the bar scales with it."""
     from benchmarks.random_judge import load_random
     m = load_random(str(tmp_path), "qwen3-1.7b", device="cpu", dtype="bfloat16")
-    assert model_loader.check_tree_path(m) < 0.5        # raises if refused; measured 0.062 (noise 0.064)
+    assert probes.check_tree_path(m) < 0.5        # raises if refused; measured 0.062 (noise 0.064)

@@ -1,0 +1,110 @@
+"""Load-time probes: does the prefix engine, or the decoder, reproduce the model's own plain forward?
+
+The engine and the decoder call the model with a 4-D attention mask at explicit position ids
+(tree rows, slots of different lengths). Most transformers families honour both; a few build
+attention biases from the sequence layout instead (ALiBi: BLOOM raises, MPT silently gives
+other verdicts), and remote code may do anything. `check_tree_path` runs at every load and
+refuses such a model; `check_decoder` runs in `baer-fast check`. Both compare against plain
+forwards of the same token ids, with tolerances that follow the dtype's rounding.
+"""
+from __future__ import annotations
+
+import math
+
+from baer_fast.runtime.model_loader import ModelError
+
+TOL_FP32 = 1e-3     # max |log-prob difference| from a plain forward in fp32 (the equality bar, loosened)
+TOL_LOW = 0.1       # bf16 / fp16; the tree probe's bar is also at least 8x its rounding noise (_continuation_noise)
+PREFIX = 10         # the probe's shared prefix, in tokens
+DECODE_PROBE = 6    # greedy tokens the decoder probe generates
+
+
+def probe_prompts() -> list[tuple[int, ...]]:
+    """A prefix, two sibling branches and a grandchild (engine rows pack siblings under a 4-D mask
+    at explicit positions), as ids below any vocabulary's size."""
+    ids = [(7 * i + 3) % 1000 for i in range(1, PREFIX + 18)]
+    p, x, y, z = ids[:PREFIX], ids[PREFIX:-10], ids[-10:-5], ids[-5:]
+    return [tuple(p + x), tuple(p + y), tuple(p + y + z), tuple(p)]
+
+
+def check_tree_path(loaded) -> float:
+    """Refuse a model the prefix engine would not reproduce -> the probe's max |log-prob difference|.
+
+    The engine computes shared prefixes once and siblings together under a 4-D attention mask at
+    explicit position ids. A forward that rejects such a mask, or ignores it or the positions
+    (ALiBi biases built from the sequence layout: BLOOM raises, MPT silently gives other
+    verdicts), cannot run it. At load the engine runs a small tree of probe prompts and each
+    prompt goes through a plain forward; the log-probabilities over 32 tokens must agree: to
+    1e-3 in fp32; in bf16/fp16 to 0.1 or 8x the rounding noise of continuing the probe from a
+    cache instead of in one forward, whichever is larger (the error names --dtype float32 for a
+    definite answer)."""
+    from baer_fast.runtime.engine import PrefixEngine
+    from baer_fast.runtime.naive import NaiveEngine
+    from baer_fast.runtime.queries import Query
+    vocab = loaded.model.get_input_embeddings().num_embeddings
+    choices = tuple(range(1, 33)) if vocab > 33 else tuple(range(vocab))
+    queries = [Query(tuple(i % vocab for i in ids), choices) for ids in probe_prompts()]
+    name = type(loaded.model).__name__
+    try:
+        got = PrefixEngine(loaded).run([queries]).logprobs[0]
+    except Exception as e:          # noqa: BLE001 -- any failure here is the model's forward refusing the tree
+        raise ModelError(f"{name}: its forward cannot take the prefix engine's 4-D attention mask and position ids "
+                         f"({type(e).__name__}: {e}); try --backend vllm") from e
+    want = NaiveEngine(loaded).run([queries]).logprobs[0]
+    err = max(abs(a - b) for g, w in zip(got, want) for a, b in zip(g, w))
+    if not math.isfinite(err):      # non-finite weights: left to the runtime, which names the pairs
+        return err
+    fp32 = str(loaded.dtype) == "torch.float32"
+    tol = TOL_FP32 if fp32 else max(TOL_LOW, 8 * _continuation_noise(loaded, queries[2], want[2]))
+    if not err <= tol:
+        hint = "" if fp32 else " (if this is rounding, --dtype float32 settles it)"
+        raise ModelError(f"{name}: the prefix engine's verdicts differ from the model's own plain forward by "
+                         f"{err:.3g} in log-probability on a load-time probe (tolerance {tol:.3g}); its forward "
+                         f"does not honour the engine's attention mask or position ids{hint}; try --backend vllm")
+    return err
+
+
+def _continuation_noise(loaded, query, want) -> float:
+    """|log-prob difference| between one plain forward of the query and its shared prefix's
+    forward continued from its cache (no mask): rounding alone, the scale of the dtype's noise."""
+    import torch
+    from transformers import DynamicCache
+
+    from baer_fast.runtime.readout import read_model
+    ids = torch.tensor([query.ids], device=loaded.device)
+    cache, k = DynamicCache(), PREFIX
+    with torch.inference_mode():
+        loaded.hidden(ids[:, :k], torch.arange(k, device=ids.device)[None], None, cache)
+        h = loaded.hidden(ids[:, k:], torch.arange(k, ids.shape[1], device=ids.device)[None], None, cache)
+        lp = read_model(loaded, h[:, -1], torch.tensor(query.choices, device=ids.device))[0]
+    return max(abs(float(a) - b) for a, b in zip(lp, want))
+
+
+def check_decoder(loaded) -> dict:
+    """The generative experts' decoder on three probe prompts of different lengths (one batch, so
+    slots of different lengths share a forward): each greedy token must be the argmax of one
+    plain forward over the prompt and the tokens before it, or within rounding of it (1e-3 in
+    log-probability in fp32, 0.1 otherwise) -> {"ok", "max_logprob_gap"} or {"ok": False, "why"}."""
+    import torch
+
+    from baer_fast.runtime.decode import Decoder, GenRequest
+    from baer_fast.runtime.readout import model_logits
+    vocab = loaded.model.get_input_embeddings().num_embeddings
+    prompts = [tuple(i % vocab for i in p) for p in probe_prompts()[:3]]
+    try:
+        results = Decoder(loaded, eos_ids=()).generate([GenRequest(p, DECODE_PROBE) for p in prompts])
+    except Exception as e:          # noqa: BLE001 -- the model's forward refusing the decoder's cache or mask
+        return {"ok": False, "why": f"{type(e).__name__}: {e}"}
+    gap = 0.0
+    with torch.inference_mode():
+        for p, res in zip(prompts, results):
+            seq = torch.tensor([p + res.tokens[0]], device=loaded.device)
+            h = loaded.hidden(seq)[0, len(p) - 1: -1]
+            lp = torch.log_softmax(model_logits(loaded, h), -1)
+            picked = lp.gather(1, torch.tensor(res.tokens[0], device=lp.device)[:, None])[:, 0]
+            gap = max(gap, float((lp.max(-1).values - picked).max()))
+    tol = TOL_FP32 if loaded.dtype == torch.float32 else TOL_LOW
+    if not gap <= tol:
+        return {"ok": False, "why": f"its greedy tokens are not the model's own (a token {gap:.3g} below the "
+                                    f"argmax in log-probability)"}
+    return {"ok": True, "max_logprob_gap": gap}
