@@ -168,7 +168,10 @@ def run(n_pairs: int, rounds: int, folder: str, *, shape: str = "anchor", device
             "speedup_anchor": rows[0]["median_s"] / rows[1]["median_s"],
             "speedup_bank": rows[2]["median_s"] / rows[3]["median_s"],
             "speedup_anchor_paired_median": ratio(t_naive, t_prefix),
-            "speedup_bank_paired_median": ratio(t_bn, t_bp), **optional, "rows": rows}
+            "speedup_bank_paired_median": ratio(t_bn, t_bp),
+            # the token ratios: what the speedups would be if every prefilled token cost the same
+            "fewer_tokens_anchor": rows[0]["tokens_per_pair"] / rows[1]["tokens_per_pair"],
+            "fewer_tokens_bank": rows[2]["tokens_per_pair"] / rows[3]["tokens_per_pair"], **optional, "rows": rows}
 
 
 def main(argv=None) -> int:
