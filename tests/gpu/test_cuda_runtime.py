@@ -16,7 +16,7 @@ against the fp32 CPU run as the reference:
   - sliding-window, logit-mapped and MLA architectures (Mistral, mixed-layer Qwen3, Granite, Gemma 2,
     DeepSeek-V2):
     engine == naive, and the readout equals the model's own logits;
-  - the load-time tree probe: passes in bf16, refuses MPT.
+  - the load-time tree probe and the decoder probe: pass in bf16; MPT refused.
 """
 from __future__ import annotations
 
@@ -226,11 +226,11 @@ def test_bf16_drift_at_the_8b_shape(tmp_path):
 
 
 def test_tree_probe_on_cuda(tmp_path):
-    """The load-time tree probe on CUDA: a judge that runs passes it in bf16 (no refusal for
-    rounding), and MPT (ALiBi from the sequence layout) is refused in fp32."""
+    """The load-time tree probe on CUDA: a judge that runs passes it, and the decoder probe, in
+    bf16 (no refusal for rounding); MPT (ALiBi from the sequence layout) is refused in fp32."""
     from baer_fast.runtime.model_loader import ModelError
-    from baer_fast.runtime.probes import check_tree_path
+    from baer_fast.runtime.probes import check_decoder, check_tree_path
     ok = load_judge(build_model_dir(str(tmp_path / "qwen3"), arch="qwen3", seed=11), device="cuda", dtype="bfloat16")
-    assert check_tree_path(ok) < 0.1
+    assert check_tree_path(ok) < 0.1 and check_decoder(ok)["ok"]
     with pytest.raises(ModelError, match="does not honour"):
         load_judge(build_model_dir(str(tmp_path / "mpt"), arch="mpt", seed=11), device="cuda", dtype="float32")
