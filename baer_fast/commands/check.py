@@ -23,28 +23,34 @@ def add_arguments(p) -> None:
     p.add_argument("--json", action="store_true", help="one JSON object instead of the table")
 
 
+def _labels(enc) -> dict:
+    """expert -> {label: its token id} for every expert that reads a verdict (raises, naming the
+    model and label, on a label of several tokens)."""
+    from baer_fast import protocols
+    found = {name: getattr(protocols.get(name), "LABELS", None) for name in protocols.ALL}
+    return {name: dict(zip(labels, enc.label_ids(labels))) for name, labels in found.items() if labels}
+
+
+def _overhead(enc) -> dict:
+    """expert -> tokens of its longest prompt for an empty pair: what it adds to the pair's text."""
+    from baer_fast import protocols
+    items = [(p, "check", name) for name in protocols.PROMPT_EXPERTS for p in protocols.get(name).prompts("", "", "")]
+    items += [(g.prompt, "check", name) for name in protocols.GENERATIVE
+              for g in protocols.get(name).generations("", "", "")]
+    out: dict[str, int] = {}
+    for (_, _, name), ids in zip(items, enc.encode_all(items)):
+        out[name] = max(out.get(name, 0), len(ids))
+    return out
+
+
 def report(loaded) -> dict:
     """What the loader chose for `loaded`, and what every expert's prompts cost (plain JSON)."""
-    from baer_fast import protocols
-    from baer_fast.io.records import Pair
     from baer_fast.runtime.probes import check_decoder
     from baer_fast.runtime.prompting import PromptEncoder
 
     model, cfg = loaded.model, loaded.model.config.get_text_config()
     enc = PromptEncoder(loaded.tokenizer, model_name=loaded.name, context_len=loaded.context_len)
-    labels = {}
-    for name in protocols.ALL:
-        found = getattr(protocols.get(name), "LABELS", None)
-        if found:
-            labels[name] = dict(zip(found, enc.label_ids(found)))       # raises on a label of several tokens
-    empty = Pair("check", "", "", "")
-    items = [(p, empty.id, name) for name in protocols.PROMPT_EXPERTS
-             for p in protocols.get(name).prompts(empty.question, empty.response_a, empty.response_b)]
-    items += [(g.prompt, empty.id, name) for name in protocols.GENERATIVE
-              for g in protocols.get(name).generations(empty.question, empty.response_a, empty.response_b)]
-    overhead: dict[str, int] = {}
-    for (_, _, name), ids in zip(items, enc.encode_all(items)):
-        overhead[name] = max(overhead.get(name, 0), len(ids))
+    labels, overhead = _labels(enc), _overhead(enc)
     (hk, dk), (hv, dv) = loaded.kv_shape()
     return {
         "model": loaded.path, "class": type(model).__name__, "device": str(loaded.device),
