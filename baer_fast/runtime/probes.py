@@ -19,10 +19,15 @@ PREFIX = 10         # the probe's shared prefix, in tokens
 DECODE_PROBE = 6    # greedy tokens the decoder probe generates
 
 
-def probe_prompts() -> list[tuple[int, ...]]:
-    """A prefix, two sibling branches and a grandchild (engine rows pack siblings under a 4-D mask
-    at explicit positions), as ids below any vocabulary's size."""
-    ids = [(7 * i + 3) % 1000 for i in range(1, PREFIX + 18)]
+TREES = 3           # probe trees at load, each one engine group
+
+
+def probe_prompts(tree: int = 0) -> list[tuple[int, ...]]:
+    """One probe tree: a prefix, two sibling branches and a grandchild (engine rows pack siblings
+    under a 4-D mask at explicit positions), then the prefix alone; ids below any vocabulary's
+    size, different for every `tree`."""
+    step, shift = (7, 11, 13, 17)[tree % 4], 3 + 5 * tree
+    ids = [(step * i + shift) % 1000 for i in range(1, PREFIX + 18)]
     p, x, y, z = ids[:PREFIX], ids[PREFIX:-10], ids[-10:-5], ids[-5:]
     return [tuple(p + x), tuple(p + y), tuple(p + y + z), tuple(p)]
 
@@ -33,35 +38,40 @@ def check_tree_path(loaded) -> float:
     The engine computes shared prefixes once and siblings together under a 4-D attention mask at
     explicit position ids. A forward that rejects such a mask, or ignores it or the positions
     (ALiBi biases built from the sequence layout: BLOOM raises, MPT silently gives other
-    verdicts), cannot run it. At load the engine runs a small tree of probe prompts and each
-    prompt goes through a plain forward; the log-probabilities over 32 tokens must agree: to
-    1e-3 in fp32; in bf16/fp16 to 0.1 or 8x the rounding noise of continuing the probe from a
-    cache instead of in one forward, whichever is larger (the error names --dtype float32 for a
-    definite answer)."""
+    verdicts), cannot run it. At load the engine runs TREES small trees of probe prompts and each
+    prompt goes through a plain forward; the log-probabilities over 32 tokens are compared on
+    the prompts below a shared prefix (a prefix alone runs unmasked): beyond 1e-3 in fp32, or in
+    bf16/fp16 beyond 0.1 or 8x the rounding noise of continuing a probe from a cache (whichever
+    is larger), on more than a third of them, the model is refused. A forward that ignores the
+    mask or the positions misses on most (MPT: 6 of 9; the first sibling after a prefix sits
+    where its positions say); rounding that flips a mixture-of-experts routing on one prompt
+    (Mixtral in bf16: 0.87 on one of nine), or in one tree's shared prefix, on three at most."""
     from baer_fast.runtime.engine import PrefixEngine
     from baer_fast.runtime.naive import NaiveEngine
     from baer_fast.runtime.queries import Query
     vocab = loaded.model.get_input_embeddings().num_embeddings
     choices = tuple(range(1, 33)) if vocab > 33 else tuple(range(vocab))
-    queries = [Query(tuple(i % vocab for i in ids), choices) for ids in probe_prompts()]
+    groups = [[Query(tuple(i % vocab for i in ids), choices) for ids in probe_prompts(t)] for t in range(TREES)]
     name = type(loaded.model).__name__
     try:
-        got = PrefixEngine(loaded).run([queries]).logprobs[0]
+        got = PrefixEngine(loaded).run(groups).logprobs
     except Exception as e:          # noqa: BLE001 -- any failure here is the model's forward refusing the tree
         raise ModelError(f"{name}: its forward cannot take the prefix engine's 4-D attention mask and position ids "
                          f"({type(e).__name__}: {e}); try --backend vllm") from e
-    want = NaiveEngine(loaded).run([queries]).logprobs[0]
-    err = max(abs(a - b) for g, w in zip(got, want) for a, b in zip(g, w))
-    if not math.isfinite(err):      # non-finite weights: left to the runtime, which names the pairs
-        return err
+    want = NaiveEngine(loaded).run(groups).logprobs
+    errs = [max(abs(a - b) for a, b in zip(g, w)) for gg, ww in zip(got, want) for g, w in list(zip(gg, ww))[:-1]]
+    if not all(math.isfinite(e) for e in errs):      # non-finite weights: left to the runtime, which names the pairs
+        return math.nan
     fp32 = str(loaded.dtype) == "torch.float32"
-    tol = TOL_FP32 if fp32 else max(TOL_LOW, 8 * _continuation_noise(loaded, queries[2], want[2]))
-    if not err <= tol:
+    tol = TOL_FP32 if fp32 else max(TOL_LOW, 8 * _continuation_noise(loaded, groups[0][2], want[0][2]))
+    missed = sum(e > tol for e in errs)
+    if 3 * missed > len(errs):
         hint = "" if fp32 else " (if this is rounding, --dtype float32 settles it)"
-        raise ModelError(f"{name}: the prefix engine's verdicts differ from the model's own plain forward by "
-                         f"{err:.3g} in log-probability on a load-time probe (tolerance {tol:.3g}); its forward "
-                         f"does not honour the engine's attention mask or position ids{hint}; try --backend vllm")
-    return err
+        raise ModelError(f"{name}: the prefix engine's verdicts differ from the model's own plain forward on "
+                         f"{missed} of {len(errs)} load-time probe prompts (by up to {max(errs):.3g} in log-probability, "
+                         f"tolerance {tol:.3g}); its forward does not honour the engine's attention mask or "
+                         f"position ids{hint}; try --backend vllm")
+    return max(errs)
 
 
 def _continuation_noise(loaded, query, want) -> float:
