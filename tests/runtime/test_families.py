@@ -1,6 +1,7 @@
 """Model families beyond the ones the other runtime tests build: each loads through `--model
-PATH` (passing the load-time probes), its prefix-engine runs equal the naive path over the
-single-pass bank, and the decoder's greedy tokens equal HF `generate`. Tiny random models."""
+PATH` (passing the load-time probes, in fp32 and in bf16), its prefix-engine runs equal the
+naive path over the single-pass bank, and the decoder's greedy tokens equal HF `generate`.
+Tiny random models."""
 import pytest
 
 from tests.fixtures.checks import assert_decoder_equals_generate, engine_vs_naive
@@ -17,6 +18,8 @@ def test_family_runs_exactly(family, tmp_path):
     from baer_fast.runtime.model_loader import load_judge
     if family not in CONFIG_MAPPING:
         pytest.skip(f"{family} is newer than this transformers")
-    m = load_judge(build_model_dir(str(tmp_path), arch=family, seed=12))
+    path = build_model_dir(str(tmp_path), arch=family, seed=12)
+    m = load_judge(path)
     assert engine_vs_naive(m, make_pairs(3, seed=5, long=2)) <= 1e-5
     assert_decoder_equals_generate(m, [list(range(5, 30)), list(range(7, 16))], 5)
+    load_judge(path, dtype="bfloat16")          # the load-time probe takes bf16 rounding for what it is
