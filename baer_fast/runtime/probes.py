@@ -94,7 +94,9 @@ def check_decoder(loaded) -> dict:
     """The generative experts' decoder on three probe prompts of different lengths (one batch, so
     slots of different lengths share a forward): each greedy token must be the argmax of one
     plain forward over the prompt and the tokens before it, or within rounding of it (1e-3 in
-    log-probability in fp32, 0.1 otherwise) -> {"ok", "max_logprob_gap"} or {"ok": False, "why"}."""
+    log-probability in fp32, 0.1 otherwise), on all but a third of them at most (a rounding flip
+    of a near tie, or of a mixture-of-experts routing, moves one token, not most)
+    -> {"ok", "max_logprob_gap"} or {"ok": False, "why"}."""
     import torch
 
     from baer_fast.runtime.decode import Decoder, GenRequest
@@ -105,16 +107,17 @@ def check_decoder(loaded) -> dict:
         results = Decoder(loaded, eos_ids=()).generate([GenRequest(p, DECODE_PROBE) for p in prompts])
     except Exception as e:          # noqa: BLE001 -- the model's forward refusing the decoder's cache or mask
         return {"ok": False, "why": f"{type(e).__name__}: {e}"}
-    gap = 0.0
+    gaps = []
     with torch.inference_mode():
         for p, res in zip(prompts, results):
             seq = torch.tensor([p + res.tokens[0]], device=loaded.device)
             h = loaded.hidden(seq)[0, len(p) - 1: -1]
             lp = torch.log_softmax(model_logits(loaded, h), -1)
             picked = lp.gather(1, torch.tensor(res.tokens[0], device=lp.device)[:, None])[:, 0]
-            gap = max(gap, float((lp.max(-1).values - picked).max()))
+            gaps += (lp.max(-1).values - picked).tolist()
     tol = TOL_FP32 if loaded.dtype == torch.float32 else TOL_LOW
-    if not gap <= tol:
-        return {"ok": False, "why": f"its greedy tokens are not the model's own (a token {gap:.3g} below the "
-                                    f"argmax in log-probability)"}
-    return {"ok": True, "max_logprob_gap": gap}
+    missed = sum(g > tol for g in gaps)
+    if 3 * missed > len(gaps):
+        return {"ok": False, "why": f"its greedy tokens are not the model's own ({missed} of {len(gaps)} below the "
+                                    f"argmax by more than {tol:g} in log-probability, up to {max(gaps):.3g})"}
+    return {"ok": True, "max_logprob_gap": max(gaps)}
