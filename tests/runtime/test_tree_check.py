@@ -82,7 +82,7 @@ def test_a_minority_of_missed_prompts_is_rounding(qwen_dir, monkeypatch, bad, re
 
     def off(self, groups):                     # the plain forward, `bad` of its probe prompts moved by 0.9
         res = real(self, groups)
-        below = [(g, q) for g in range(len(groups)) for q in range(len(groups[g]) - 1)]
+        below = [(g, q) for g in range(len(groups)) for q in range(len(groups[g]))]
         for g, q in below[:bad]:
             res.logprobs[g][q] = [x + 0.9 for x in res.logprobs[g][q]]
         return res
