@@ -88,21 +88,40 @@ def _time_pair(fn_a, fn_b, rounds: int, warmup: int = 0):
     return ta, tb, out_a, out_b
 
 
-def _row(name, times, n_pairs, tokens):
+def _row(name, times, n_pairs, tokens, flops):
+    """flops: the model FLOPs of one timed call (queries.FlopModel: matrices and attention scores as computed)."""
     med = statistics.median(times)
     return {"method": name, "pairs_per_s": n_pairs / med, "tokens_per_s": tokens / med,
-            "tokens_per_pair": tokens / n_pairs, "median_s": med, "min_s": min(times), "max_s": max(times)}
+            "tokens_per_pair": tokens / n_pairs, "gflop_per_pair": flops / n_pairs / 1e9,
+            "gflop_per_s": flops / med / 1e9, "median_s": med, "min_s": min(times), "max_s": max(times)}
 
 
 def _bank_workload(label: str, loaded, pairs, config, rounds: int, warmup: int):
     """The single-pass bank on `pairs`, naive vs prefix engine -> (naive times, engine times, two rows)."""
+    from baer_fast.runtime.model_loader import flop_model
     from baer_fast.runtime.runner import RunReport, run_experts
     rep_n, rep_p = RunReport(), RunReport()
     t_n, t_p, _, _ = _time_pair(lambda: run_experts(loaded, pairs, naive=True, report=rep_n),
                                 lambda: run_experts(loaded, pairs, config=config, report=rep_p), rounds, warmup)
-    calls = rounds + warmup
-    return t_n, t_p, [_row(f"{label}: naive", t_n, len(pairs), rep_n.stats.tokens_prefilled // calls),
-                      _row(f"{label}: prefix engine", t_p, len(pairs), rep_p.stats.tokens_prefilled // calls)]
+    calls, fm = rounds + warmup, flop_model(loaded)
+    return t_n, t_p, [_row(f"{label}: {method}", times, len(pairs), rep.stats.tokens_prefilled // calls,
+                           fm.of(rep.stats) // calls)
+                      for method, times, rep in (("naive", t_n, rep_n), ("prefix engine", t_p, rep_p))]
+
+
+def least_gflop_per_pair(loaded, pairs) -> float:
+    """GFLOP per pair of the single-pass bank when each distinct prefix of a pair's prompts is
+    computed once, every token over exactly its own prefix: the least any exact engine computes."""
+    from baer_fast import protocols
+    from baer_fast.runtime.model_loader import flop_model
+    from baer_fast.runtime.prefix_tree import build_tree, tree_scores, tree_tokens
+    from baer_fast.runtime.prompting import PromptEncoder
+    from baer_fast.runtime.runner import build_all_queries
+    enc = PromptEncoder(loaded.tokenizer, model_name=loaded.name, context_len=loaded.context_len)
+    trees = [build_tree([q.ids for q in group]) for group, _ in
+             build_all_queries(enc, pairs, protocols.prompt_experts_for(protocols.SINGLE_PASS))]
+    fm = flop_model(loaded)
+    return sum(fm.flops(tree_tokens(t), tree_scores(t)) for t in trees) / len(pairs) / 1e9
 
 
 def full_bank_tokens(loaded, n_pairs: int, budget: int) -> dict:
@@ -131,22 +150,23 @@ def run(n_pairs: int, rounds: int, folder: str, *, shape: str = "anchor", device
 
     from baer_fast.runtime.config import EngineConfig
     from baer_fast.runtime.engine import PrefixEngine
+    from baer_fast.runtime.model_loader import flop_model
     from baer_fast.runtime.naive import NaiveEngine
 
     loaded = load_random(folder, shape, device=device, dtype=dtype)
     config = EngineConfig() if memory_gb is None else EngineConfig(memory_budget_bytes=int(memory_gb * 2**30))
     groups = anchor_groups(loaded, n_pairs)
     naive, prefix = NaiveEngine(loaded), PrefixEngine(loaded, config)
-    rows = []
+    rows, fm = [], flop_model(loaded)
     t_naive, t_prefix, r_naive, r_prefix = _time_pair(lambda: naive.run(groups), lambda: prefix.run(groups), rounds,
                                                       warmup)
     diff = max(abs(x - y) for ga, gb in zip(r_naive.logprobs, r_prefix.logprobs)
                for qa, qb in zip(ga, gb) for x, y in zip(qa, qb))
     rows.append(_row("anchor: naive, one prompt per forward, last position", t_naive, n_pairs,
-                     r_naive.stats.tokens_prefilled))
-    rows.append(_row("anchor: prefix engine", t_prefix, n_pairs, r_prefix.stats.tokens_prefilled))
-    t_bn, t_bp, bank_rows = _bank_workload("single-pass bank", loaded, bank_pairs(loaded, n_pairs), config, rounds,
-                                           warmup)
+                     r_naive.stats.tokens_prefilled, fm.of(r_naive.stats)))
+    rows.append(_row("anchor: prefix engine", t_prefix, n_pairs, r_prefix.stats.tokens_prefilled, fm.of(r_prefix.stats)))
+    bank = bank_pairs(loaded, n_pairs)
+    t_bn, t_bp, bank_rows = _bank_workload("single-pass bank", loaded, bank, config, rounds, warmup)
     rows += bank_rows
     ratio = lambda a, b: statistics.median(x / y for x, y in zip(a, b))    # noqa: E731
     optional = {}
@@ -171,7 +191,13 @@ def run(n_pairs: int, rounds: int, folder: str, *, shape: str = "anchor", device
             "speedup_bank_paired_median": ratio(t_bn, t_bp),
             # the token ratios: what the speedups would be if every prefilled token cost the same
             "fewer_tokens_anchor": rows[0]["tokens_per_pair"] / rows[1]["tokens_per_pair"],
-            "fewer_tokens_bank": rows[2]["tokens_per_pair"] / rows[3]["tokens_per_pair"], **optional, "rows": rows}
+            "fewer_tokens_bank": rows[2]["tokens_per_pair"] / rows[3]["tokens_per_pair"],
+            # the FLOP ratios (tokens through the matrices, attention scores as computed), and the
+            # bank's ceiling: naive FLOPs over the least any exact engine computes
+            "fewer_flops_anchor": rows[0]["gflop_per_pair"] / rows[1]["gflop_per_pair"],
+            "fewer_flops_bank": rows[2]["gflop_per_pair"] / rows[3]["gflop_per_pair"],
+            "fewer_flops_bank_ceiling": rows[2]["gflop_per_pair"] / least_gflop_per_pair(loaded, bank),
+            **optional, "rows": rows}
 
 
 def main(argv=None) -> int:
@@ -194,7 +220,8 @@ def main(argv=None) -> int:
                   full_bank=args.full_bank)
     for r in res["rows"]:
         print(f"{r['method']:<58} {r['pairs_per_s']:7.3f} pairs/s {r['tokens_per_s']:9.0f} tok/s "
-              f"{r['tokens_per_pair']:8.0f} tok/pair  median {r['median_s']:.2f}s [{r['min_s']:.2f}, {r['max_s']:.2f}]",
+              f"{r['tokens_per_pair']:8.0f} tok/pair {r['gflop_per_pair']:7.2f} GFLOP/pair {r['gflop_per_s']:6.1f} GFLOP/s"
+              f"  median {r['median_s']:.2f}s [{r['min_s']:.2f}, {r['max_s']:.2f}]",
               file=sys.stderr)
     if "full_bank" in res:
         fb = res["full_bank"]

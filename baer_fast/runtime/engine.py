@@ -34,7 +34,7 @@ from dataclasses import dataclass
 
 from baer_fast.runtime.config import EngineConfig
 from baer_fast.runtime.masks import layer_masks, windowed
-from baer_fast.runtime.prefix_tree import Node, ancestors, build_tree, subtree, tree_tokens
+from baer_fast.runtime.prefix_tree import Node, ancestors, build_tree, causal_scores, subtree, tree_tokens
 from baer_fast.runtime.queries import EngineResult, EngineStats, Query
 from baer_fast.runtime.readout import read_model
 
@@ -116,8 +116,8 @@ class PrefixEngine:
         """Attention scores a row computes (dense under a mask) plus its past copy, in score units."""
         n, p = _tokens(nodes, packed), nodes[packed[0]].past
         if p == 0 and len(packed) == 1:
-            return n * (n + 1) / 2                   # SDPA's causal path skips the upper triangle
-        return sum((q1 - q0) * (p + q1) for q0, q1 in _slices(n)) + COPY_COST * p
+            return causal_scores(n)                  # SDPA's causal path skips the upper triangle
+        return _sliced_scores(n, p) + COPY_COST * p
 
     def _fits(self, nodes: list[Node], packed: list[int]) -> bool:
         n, cap = _tokens(nodes, packed), self.config.batch_tokens
@@ -218,7 +218,8 @@ class PrefixEngine:
         ids, pos = ids.to(dev), pos.to(dev)
         # Unpacked roots need no mask: right padding is invisible to real tokens under causal
         # attention, and without a mask SDPA takes its causal fast path.
-        if p == 0 and all(len(r.nodes) == 1 for r in rows):
+        mask_free = p == 0 and all(len(r.nodes) == 1 for r in rows)
+        if mask_free:
             slices = [(0, n)]
             hidden = self._call(ids, pos, None, cache)
         else:
@@ -231,6 +232,7 @@ class PrefixEngine:
         self._read(rows, trees, hidden, groups, out)   # hidden: [b, n, H]
         stats.tokens_prefilled += sum(r.n for r in rows)
         stats.tokens_computed += b * n
+        stats.scores_computed += b * (causal_scores(n) if mask_free else _sliced_scores(n, p))
         stats.forwards += len(slices)
         stats.kv_bytes_peak = max(stats.kv_bytes_peak, self._held(kv) + b * (p + n) * self.loaded.kv_bytes_per_token)
 
@@ -353,6 +355,12 @@ def _slices(n: int) -> list[tuple[int, int]]:
     """Query ranges of a masked forward over n new tokens, at multiples of QUERY_SLICE: a row's
     token lands in the same slice whatever the batch's longest row (fewer batch-dependent sums)."""
     return [(q0, min(q0 + QUERY_SLICE, n)) for q0 in range(0, n, QUERY_SLICE)]
+
+
+def _sliced_scores(n: int, p: int) -> int:
+    """Scores one row of a masked forward computes: each query slice, dense over the past and the
+    new tokens up to its own last query."""
+    return sum((q1 - q0) * (p + q1) for q0, q1 in _slices(n))
 
 
 def _tokens(nodes: list[Node], packed: list[int]) -> int:

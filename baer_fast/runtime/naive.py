@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import time
 
+from baer_fast.runtime.prefix_tree import causal_scores
 from baer_fast.runtime.queries import EngineResult, EngineStats, Query
 from baer_fast.runtime.readout import read_model
 
@@ -37,6 +38,7 @@ class NaiveEngine:
         lp = read_model(self.loaded, hidden[:, -1], choices, kernels=self.kernels)
         stats.tokens_prefilled += len(q.ids)
         stats.tokens_computed += len(q.ids)
+        stats.scores_computed += causal_scores(len(q.ids))
         stats.forwards += 1
         stats.kv_bytes_peak = max(stats.kv_bytes_peak, len(q.ids) * self.loaded.kv_bytes_per_token)
         return lp[0].double().tolist()

@@ -78,6 +78,17 @@ def tree_tokens(nodes: list[Node]) -> int:
     return sum(len(n.tokens) for n in nodes)
 
 
+def causal_scores(n: int, past: int = 0) -> int:
+    """Attention scores n tokens after `past` need when each sees exactly its prefix, itself included."""
+    return n * past + n * (n + 1) // 2
+
+
+def tree_scores(nodes: list[Node]) -> int:
+    """Attention scores (per layer and head) when every node's tokens see exactly their prefix:
+    the least any exact prefix-sharing engine computes for this tree."""
+    return sum(causal_scores(len(n.tokens), n.past) for n in nodes)
+
+
 def ancestors(nodes: list[Node], i: int) -> list[int]:
     """Indices of node i's ancestors, root first (the nodes whose tokens are i's past)."""
     chain, p = [], nodes[i].parent

@@ -36,6 +36,7 @@ import time
 from dataclasses import dataclass, field
 
 from baer_fast.errors import BaerError
+from baer_fast.runtime.prefix_tree import causal_scores
 from baer_fast.runtime.queries import EngineResult, EngineStats, Query
 
 log = logging.getLogger("baer_fast")
@@ -222,11 +223,12 @@ class VllmEngine:
         per_group = [0] * len(groups)
         if flat:
             read = self.read([q for _, _, q in flat], reset_cache=self.loaded.options.reset_cache_per_run)
-            for (g, i, _), (lp, computed) in zip(flat, read, strict=True):
+            for (g, i, q), (lp, computed) in zip(flat, read, strict=True):
                 out[g][i] = lp
                 per_group[g] += computed
                 stats.tokens_prefilled += computed
                 stats.tokens_computed += computed
+                stats.scores_computed += causal_scores(computed, len(q.ids) - computed)   # paged: exact keys
             stats.forwards = 1                        # one vLLM generate call (its steps are internal)
         stats.seconds = time.perf_counter() - t0
         return EngineResult(out, per_group, stats)

@@ -78,14 +78,16 @@ def _diffs(got, want) -> dict:
 
 
 def test_single_pass_experts_match_hf(hf, vllm_engine, pairs):
-    rep_v, rep_p = RunReport(), RunReport()
+    rep_v, rep_p, rep_n = RunReport(), RunReport(), RunReport()
     got = run_experts(vllm_engine, pairs, experts=EXPERTS, report=rep_v)
     prefix = run_experts(hf, pairs, experts=EXPERTS, report=rep_p)
-    naive = run_experts(hf, pairs, experts=EXPERTS, naive=True)
+    naive = run_experts(hf, pairs, experts=EXPERTS, naive=True, report=rep_n)
     vs_prefix, vs_naive = _diffs(got, prefix), _diffs(got, naive)
     record = {"max_abs_diff_vs_prefix": vs_prefix, "max_abs_diff_vs_naive": vs_naive, "pairs": len(pairs),
               "tokens_prefilled_vllm": rep_v.stats.tokens_prefilled,
-              "tokens_prefilled_prefix": rep_p.stats.tokens_prefilled, "tokens_naive": rep_v.tokens_naive}
+              "tokens_prefilled_prefix": rep_p.stats.tokens_prefilled, "tokens_naive": rep_v.tokens_naive,
+              "scores_vllm": rep_v.stats.scores_computed, "scores_prefix": rep_p.stats.scores_computed,
+              "scores_naive": rep_n.stats.scores_computed}
     print("PARITY " + json.dumps(record))
     if os.environ.get("BAER_PARITY_OUT"):
         with open(os.environ["BAER_PARITY_OUT"], "w", encoding="utf-8") as fh:
@@ -93,6 +95,7 @@ def test_single_pass_experts_match_hf(hf, vllm_engine, pairs):
     assert max(vs_prefix.values()) <= TOL and max(vs_naive.values()) <= TOL
     assert rep_v.tokens_naive == rep_p.tokens_naive
     assert 0 < rep_v.stats.tokens_prefilled < rep_v.tokens_naive      # the prefix cache did share
+    assert 0 < rep_v.stats.scores_computed < rep_n.stats.scores_computed  # cached tokens' scores are not redone
 
 
 def test_arbitrary_allowed_ids_match_naive(hf, vllm_engine):
