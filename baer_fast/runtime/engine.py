@@ -16,7 +16,11 @@ packed square would mostly compute masked scores stay apart.
 
 Levels. Rows are grouped by the depth of their first node and computed level by level; rows of
 one level are batched with the past left-padded to the longest and new tokens right-padded
-(padding is masked too). Only a chunk of unpacked roots goes maskless, on SDPA's causal path.
+(padding is masked too). Rows sorted by length join a chunk while its model FLOPs (every row
+through the chunk's longest new tokens, its queries over the longest past: queries.FlopModel)
+stay within PAD_SLACK of what the rows would cost alone; on real data, where pasts differ
+widely, a token count alone let past padding double the attention scores. Only a chunk of
+unpacked roots goes maskless, on SDPA's causal path.
 A masked attention is dense, so masked forwards feed their new tokens in query slices of at
 most QUERY_SLICE into one growing cache: a slice never computes scores for keys after its own
 last query. Verdicts are read at node ends from the final normed hidden state and the gathered
@@ -34,13 +38,14 @@ from dataclasses import dataclass
 
 from baer_fast.runtime.config import EngineConfig
 from baer_fast.runtime.masks import layer_masks, windowed
+from baer_fast.runtime.model_loader import flop_model
 from baer_fast.runtime.prefix_tree import Node, ancestors, build_tree, causal_scores, subtree, tree_tokens
 from baer_fast.runtime.queries import EngineResult, EngineStats, Query
 from baer_fast.runtime.readout import read_model
 
 
-PAD_SLACK = 1.25     # a chunk may compute at most 25% more tokens than it has real ones...
-PAD_FREE = 64        # ...plus this many, so short suffixes still batch together
+PAD_SLACK = 1.25     # a chunk may compute at most 25% more FLOPs than its rows would alone...
+PAD_FREE = 64        # ...plus this many tokens' worth, so short suffixes still batch together
 COPY_COST = 16       # one past token's KV copied into a row costs about as much as 16 attention scores
 QUERY_SLICE = 256    # masked forwards run their new tokens in slices of at most this many queries
 
@@ -69,6 +74,7 @@ class PrefixEngine:
         self._act_per_token = elem * (8 * cfg.hidden_size + 3 * cfg.intermediate_size)
         self._pad_id = int(getattr(loaded.tokenizer, "pad_token_id", None) or 0)
         self._masks = len(set(loaded.windows.values()))       # distinct masks per call (sliding-window layers)
+        self._fm = flop_model(loaded)
 
     # ------------------------------------------------------------------ planning
     def plan_tokens(self, groups: list[list[Query]]) -> list[int]:
@@ -115,9 +121,7 @@ class PrefixEngine:
     def _row_cost(self, nodes: list[Node], packed: list[int]) -> float:
         """Attention scores a row computes (dense under a mask) plus its past copy, in score units."""
         n, p = _tokens(nodes, packed), nodes[packed[0]].past
-        if p == 0 and len(packed) == 1:
-            return causal_scores(n)                  # SDPA's causal path skips the upper triangle
-        return _sliced_scores(n, p) + COPY_COST * p
+        return _scores(1, n, p, p == 0 and len(packed) == 1) + COPY_COST * p
 
     def _fits(self, nodes: list[Node], packed: list[int]) -> bool:
         n, cap = _tokens(nodes, packed), self.config.batch_tokens
@@ -149,19 +153,25 @@ class PrefixEngine:
     def _chunks(self, rows: list[_Row]) -> list[list[_Row]]:
         rows = sorted(rows, key=lambda r: (r.n, r.past))
         budget, cap = self.config.activation_budget_bytes, self.config.batch_tokens
-        chunks, cur, n_max, p_max, real = [], [], 0, 0, 0
+        chunks, cur, n_max, p_max, packs, own = [], [], 0, 0, False, 0
         for r in rows:
-            n2, p2 = max(n_max, r.n), max(p_max, r.past)
-            b2 = len(cur) + 1
+            n2, p2, b2, packs2 = max(n_max, r.n), max(p_max, r.past), len(cur) + 1, packs or len(r.nodes) > 1
             too_big = self._cost(b2, n2, p2) > budget or (cap and b2 * n2 > cap)
-            # rows come sorted by length: a long row after short ones would mostly compute padding
-            wasteful = b2 * n2 > PAD_SLACK * (real + r.n) + PAD_FREE
+            # padding costs FLOPs twice: new tokens through every matrix, and every row's queries
+            # over the chunk's longest past and new tokens
+            alone = self._flops(1, r.n, r.past, r.past == 0 and len(r.nodes) == 1)
+            chunk = self._flops(b2, n2, p2, p2 == 0 and not packs2)
+            wasteful = chunk > PAD_SLACK * (own + alone) + PAD_FREE * self._fm.flops(1, p2 + n2)
             if cur and (too_big or wasteful):
                 chunks.append(cur)
-                cur, n2, p2, real = [], r.n, r.past, 0
+                cur, n2, p2, packs2, own = [], r.n, r.past, len(r.nodes) > 1, 0
             cur.append(r)
-            n_max, p_max, real = n2, p2, real + r.n
+            n_max, p_max, packs, own = n2, p2, packs2, own + alone
         return chunks + ([cur] if cur else [])
+
+    def _flops(self, b: int, n: int, p: int, mask_free: bool) -> int:
+        """Model FLOPs of one forward over b rows of n new tokens after a past of p."""
+        return self._fm.flops(b * n, _scores(b, n, p, mask_free))
 
     def _cost(self, b: int, n: int, p: int) -> int:
         """Peak bytes of one forward over b rows of n new tokens after a past of p (upper bound)."""
@@ -232,7 +242,7 @@ class PrefixEngine:
         self._read(rows, trees, hidden, groups, out)   # hidden: [b, n, H]
         stats.tokens_prefilled += sum(r.n for r in rows)
         stats.tokens_computed += b * n
-        stats.scores_computed += b * (causal_scores(n) if mask_free else _sliced_scores(n, p))
+        stats.scores_computed += _scores(b, n, p, mask_free)
         stats.forwards += len(slices)
         stats.kv_bytes_peak = max(stats.kv_bytes_peak, self._held(kv) + b * (p + n) * self.loaded.kv_bytes_per_token)
 
@@ -357,10 +367,11 @@ def _slices(n: int) -> list[tuple[int, int]]:
     return [(q0, min(q0 + QUERY_SLICE, n)) for q0 in range(0, n, QUERY_SLICE)]
 
 
-def _sliced_scores(n: int, p: int) -> int:
-    """Scores one row of a masked forward computes: each query slice, dense over the past and the
-    new tokens up to its own last query."""
-    return sum((q1 - q0) * (p + q1) for q0, q1 in _slices(n))
+def _scores(b: int, n: int, p: int, mask_free: bool) -> int:
+    """Attention scores (per layer and head) a forward over b rows of n new tokens after a past of
+    p computes: mask-free, SDPA's causal path skips the upper triangle; masked, each query slice
+    is dense over the past and the new tokens up to its own last query."""
+    return b * (causal_scores(n) if mask_free else sum((q1 - q0) * (p + q1) for q0, q1 in _slices(n)))
 
 
 def _tokens(nodes: list[Node], packed: list[int]) -> int:
