@@ -7,7 +7,10 @@ chat template; both display orders x 6 prompts that share [system][question][A][
 in a ~40-token instruction; verdict P(A) over the two label tokens. A second workload runs the
 actual single-pass bank (direct, score, pointwise; pride/calibraeval are derived, no prompts).
 A third is a reward loop's group (`--completions K`, 0 skips it): one question, K completions,
-all K(K-1)/2 pairs through the same bank, whose pairs share one tree per question.
+all K(K-1)/2 pairs through the same bank, whose pairs share one tree per question. A fourth runs
+the bank on real lengths (`--sample-pairs N`, 0 skips it): the first N pairs of the LLMBar
+Natural sample the demo ships, whose questions and responses differ pair to pair, so each level
+batches rows over very different pasts.
 `--full-bank TOKENS` adds exact (untimed) counts of what the whole bank, generative experts
 included, prefills per pair.
 
@@ -145,7 +148,7 @@ def full_bank_tokens(loaded, n_pairs: int, budget: int) -> dict:
 
 def run(n_pairs: int, rounds: int, folder: str, *, shape: str = "anchor", device: str = "auto",
         dtype: str = "auto", memory_gb: float | None = None, warmup: int = 0, completions: int = 4,
-        full_bank: int = 0) -> dict:
+        full_bank: int = 0, sample_pairs: int = 0) -> dict:
     import torch
 
     from baer_fast.runtime.config import EngineConfig
@@ -176,8 +179,21 @@ def run(n_pairs: int, rounds: int, folder: str, *, shape: str = "anchor", device
         t_gn, t_gp, group_rows = _bank_workload(f"reward-loop group, {completions} completions", loaded, cp, config,
                                                 rounds, warmup)
         rows += group_rows
-        optional = {"completions": completions, "speedup_group": rows[4]["median_s"] / rows[5]["median_s"],
+        optional = {"completions": completions, "speedup_group": group_rows[0]["median_s"] / group_rows[1]["median_s"],
                     "speedup_group_paired_median": ratio(t_gn, t_gp)}
+    if sample_pairs:
+        from baer_fast.commands.demo import sample_dir
+        from baer_fast.io.adapters import load
+        real = load("llmbar", sample_dir()).pairs[:sample_pairs]
+        t_rn, t_rp, real_rows = _bank_workload(f"LLMBar sample, {len(real)} pairs of real lengths", loaded, real,
+                                               config, rounds, warmup)
+        rows += real_rows
+        naive_gflop = real_rows[0]["gflop_per_pair"]
+        optional.update({"sample_pairs": len(real),
+                         "speedup_sample": real_rows[0]["median_s"] / real_rows[1]["median_s"],
+                         "speedup_sample_paired_median": ratio(t_rn, t_rp),
+                         "fewer_flops_sample": naive_gflop / real_rows[1]["gflop_per_pair"],
+                         "fewer_flops_sample_ceiling": naive_gflop / least_gflop_per_pair(loaded, real)})
     if full_bank:
         optional["full_bank"] = full_bank_tokens(loaded, min(n_pairs, 4), full_bank)
     return {"bench": "engine", "load_avg_1m": os.getloadavg()[0], "threads": torch.get_num_threads(),
@@ -209,6 +225,8 @@ def main(argv=None) -> int:
     ap.add_argument("--memory-gb", type=float, default=None, help="the prefix engine's memory budget (default: EngineConfig's)")
     ap.add_argument("--completions", type=int, default=4,
                     help="the reward-loop workload's completions per question (all pairs of them; 0 skips it)")
+    ap.add_argument("--sample-pairs", type=int, default=16,
+                    help="the real-lengths workload's pairs, from the demo's LLMBar Natural sample (0 skips it)")
     ap.add_argument("--full-bank", type=int, default=0, metavar="TOKENS",
                     help="also count the tokens the whole bank (--experts all) prefills per pair, every "
                          "generation capped at TOKENS (exact counts on up to 4 pairs, not timed; 0 skips it)")
@@ -217,7 +235,7 @@ def main(argv=None) -> int:
     with tempfile.TemporaryDirectory() as folder:
         res = run(args.pairs, args.rounds, folder, shape=args.shape, device=args.device, dtype=args.dtype,
                   memory_gb=args.memory_gb, warmup=args.warmup, completions=args.completions,
-                  full_bank=args.full_bank)
+                  full_bank=args.full_bank, sample_pairs=args.sample_pairs)
     for r in res["rows"]:
         print(f"{r['method']:<58} {r['pairs_per_s']:7.3f} pairs/s {r['tokens_per_s']:9.0f} tok/s "
               f"{r['tokens_per_pair']:8.0f} tok/pair {r['gflop_per_pair']:7.2f} GFLOP/pair {r['gflop_per_s']:6.1f} GFLOP/s"

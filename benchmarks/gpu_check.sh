@@ -118,7 +118,7 @@ fi
 KERNELS_RC=$?
 echo "== bench_engine (qwen3-8b shape, bf16)" >> "$LOG"
 timeout 140 "$PY" -P benchmarks/bench_engine.py --shape qwen3-8b --device cuda --dtype bfloat16 \
-    --pairs 8 --rounds 2 --warmup 1 --memory-gb 48 --json "$OUT/bench_engine.json" >> "$LOG" 2>&1
+    --pairs 8 --rounds 2 --warmup 1 --memory-gb 48 --sample-pairs 8 --json "$OUT/bench_engine.json" >> "$LOG" 2>&1
 ENGINE_RC=$?
 echo "== bench_decode (qwen3-8b shape, bf16)" >> "$LOG"
 timeout 150 "$PY" -P benchmarks/bench_decode.py --shape qwen3-8b --device cuda --dtype bfloat16 \

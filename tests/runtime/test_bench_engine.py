@@ -13,10 +13,11 @@ def test_bench_engine_one_pair(tmp_path):
         import bench_engine
     finally:
         sys.path.remove(BENCH)
-    res = bench_engine.run(1, 1, str(tmp_path), completions=0)
+    res = bench_engine.run(1, 1, str(tmp_path), completions=0, sample_pairs=3)
     assert res["max_abs_logprob_diff"] < 1e-4
     naive, engine = res["rows"][2], res["rows"][3]
     assert (naive["tokens_per_pair"], engine["tokens_per_pair"]) == (10424, 2708)
     # the engine computes more than the least (query slices, packed rows), never less
     assert res["fewer_flops_bank"] <= res["fewer_flops_bank_ceiling"] < res["fewer_tokens_bank"] < 4
     assert res["fewer_flops_anchor"] > 4
+    assert 1 < res["fewer_flops_sample"] <= res["fewer_flops_sample_ceiling"]
