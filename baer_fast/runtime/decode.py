@@ -38,8 +38,9 @@ import time
 from collections import deque
 from dataclasses import dataclass, field
 
-from baer_fast.runtime.engine import QUERY_SLICE
+from baer_fast.runtime.engine import QUERY_SLICE, _scores, flop_chunks
 from baer_fast.runtime.masks import layer_masks
+from baer_fast.runtime.model_loader import flop_model
 from baer_fast.runtime.prefix_tree import build_tree
 from baer_fast.runtime.readout import model_logits, read_model
 
@@ -80,6 +81,7 @@ class GenResult:
 @dataclass
 class DecodeStats:
     tokens_prefilled: int = 0
+    scores_prefilled: int = 0         # attention scores the prefill forwards computed (queries.py)
     tokens_decoded: int = 0           # generated tokens, every sample counted
     steps: int = 0                    # batched decode forwards
     prefills: int = 0                 # prefill forwards
@@ -145,6 +147,7 @@ class Decoder:
         self._layers = loaded.model.config.get_text_config().num_hidden_layers
         self._kv_shape = loaded.kv_shape()          # ((K heads, K dim), (V heads, V dim)): MLA caches differ
         self._pad = int(getattr(loaded.tokenizer, "pad_token_id", None) or 0)
+        self._fm = flop_model(loaded)
         self.stats = DecodeStats()
 
     # ------------------------------------------------------------------ public
@@ -233,16 +236,16 @@ class Decoder:
             moved = [x for x in level if nodes[x].parent >= 0 and home[x] != home[nodes[x].parent]]
             self._copy_slots([home[nodes[x].parent] for x in moved], [home[x] for x in moved],
                              max((nodes[x].past for x in moved), default=0))
-            # rows x new tokens bounded by prefill_tokens, and rows x columns attended (the KV a
-            # forward over scattered slots gathers per layer) by GATHER_COLUMNS x prefill_tokens
-            for chunk in _chunks(sorted(level, key=lambda x: len(nodes[x].tokens)), lambda x: len(nodes[x].tokens),
-                                 self.prefill_tokens):
-                for part in _chunks(chunk, lambda x: nodes[x].past + len(nodes[x].tokens),
-                                    GATHER_COLUMNS * self.prefill_tokens):
-                    hidden = self._prefill_nodes([nodes[x] for x in part], [home[x] for x in part])
-                    for k, x in enumerate(part):
-                        for j in nodes[x].ends:
-                            last[j] = hidden[k, len(nodes[x].tokens) - 1]
+            # rows x new tokens bounded by prefill_tokens, rows x columns attended (the KV a
+            # forward over scattered slots gathers per layer) by GATHER_COLUMNS x prefill_tokens,
+            # and padding by FLOPs (engine.flop_chunks)
+            for part in flop_chunks(level, lambda x: len(nodes[x].tokens), lambda x: nodes[x].past, self._fm,
+                                    lambda b, n, p: b * n <= self.prefill_tokens and
+                                    b * (p + n) <= GATHER_COLUMNS * self.prefill_tokens):
+                hidden = self._prefill_nodes([nodes[x] for x in part], [home[x] for x in part])
+                for k, x in enumerate(part):
+                    for j in nodes[x].ends:
+                        last[j] = hidden[k, len(nodes[x].tokens) - 1]
             twins = [(home[x], first_slot[j]) for x in level for j in nodes[x].ends[1:]]
             self._copy_slots([a for a, _ in twins], [b for _, b in twins],
                              max((len(prompts[j]) for x in level for j in nodes[x].ends[1:]), default=0))
@@ -275,6 +278,7 @@ class Decoder:
                             for q0 in range(0, q, QUERY_SLICE)], dim=1)
         self.stats.prefills += -(-q // QUERY_SLICE)
         self.stats.tokens_prefilled += sum(len(nd.tokens) for nd in nodes)
+        self.stats.scores_prefilled += _scores(len(nodes), q, max(nd.past for nd in nodes), False)
         return hidden
 
     def _copy_slots(self, src: list[int], dst: list[int], n: int) -> None:
@@ -495,16 +499,3 @@ def eos_set(eos, tokenizer) -> frozenset:
     if not ids and getattr(tokenizer, "eos_token_id", None) is not None:
         ids.add(tokenizer.eos_token_id)
     return frozenset(ids)
-
-
-def _chunks(items: list, length, budget: int) -> list[list]:
-    """Consecutive chunks of items (sorted by length) with len(chunk) * longest <= budget."""
-    chunks, cur, longest = [], [], 0
-    for it in items:
-        n = max(longest, length(it))
-        if cur and (len(cur) + 1) * n > budget:
-            chunks.append(cur)
-            cur, n = [], length(it)
-        cur.append(it)
-        longest = n
-    return chunks + ([cur] if cur else [])

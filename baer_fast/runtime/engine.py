@@ -151,27 +151,10 @@ class PrefixEngine:
         return waves + ([cur] if cur else [])
 
     def _chunks(self, rows: list[_Row]) -> list[list[_Row]]:
-        rows = sorted(rows, key=lambda r: (r.n, r.past))
         budget, cap = self.config.activation_budget_bytes, self.config.batch_tokens
-        chunks, cur, n_max, p_max, packs, own = [], [], 0, 0, False, 0
-        for r in rows:
-            n2, p2, b2, packs2 = max(n_max, r.n), max(p_max, r.past), len(cur) + 1, packs or len(r.nodes) > 1
-            too_big = self._cost(b2, n2, p2) > budget or (cap and b2 * n2 > cap)
-            # padding costs FLOPs twice: new tokens through every matrix, and every row's queries
-            # over the chunk's longest past and new tokens
-            alone = self._flops(1, r.n, r.past, r.past == 0 and len(r.nodes) == 1)
-            chunk = self._flops(b2, n2, p2, p2 == 0 and not packs2)
-            wasteful = chunk > PAD_SLACK * (own + alone) + PAD_FREE * self._fm.flops(1, p2 + n2)
-            if cur and (too_big or wasteful):
-                chunks.append(cur)
-                cur, n2, p2, packs2, own = [], r.n, r.past, len(r.nodes) > 1, 0
-            cur.append(r)
-            n_max, p_max, packs, own = n2, p2, packs2, own + alone
-        return chunks + ([cur] if cur else [])
-
-    def _flops(self, b: int, n: int, p: int, mask_free: bool) -> int:
-        """Model FLOPs of one forward over b rows of n new tokens after a past of p."""
-        return self._fm.flops(b * n, _scores(b, n, p, mask_free))
+        return flop_chunks(rows, lambda r: r.n, lambda r: r.past, self._fm,
+                           lambda b, n, p: self._cost(b, n, p) <= budget and not (cap and b * n > cap),
+                           lambda r: r.past == 0 and len(r.nodes) == 1)
 
     def _cost(self, b: int, n: int, p: int) -> int:
         """Peak bytes of one forward over b rows of n new tokens after a past of p (upper bound)."""
@@ -365,6 +348,28 @@ def _slices(n: int) -> list[tuple[int, int]]:
     """Query ranges of a masked forward over n new tokens, at multiples of QUERY_SLICE: a row's
     token lands in the same slice whatever the batch's longest row (fewer batch-dependent sums)."""
     return [(q0, min(q0 + QUERY_SLICE, n)) for q0 in range(0, n, QUERY_SLICE)]
+
+
+def flop_chunks(items: list, new, past, fm, fits, mask_free=lambda item: False) -> list[list]:
+    """Items (rows of new(item) tokens after past(item)) sorted by (new, past) -> consecutive
+    chunks, one forward each: an item joins the chunk while `fits(rows, longest new, longest past)`
+    and the chunk's model FLOPs (every row through the longest new tokens, its queries over the
+    longest past; mask-free only if every item is) stay within PAD_SLACK of its items' own, plus
+    PAD_FREE tokens' worth. A token bound alone lets short-past rows pad to a long past. An item
+    that fits nowhere is still computed, alone."""
+    chunks, cur, n_max, p_max, free, own = [], [], 0, 0, True, 0
+    for it in sorted(items, key=lambda it: (new(it), past(it))):
+        n, p, f = new(it), past(it), mask_free(it)
+        n2, p2, b2, free2 = max(n_max, n), max(p_max, p), len(cur) + 1, free and f
+        alone = fm.flops(n, _scores(1, n, p, f))
+        wasteful = fm.flops(b2 * n2, _scores(b2, n2, p2, free2)) > \
+            PAD_SLACK * (own + alone) + PAD_FREE * fm.flops(1, p2 + n2)
+        if cur and (wasteful or not fits(b2, n2, p2)):
+            chunks.append(cur)
+            cur, n2, p2, free2, own = [], n, p, f, 0
+        cur.append(it)
+        n_max, p_max, free, own = n2, p2, free2, own + alone
+    return chunks + ([cur] if cur else [])
 
 
 def _scores(b: int, n: int, p: int, mask_free: bool) -> int:

@@ -188,3 +188,17 @@ def test_near_tie_order_flip_leaves_the_pick_alone():
             rows = [_Row(0, 4, False, 1.0, top_p, [u], ())]
             flips += pick_tokens(one, rows) != pick_tokens(other, [_Row(0, 4, False, 1.0, top_p, [u], ())])
         assert flips == 0
+
+
+def test_real_length_prompts_are_not_padded_to_each_others_pasts(qwen):
+    """Every prompt of the single-pass bank on 12 LLMBar pairs (the demo's sample), entering
+    together: one level's nodes sit over very different pasts. Chunked by token budgets alone,
+    short-past nodes were padded to the longest past (3.87x the least attention scores here);
+    bounded by FLOPs (engine.flop_chunks), 1.36x."""
+    from baer_fast.runtime.prefix_tree import build_tree, tree_scores
+    from tests.fixtures.checks import sample_bank_groups
+    prompts = [q.ids for g in sample_bank_groups(qwen, 12) for q in g]
+    dec = Decoder(qwen, max_rows=len(prompts))
+    dec.generate([GenRequest(p, 1) for p in prompts])
+    assert dec.stats.tokens_prefilled == distinct_prefixes(prompts)
+    assert dec.stats.scores_prefilled <= 1.5 * tree_scores(build_tree(prompts))

@@ -223,15 +223,9 @@ def test_rows_of_real_pairs_are_not_padded_to_each_others_pasts(loaded):
     so a level holds rows of similar length over very different pasts. Chunked by token count
     alone, short-past rows computed their scores over the chunk's longest past (1.86x the least
     any exact engine computes, on the tiny Qwen3); chunks bounded by FLOPs compute 1.36x."""
-    from baer_fast import protocols
-    from baer_fast.commands.demo import sample_dir
-    from baer_fast.io.adapters import load
     from baer_fast.runtime.prefix_tree import tree_scores
-    from baer_fast.runtime.prompting import PromptEncoder
-    from baer_fast.runtime.runner import build_all_queries
-    pairs = load("llmbar", sample_dir()).pairs[:16]
-    enc = PromptEncoder(loaded.tokenizer, model_name="tiny", context_len=loaded.context_len)
-    groups = [g for g, _ in build_all_queries(enc, pairs, protocols.prompt_experts_for(protocols.SINGLE_PASS))]
+    from tests.fixtures.checks import sample_bank_groups
+    groups = sample_bank_groups(loaded, 16)
     got = _assert_equal(loaded, groups, EngineConfig())
     least = sum(tree_scores(build_tree([q.ids for q in g])) for g in groups)
     assert got.stats.scores_computed <= 1.5 * least
