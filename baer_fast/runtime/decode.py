@@ -38,7 +38,7 @@ import time
 from collections import deque
 from dataclasses import dataclass, field
 
-from baer_fast.runtime.engine import QUERY_SLICE, _scores, flop_chunks
+from baer_fast.runtime.engine import QUERY_SLICE, flop_chunks, forward_scores
 from baer_fast.runtime.masks import layer_masks
 from baer_fast.runtime.model_loader import flop_model
 from baer_fast.runtime.prefix_tree import build_tree
@@ -278,7 +278,7 @@ class Decoder:
                             for q0 in range(0, q, QUERY_SLICE)], dim=1)
         self.stats.prefills += -(-q // QUERY_SLICE)
         self.stats.tokens_prefilled += sum(len(nd.tokens) for nd in nodes)
-        self.stats.scores_prefilled += _scores(len(nodes), q, max(nd.past for nd in nodes), False)
+        self.stats.scores_prefilled += forward_scores(len(nodes), q, max(nd.past for nd in nodes), False)
         return hidden
 
     def _copy_slots(self, src: list[int], dst: list[int], n: int) -> None:

@@ -121,7 +121,7 @@ class PrefixEngine:
     def _row_cost(self, nodes: list[Node], packed: list[int]) -> float:
         """Attention scores a row computes (dense under a mask) plus its past copy, in score units."""
         n, p = _tokens(nodes, packed), nodes[packed[0]].past
-        return _scores(1, n, p, p == 0 and len(packed) == 1) + COPY_COST * p
+        return forward_scores(1, n, p, p == 0 and len(packed) == 1) + COPY_COST * p
 
     def _fits(self, nodes: list[Node], packed: list[int]) -> bool:
         n, cap = _tokens(nodes, packed), self.config.batch_tokens
@@ -225,7 +225,7 @@ class PrefixEngine:
         self._read(rows, trees, hidden, groups, out)   # hidden: [b, n, H]
         stats.tokens_prefilled += sum(r.n for r in rows)
         stats.tokens_computed += b * n
-        stats.scores_computed += _scores(b, n, p, mask_free)
+        stats.scores_computed += forward_scores(b, n, p, mask_free)
         stats.forwards += len(slices)
         stats.kv_bytes_peak = max(stats.kv_bytes_peak, self._held(kv) + b * (p + n) * self.loaded.kv_bytes_per_token)
 
@@ -361,8 +361,8 @@ def flop_chunks(items: list, new, past, fm, fits, mask_free=lambda item: False) 
     for it in sorted(items, key=lambda it: (new(it), past(it))):
         n, p, f = new(it), past(it), mask_free(it)
         n2, p2, b2, free2 = max(n_max, n), max(p_max, p), len(cur) + 1, free and f
-        alone = fm.flops(n, _scores(1, n, p, f))
-        wasteful = fm.flops(b2 * n2, _scores(b2, n2, p2, free2)) > \
+        alone = fm.flops(n, forward_scores(1, n, p, f))
+        wasteful = fm.flops(b2 * n2, forward_scores(b2, n2, p2, free2)) > \
             PAD_SLACK * (own + alone) + PAD_FREE * fm.flops(1, p2 + n2)
         if cur and (wasteful or not fits(b2, n2, p2)):
             chunks.append(cur)
@@ -372,7 +372,7 @@ def flop_chunks(items: list, new, past, fm, fits, mask_free=lambda item: False) 
     return chunks + ([cur] if cur else [])
 
 
-def _scores(b: int, n: int, p: int, mask_free: bool) -> int:
+def forward_scores(b: int, n: int, p: int, mask_free: bool) -> int:
     """Attention scores (per layer and head) a forward over b rows of n new tokens after a past of
     p computes: mask-free, SDPA's causal path skips the upper triangle; masked, each query slice
     is dense over the past and the new tokens up to its own last query."""

@@ -14,7 +14,7 @@ def _run(*argv):
     assert code == 0, argv
 
 
-def _scores(path):
+def forward_scores(path):
     return {r["id"]: r["score"] for r in map(json.loads, open(path))}
 
 
@@ -39,7 +39,7 @@ def test_fit_freezes_the_derived_parameters(pipeline):
 
 
 def test_score_from_the_model_equals_score_from_its_signals(pipeline):
-    a, b = _scores(pipeline / "from_signals.jsonl"), _scores(pipeline / "from_model.jsonl")
+    a, b = forward_scores(pipeline / "from_signals.jsonl"), forward_scores(pipeline / "from_model.jsonl")
     assert a.keys() == b.keys() and len(a) == 24
     assert max(abs(a[k] - b[k]) for k in a) < 1e-6
 
@@ -50,7 +50,7 @@ def test_judge_api_agrees_with_the_cli(pipeline, judge_dir):
     pairs = read_pairs(str(pipeline / "pairs.jsonl"))
     judge = Judge.from_pretrained(judge_dir, head=str(pipeline / "head.json"), kernels="torch")
     s = judge.score([p.question for p in pairs], [p.response_a for p in pairs], [p.response_b for p in pairs])
-    cli = _scores(pipeline / "from_signals.jsonl")
+    cli = forward_scores(pipeline / "from_signals.jsonl")
     assert max(abs(float(v) - cli[p.id]) for v, p in zip(s, pairs)) < 1e-6
 
 
