@@ -83,6 +83,8 @@ class DecodeStats:
     tokens_prefilled: int = 0
     scores_prefilled: int = 0         # attention scores the prefill forwards computed (queries.py)
     tokens_decoded: int = 0           # generated tokens, every sample counted
+    scores_decoded: int = 0           # attention scores the decode steps computed: every row over the widest
+    scores_decoded_own: int = 0       # ...of which each row's own context (the rest is masked padding)
     steps: int = 0                    # batched decode forwards
     prefills: int = 0                 # prefill forwards
     rows_peak: int = 0
@@ -322,12 +324,14 @@ class Decoder:
     def _step(self) -> None:
         import torch
         t0 = time.perf_counter()
-        n, dev = len(self._rows), self.loaded.device
-        pos = torch.tensor(self._lens(), device=dev)[:, None]                  # [n, 1]
+        n, dev, lens = len(self._rows), self.loaded.device, self._lens()
+        pos = torch.tensor(lens, device=dev)[:, None]                          # [n, 1]
         ids = torch.tensor([r.out[-1] for r in self._rows], device=dev)[:, None]
         logits = self._logits(self._forward(0, ids, pos)[:, -1])
         self.stats.steps += 1
         self.stats.rows_peak = max(self.stats.rows_peak, n)
+        self.stats.scores_decoded += n * (max(lens) + 1)
+        self.stats.scores_decoded_own += sum(lens) + n
         rows = list(self._rows)
         self._advance(rows, logits, first=0)
         dt = (time.perf_counter() - t0) / n
