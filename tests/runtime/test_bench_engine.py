@@ -1,18 +1,11 @@
 """benchmarks/bench_engine.py on one pair, one round (its numbers, not its timings): the prefix
 engine agrees with the naive path, and its FLOP accounting is consistent with the least any exact
 engine computes. About 20 s: the anchor model has a 32k vocabulary."""
-import os
-import sys
-
-BENCH = os.path.join(os.path.dirname(__file__), "..", "..", "benchmarks")
+from tests.fixtures.checks import import_bench
 
 
 def test_bench_engine_one_pair(tmp_path):
-    sys.path.insert(0, BENCH)
-    try:
-        import bench_engine
-    finally:
-        sys.path.remove(BENCH)
+    bench_engine = import_bench("bench_engine")
     res = bench_engine.run(1, 1, str(tmp_path), completions=0, sample_pairs=3)
     assert res["max_abs_logprob_diff"] < 1e-4
     naive, engine = res["rows"][2], res["rows"][3]
