@@ -119,9 +119,8 @@ def run(n_pairs: int, rounds: int, budget: int, folder: str, shape: str = "ancho
 
     loaded = load_random(folder, shape, device=device, dtype=dtype)
     if sample:
-        from baer_fast.commands.demo import sample_dir
-        from baer_fast.io.adapters import load
-        pairs = load("llmbar", sample_dir()).pairs[:n_pairs]
+        from baer_fast.commands.demo import sample_pairs
+        pairs = sample_pairs(n_pairs)
     else:
         pairs = bank_pairs(loaded, n_pairs)
     for _ in range(warmup):          # untimed: a GPU's first calls pay for library set-up and kernel choice

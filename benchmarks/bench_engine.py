@@ -120,7 +120,7 @@ def least_gflop_per_pair(loaded, pairs) -> float:
     from baer_fast.runtime.prefix_tree import build_tree, tree_scores, tree_tokens
     from baer_fast.runtime.prompting import PromptEncoder
     from baer_fast.runtime.runner import build_all_queries
-    enc = PromptEncoder(loaded.tokenizer, model_name=loaded.name, context_len=loaded.context_len)
+    enc = PromptEncoder.of(loaded)
     trees = [build_tree([q.ids for q in group]) for group, _ in
              build_all_queries(enc, pairs, protocols.prompt_experts_for(protocols.SINGLE_PASS))]
     fm = flop_model(loaded)
@@ -182,9 +182,8 @@ def run(n_pairs: int, rounds: int, folder: str, *, shape: str = "anchor", device
         optional = {"completions": completions, "speedup_group": group_rows[0]["median_s"] / group_rows[1]["median_s"],
                     "speedup_group_paired_median": ratio(t_gn, t_gp)}
     if sample_pairs:
-        from baer_fast.commands.demo import sample_dir
-        from baer_fast.io.adapters import load
-        real = load("llmbar", sample_dir()).pairs[:sample_pairs]
+        from baer_fast.commands.demo import sample_pairs as demo_pairs
+        real = demo_pairs(sample_pairs)
         t_rn, t_rp, real_rows = _bank_workload(f"LLMBar sample, {len(real)} pairs of real lengths", loaded, real,
                                                config, rounds, warmup)
         rows += real_rows

@@ -49,7 +49,7 @@ def report(loaded) -> dict:
     from baer_fast.runtime.prompting import PromptEncoder
 
     model, cfg = loaded.model, loaded.model.config.get_text_config()
-    enc = PromptEncoder(loaded.tokenizer, model_name=loaded.name, context_len=loaded.context_len)
+    enc = PromptEncoder.of(loaded)
     labels, overhead = _labels(enc), _overhead(enc)
     (hk, dk), (hv, dv) = loaded.kv_shape()
     return {

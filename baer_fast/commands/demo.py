@@ -21,6 +21,13 @@ def sample_dir() -> str:
     return str(files("baer_fast") / "data" / "llmbar_natural" / "Natural")
 
 
+def sample_pairs(n: int | None = None) -> list:
+    """The first n pairs (None: all) of the sample: real lengths for benchmarks and tests."""
+    from baer_fast.io.adapters import load
+
+    return load("llmbar", sample_dir()).pairs[:n]
+
+
 def run_condition(condition: str, signals: list, out_dir: str) -> dict:
     from baer_fast import artifact
     from baer_fast.eval.metrics import evaluate

@@ -107,7 +107,7 @@ def run_generative(engine, pairs, names: list[str], *, config: GenerationConfig 
     from baer_fast.runtime.runner import run_shared
     loaded = engine.loaded
     report = report if report is not None else GenerativeReport()
-    enc = PromptEncoder(loaded.tokenizer, model_name=loaded.name, context_len=loaded.context_len)
+    enc = PromptEncoder.of(loaded)
     decoder = decoder or _default_decoder(engine, config)
     reqs, requests = _requests(enc, pairs, names, config)
     before = _prefilled(decoder)

@@ -29,6 +29,11 @@ class PromptEncoder:
         template = tokenizer.chat_template
         self._template_key = (model_name, template if isinstance(template, str) else repr(template))
 
+    @classmethod
+    def of(cls, loaded) -> "PromptEncoder":
+        """The encoder of a loaded judge: its tokenizer and chat template, within its context window."""
+        return cls(loaded.tokenizer, model_name=loaded.name, context_len=loaded.context_len)
+
     @property
     def folds_system(self) -> bool:
         """Whether this template's prompts carry the system text in the user message (known after

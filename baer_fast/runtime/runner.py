@@ -112,7 +112,7 @@ def expert_rows(engine, pairs: list[Pair], names, report: RunReport, generation=
     """
     from baer_fast.runtime.prompting import PromptEncoder
     loaded = engine.loaded
-    enc = PromptEncoder(loaded.tokenizer, model_name=loaded.name, context_len=loaded.context_len)
+    enc = PromptEncoder.of(loaded)
     built = build_all_queries(enc, pairs, protocols.prompt_experts_for(names))
     groups = [q for q, _ in built]
     gen = [n for n in names if n in protocols.GENERATIVE]

@@ -204,5 +204,5 @@ def test_full_bank_reads_single_pass_and_verdicts_in_one_tree_per_pair(qwen):
 def build_all_queries_for(loaded, pair, names):
     from baer_fast.runtime.prompting import PromptEncoder
     from baer_fast.runtime.runner import build_queries
-    enc = PromptEncoder(loaded.tokenizer, model_name=loaded.name, context_len=loaded.context_len)
+    enc = PromptEncoder.of(loaded)
     return build_queries(enc, pair, names)[0]

@@ -19,7 +19,7 @@ def _same_question(n_shared=4):
 
 
 def _queries(loaded, pairs):
-    enc = PromptEncoder(loaded.tokenizer, model_name=loaded.name, context_len=loaded.context_len)
+    enc = PromptEncoder.of(loaded)
     names = runner.protocols.prompt_experts_for(runner.resolve_experts(None))
     return [build_queries(enc, p, names)[0] for p in pairs]
 

@@ -190,7 +190,7 @@ def greedy_requests(vllm_engine, pairs):
     from baer_fast.runtime.generative import _requests
     from baer_fast.runtime.prompting import PromptEncoder
     lo = vllm_engine.loaded
-    enc = PromptEncoder(lo.tokenizer, model_name=lo.name, context_len=lo.context_len)
+    enc = PromptEncoder.of(lo)
     return _requests(enc, pairs[:4], GREEDY, _generation())[1]
 
 
