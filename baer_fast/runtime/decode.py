@@ -13,10 +13,13 @@ Layout (per-row cache positions, per-row masked batch). Every layer owns one buf
 K, V: [slots, kvh, columns, hd]. A row's KV lives in its slot, contiguous from column 0:
 column j holds position j, and the row's own length `lens[b]` says where its next token is
 written. One decode step feeds each active row its last token at position `lens[b]`, writes
-the new K/V at column `lens[b]` of its slot (scatter, in place), and attends over columns
-[0, max(lens)] with a 4-D additive mask that hides every column past the row's own length.
-Rows of any length therefore share one forward with no left padding to recompute and no
-right padding to decode: the only waste is attention over masked columns of shorter rows.
+the new K/V at column `lens[b]` of its slot (scatter, in place), and attends with a 4-D
+additive mask that hides every column past the row's own length. Rows of any length therefore
+share one forward with no left padding to recompute and no right padding to decode. In one
+width, a row would also score the masked columns up to the widest row's length (1.9x the rows'
+own scores on real lengths); instead the step's rows attend in width groups (width_groups.py):
+contiguous slot ranges, each over its own widest row, inside the same forward. Slots are
+sorted by length when the attention that saves outweighs the copy.
 Active rows are kept in slots [0, n): a finished row leaves at once and the last active row
 is moved into its slot (one copy of that row's KV); waiting requests are prefilled and enter
 at the end as soon as enough slots are free for all their samples (continuous batching).
@@ -42,11 +45,16 @@ from baer_fast.runtime.engine import QUERY_SLICE, flop_chunks, forward_scores
 from baer_fast.runtime.masks import layer_masks
 from baer_fast.runtime.model_loader import flop_model
 from baer_fast.runtime.prefix_tree import build_tree
+from baer_fast.runtime import width_groups
 from baer_fast.runtime.readout import model_logits, read_model
 
 INITIAL_COLUMNS_MAX = 2048   # slot-buffer columns allocated up front at most; beyond, grown by doubling
 GATHER_COLUMNS = 4           # a prefill forward attends over at most this many x prefill_tokens columns in all
 NUCLEUS_TOP_K = 1024         # top-p candidates taken by top-k first; a row whose top-k mass < top_p sorts all
+# A decode step's rows attend in width groups (width_groups.py); one more group costs about as
+# much as attending over this many more row columns (an attention call per layer: a CPU call's
+# fixed cost is ~1k columns of a small model, a GPU launch ~8k of an 8B model's).
+GROUP_COLUMNS = {"cpu": 1024, "cuda": 8192}
 
 
 @dataclass(frozen=True)
@@ -83,8 +91,9 @@ class DecodeStats:
     tokens_prefilled: int = 0
     scores_prefilled: int = 0         # attention scores the prefill forwards computed (queries.py)
     tokens_decoded: int = 0           # generated tokens, every sample counted
-    scores_decoded: int = 0           # attention scores the decode steps computed: every row over the widest
+    scores_decoded: int = 0           # attention scores the decode steps computed: every row over its group's widest
     scores_decoded_own: int = 0       # ...of which each row's own context (the rest is masked padding)
+    sorts: int = 0                    # slot reorders by length (each copies every active row's KV once)
     steps: int = 0                    # batched decode forwards
     prefills: int = 0                 # prefill forwards
     rows_peak: int = 0
@@ -139,10 +148,15 @@ class _SlotCache:
 
 
 class Decoder:
-    """Decoder(loaded).generate(requests) -> one GenResult per request, in order."""
+    """Decoder(loaded).generate(requests) -> one GenResult per request, in order.
+
+    Decode steps attend in width groups (width_groups.py) unless split_steps is False or the
+    model's masked attention is not SDPA; group_columns: what one more group per step costs, in
+    row columns attended (default GROUP_COLUMNS for the device; 0 splits wherever a column is saved)."""
 
     def __init__(self, loaded, *, max_rows: int = 256, memory_budget_bytes: int = 4 << 30,
-                 prefill_tokens: int = 8192, eos_ids=None):
+                 prefill_tokens: int = 8192, eos_ids=None, group_columns: int | None = None,
+                 split_steps: bool = True):
         self.loaded = loaded
         self.max_rows, self.prefill_tokens, self.memory_budget_bytes = max_rows, prefill_tokens, memory_budget_bytes
         self.eos = frozenset(eos_ids) if eos_ids is not None else eos_token_ids(loaded)
@@ -150,6 +164,9 @@ class Decoder:
         self._kv_shape = loaded.kv_shape()          # ((K heads, K dim), (V heads, V dim)): MLA caches differ
         self._pad = int(getattr(loaded.tokenizer, "pad_token_id", None) or 0)
         self._fm = flop_model(loaded)
+        # a further width group's cost in row columns (None: this model's steps attend unsplit)
+        penalty = GROUP_COLUMNS.get(loaded.device.type, GROUP_COLUMNS["cuda"]) if group_columns is None else group_columns
+        self._penalty = penalty if split_steps and loaded.splits_attention else None
         self.stats = DecodeStats()
 
     # ------------------------------------------------------------------ public
@@ -161,6 +178,7 @@ class Decoder:
                                    verdicts=[None] * r.samples if r.choices else None) for r in requests]
         self._rows: list[_Row] = []
         self._bufs = None
+        self._layout, self._plan = 0, None    # slot arrangement version; the width groups planned for it
         # first allocation: every row's full length if that is modest (no regrowth copies), else grow
         self._cols_hint = min(max((len(r.prompt) + r.max_new_tokens + len(r.cue) + 1 for r in requests), default=1),
                               INITIAL_COLUMNS_MAX)
@@ -257,6 +275,7 @@ class Decoder:
         new_rows = [self._row(batch[j], 0) for j in order] + [self._row(batch[j], s) for j, s in extra]
         logits = self._logits(torch.stack([last[j] for j in order] + [last[j] for j, _ in extra]))
         self._rows.extend(new_rows)
+        self._layout += 1
         self._advance(new_rows, logits, first=base)
         dt, total = time.perf_counter() - t0, sum(len(p) for p in prompts)
         for i, p in zip(batch, prompts):
@@ -295,10 +314,10 @@ class Decoder:
             for buf in (k, v):
                 buf[d, :, :n] = buf[s, :, :n]
 
-    def _forward(self, slots, ids, pos):
+    def _forward(self, slots, ids, pos, groups=None):
         """Slots [slots, slots + k) (or the k slots listed) take tokens ids [k, q] at positions
         pos [k, q] (= their columns), each attending to its own columns <= that position
-        -> hidden [k, q, H]."""
+        -> hidden [k, q, H]. groups: width groups of the k rows (width_groups.plan), if any."""
         import torch
         width = int(pos.max()) + 1
         self._ensure(width)
@@ -308,7 +327,7 @@ class Decoder:
         hide = cols[None, None, :] > pos[:, :, None]
         mask = layer_masks(hide, pos, cols[None, :].expand(ids.shape[0], -1), self.loaded.windows, self.loaded.dtype)
         cache = _SlotCache(self._bufs, slots, pos, width)
-        return self.loaded.hidden(ids, pos, mask, cache)
+        return self.loaded.hidden(ids, pos, mask, cache, groups=groups)
 
     def _row(self, i: int, s: int) -> _Row:
         import torch
@@ -324,19 +343,65 @@ class Decoder:
     def _step(self) -> None:
         import torch
         t0 = time.perf_counter()
+        groups = self._groups()
         n, dev, lens = len(self._rows), self.loaded.device, self._lens()
         pos = torch.tensor(lens, device=dev)[:, None]                          # [n, 1]
         ids = torch.tensor([r.out[-1] for r in self._rows], device=dev)[:, None]
-        logits = self._logits(self._forward(0, ids, pos)[:, -1])
+        logits = self._logits(self._forward(0, ids, pos, groups if groups and len(groups) > 1 else None)[:, -1])
         self.stats.steps += 1
         self.stats.rows_peak = max(self.stats.rows_peak, n)
-        self.stats.scores_decoded += n * (max(lens) + 1)
+        self.stats.scores_decoded += width_groups.cost(groups) if groups else n * (max(lens) + 1)
         self.stats.scores_decoded_own += sum(lens) + n
         rows = list(self._rows)
         self._advance(rows, logits, first=0)
         dt = (time.perf_counter() - t0) / n
         for r in rows:
             self._results[r.req].seconds += dt
+
+    def _groups(self):
+        """This step's width groups (None where the model's masked attention cannot split).
+
+        Planned once per slot arrangement: until a row enters, leaves or moves, every row grows
+        by one column per step, so the same ranges stay best and only their widths move on.
+        Slots are first sorted by length where that pays (_maybe_sort)."""
+        if self._penalty is None:
+            return None
+        widths = [n + 1 for n in self._lens()]
+        if self._plan is None or self._plan[0] != self._layout:
+            self._maybe_sort(widths)
+            widths = [n + 1 for n in self._lens()]
+            self._plan = (self._layout, widths[0], width_groups.plan(widths, self._penalty))
+        _, first, groups = self._plan
+        grown = widths[0] - first
+        return [(lo, hi, w + grown) for lo, hi, w in groups]
+
+    def _maybe_sort(self, widths: list[int]) -> None:
+        """Reorder the slots longest first when the attention it saves over the steps likely left
+        outweighs the copy (every active row's columns, read and written once).
+
+        Steps left: half the median budget the rows have left (rows often stop early)."""
+        order = sorted(range(len(widths)), key=lambda k: -widths[k])
+        if order == list(range(len(widths))):
+            return
+        def planned(ws):
+            groups = width_groups.plan(ws, self._penalty)
+            return width_groups.cost(groups) + self._penalty * (len(groups) - 1)
+        left = sorted(r.budget - len(r.out) for r in self._rows)[len(self._rows) // 2] / 2
+        gain = (planned(widths) - planned([widths[k] for k in order])) * left
+        if gain > 2 * len(widths) * max(widths):
+            self._permute(order)
+
+    def _permute(self, order: list[int]) -> None:
+        """Slot k takes the row now in slot order[k] (its KV and its _Row)."""
+        import torch
+        n, cols = len(order), max(self._lens())          # the columns holding KV (the next token's is unwritten)
+        idx = torch.tensor(order, device=self.loaded.device)
+        for k, v in self._bufs:
+            for buf in (k, v):
+                buf[:n, :, :cols] = buf[idx, :, :cols]
+        self._rows = [self._rows[k] for k in order]
+        self._layout += 1
+        self.stats.sorts += 1
 
     def _logits(self, hidden):
         """hidden [m, H] -> full-vocabulary logits [m, V] fp32 (last positions only)."""
@@ -375,6 +440,7 @@ class Decoder:
         if any(self._requests[self._rows[s].req].choices for s in range(n - k, n)):
             self._read_verdicts(n - k)
         del self._rows[n - k:]
+        self._layout += 1
 
     def _swap(self, a: int, b: int) -> None:
         n = max(len(self._requests[self._rows[s].req].prompt) + len(self._rows[s].out) for s in (a, b))

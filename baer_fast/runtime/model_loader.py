@@ -62,26 +62,46 @@ class LoadedModel:
     def name(self) -> str:
         return os.path.basename(os.path.normpath(self.path))
 
-    def hidden(self, ids, pos=None, mask=None, cache=None):
+    def hidden(self, ids, pos=None, mask=None, cache=None, groups=None):
         """Final normed hidden states [b, q, H] of new tokens `ids` [b, q] at positions `pos`
         after the cache's past (no cache: a plain causal forward).
 
         `mask` is a 4-D additive mask (the engine's tree rows, the decoder's slots). flash-attn 2
         takes none (transformers reads its mask as 2-D padding), so on a model loaded with it a
         masked call runs on SDPA (eager for soft-capped scores), same weights and cache; unmasked
-        calls keep flash-attn 2.
+        calls keep flash-attn 2. `groups` (width_groups.plan of a masked call): rows attend in
+        those slot ranges, each over its own width, where the masked call runs on SDPA
+        (`splits_attention`); elsewhere they are ignored (every row over the whole width).
         """
+        import contextlib
         cfg = self.base.config
         impl = cfg._attn_implementation
-        swap = mask is not None and impl not in MASK_ATTENTION
-        if swap:                        # eager where SDPA cannot soft-cap the scores (Gemma 2)
-            cfg._attn_implementation = "eager" if _softcaps_attention(cfg) else "sdpa"
+        use, split = self.masked_attention() if mask is not None else impl, contextlib.nullcontext()
+        if groups is not None and use == "sdpa":
+            from baer_fast.runtime import width_groups
+            use, split = width_groups.register(), width_groups.grouped(groups)
+        if use != impl:
+            cfg._attn_implementation = use
         try:
             kw = {self.cache_arg: cache, "use_cache": True} if cache is not None else {"use_cache": False}
-            return self.base(input_ids=ids, attention_mask=mask, position_ids=pos, **kw).last_hidden_state
+            with split:
+                return self.base(input_ids=ids, attention_mask=mask, position_ids=pos, **kw).last_hidden_state
         finally:
-            if swap:
+            if use != impl:
                 cfg._attn_implementation = impl
+
+    def masked_attention(self) -> str:
+        """The attention implementation a call with a 4-D mask runs on: the model's own where it
+        takes one, else eager where SDPA cannot soft-cap the scores (Gemma 2), else SDPA."""
+        impl = self.base.config._attn_implementation
+        if impl in MASK_ATTENTION:
+            return impl
+        return "eager" if _softcaps_attention(self.base.config) else "sdpa"
+
+    @property
+    def splits_attention(self) -> bool:
+        """Whether masked calls honour width groups (hidden's `groups`)."""
+        return self.masked_attention() == "sdpa"
 
 
 def check_model_dir(path: str) -> None:

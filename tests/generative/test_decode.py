@@ -205,13 +205,14 @@ def test_real_length_prompts_are_not_padded_to_each_others_pasts(qwen):
 
 
 def test_decode_steps_count_their_masked_padding(qwen):
-    """A decode step runs every row over the widest row's columns: alone a row computes only its
-    own context; beside a longer one, the shorter row's extra columns are counted as padding."""
+    """A decode step in one width runs every row over the widest row's columns: alone a row
+    computes only its own context; beside a longer one, the shorter row's extra columns are
+    counted as padding (width groups: test_width_groups.py)."""
     short, long = (random_prompts(qwen, 1, seed=s, lo=n, hi=n)[0] for s, n in ((3, 10), (4, 50)))
     alone = Decoder(qwen)
     alone.generate([GenRequest(long, 5)])
     assert alone.stats.scores_decoded == alone.stats.scores_decoded_own > 0
-    both = Decoder(qwen)
+    both = Decoder(qwen, split_steps=False)
     outs = [len(r.tokens[0]) for r in both.generate([GenRequest(short, 5), GenRequest(long, 5)])]
     want = own = 0
     for step in range(1, max(outs)):               # the first token comes from the prefill's logits

@@ -10,7 +10,7 @@ against the fp32 CPU run as the reference:
   - bf16 on CUDA: the engine's error against the fp32 reference is no worse than the naive
     path's (same dtype, same device) plus a small floor;
   - the Triton readout inside the engine equals the torch readout (fp32, compiled kernels);
-  - the batched decoder equals HF `generate` token for token (fp32, greedy), also when bank-shaped
+  - the batched decoder equals HF `generate` token for token (fp32, greedy), also with decode steps in width groups and when bank-shaped
     prompts share a tree;
   - Judge on CUDA (the default bf16): swapping a and b negates the scores;
   - sliding-window, logit-mapped and MLA architectures (Mistral, mixed-layer Qwen3, Granite, Gemma 2,
@@ -110,13 +110,16 @@ def test_triton_readout_inside_engine(model_dir, pairs):
     assert _max_diff(triton_runs, torch_runs) <= 1e-5
 
 
-def test_decoder_greedy_equals_generate_on_cuda(model_dir):
+@pytest.mark.parametrize("group_columns", [None, 0])
+def test_decoder_greedy_equals_generate_on_cuda(model_dir, group_columns):
+    """Also with every decode step split into width groups wherever a column is saved (0)."""
     from baer_fast.runtime.decode import Decoder, GenRequest
     from tests.generative.conftest import random_prompts
     loaded = load_judge(model_dir, device="cuda", dtype="float32")
     prompts = random_prompts(loaded, 8, seed=1)
     budgets = [16, 3, 16, 1, 12, 16, 7, 10]
-    got = Decoder(loaded, max_rows=3).generate([GenRequest(p, b) for p, b in zip(prompts, budgets)])
+    dec = Decoder(loaded, max_rows=3, group_columns=group_columns)
+    got = dec.generate([GenRequest(p, b) for p, b in zip(prompts, budgets)])
     for p, b, res in zip(prompts, budgets, got):
         ids = torch.tensor([p], device="cuda")
         want = loaded.model.generate(ids, attention_mask=torch.ones_like(ids), max_new_tokens=b,

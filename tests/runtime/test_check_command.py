@@ -65,7 +65,7 @@ def test_a_decoder_that_fails_leaves_the_single_pass_bank(capsys, qwen_dir, monk
     not have): the bank still runs, the generative experts do not, exit 2 and the output says so."""
     from baer_fast.runtime import decode
 
-    def refuse(self, slots, ids, pos):
+    def refuse(self, slots, ids, pos, groups=None):
         raise AttributeError("'_SlotCache' object has no attribute 'get_usable_length'")
     monkeypatch.setattr(decode.Decoder, "_forward", refuse)
     rc, out, _ = _check(capsys, qwen_dir)
@@ -76,7 +76,7 @@ def test_a_decoder_off_by_one_is_caught(capsys, qwen_dir, monkeypatch):
     """Greedy tokens computed one position off are not the model's own: the probe's gap shows it."""
     from baer_fast.runtime import decode
     real = decode.Decoder._forward
-    monkeypatch.setattr(decode.Decoder, "_forward", lambda self, slots, ids, pos: real(self, slots, ids, pos + 1))
+    monkeypatch.setattr(decode.Decoder, "_forward", lambda self, slots, ids, pos, groups=None: real(self, slots, ids, pos + 1, groups))
     rc, out, _ = _check(capsys, qwen_dir, "--json")
     r = json.loads(out)["decoder"]
     assert rc == 2 and r["ok"] is False and "not the model's own" in r["why"]

@@ -1,0 +1,108 @@
+"""Decode steps in width groups: each run of slots attends over its own widest row only.
+
+A decode step feeds every active row one token and attends over the slot buffers' columns
+[0, width). With one width for the whole step, every row reads (and scores) the widest row's
+columns under a mask; on real lengths that was 1.87x the rows' own context (DecodeStats). Here
+the step's rows are cut into contiguous slot ranges, and inside the one model forward each
+layer's attention runs once per range over that range's own width: the weights are read once
+per step as before, and only the attention is split.
+
+`plan(widths, penalty)` cuts the rows (in slot order) into at most MAX_GROUPS ranges minimising
+the columns attended plus `penalty` per extra range (an attention call's fixed cost, in row
+columns). Ranges only help when rows of similar widths sit together, so the decoder sorts its
+slots by length when that pays (decode.Decoder._maybe_sort); between admissions and
+retirements every row grows by one column per step, which keeps both the order and the plan.
+
+The split runs as a registered transformers attention function (`NAME`) that wraps SDPA; the
+model's masks (4-D, prepared by the decoder) pass through transformers unchanged, and each
+range takes its rows' slice of them. Masked columns get exactly zero weight either way, so a
+row's attention output does not depend on which range it falls in.
+"""
+from __future__ import annotations
+
+import contextlib
+import threading
+
+NAME = "baer_width_groups"
+MAX_GROUPS = 8                  # attention calls per layer and step at most
+MAX_CUTS = 64                   # cut points a plan considers (rows taken in blocks beyond)
+
+_active = threading.local()
+
+
+def plan(widths: list[int], penalty: int, max_groups: int = MAX_GROUPS) -> list[tuple[int, int, int]]:
+    """widths: columns each row (in slot order) needs -> [(lo, hi, width)] covering [0, n) in
+    order, minimising sum((hi - lo) * width) + penalty * (ranges - 1) over at most max_groups
+    contiguous ranges (width = the range's widest row).
+
+    An exact dynamic programme over cut points; with more than MAX_CUTS rows the cuts are taken
+    at multiples of ceil(n / MAX_CUTS) rows (blocks), so a plan costs O(MAX_CUTS^2 G) whatever n.
+    """
+    import numpy as np
+    n = len(widths)
+    if n == 0:
+        return []
+    step = -(-n // MAX_CUTS)
+    w = np.asarray(widths, dtype=np.int64)
+    starts = np.arange(0, n, step)
+    blocks = np.maximum.reduceat(w, starts)                       # widest row of each block
+    edges = np.append(starts, n)
+    m, big = len(blocks), np.iinfo(np.int64).max // 4
+    i, j = np.arange(m)[:, None], np.arange(m)[None, :]
+    span = np.full((m, m), big, dtype=np.int64)                  # span[i, j]: widest of blocks i..j
+    for k in range(m):
+        span[k, k:] = np.maximum.accumulate(blocks[k:])
+    cost = np.where(j >= i, span * (edges[1:][None, :] - edges[:-1][:, None]), big)   # blocks i..j as one range
+    dp, back = [cost[0]], [np.zeros(m, dtype=np.int64)]          # dp[g][j]: blocks 0..j in g + 1 ranges
+    for _ in range(1, min(max_groups, m)):
+        cand = dp[-1][:-1, None] + cost[1:, :]                    # [i - 1, j]: last range blocks i..j
+        arg = cand.argmin(0)
+        dp.append(np.minimum(cand[arg, np.arange(m)], big))
+        back.append(arg + 1)
+    total = [int(d[m - 1]) + penalty * g for g, d in enumerate(dp)]
+    g = total.index(min(total))
+    out, hi = [], m
+    while g >= 0:
+        lo = int(back[g][hi - 1]) if g else 0
+        out.append((int(edges[lo]), int(edges[hi]), int(blocks[lo:hi].max())))
+        hi, g = lo, g - 1
+    return out[::-1]
+
+
+def cost(groups: list[tuple[int, int, int]]) -> int:
+    """Row columns a step attends over with these ranges."""
+    return sum((hi - lo) * width for lo, hi, width in groups)
+
+
+@contextlib.contextmanager
+def grouped(groups):
+    """Calls under this context that run the NAME attention split by `groups`."""
+    before = getattr(_active, "groups", None)
+    _active.groups = groups
+    try:
+        yield
+    finally:
+        _active.groups = before
+
+
+def attention(module, query, key, value, attention_mask, **kwargs):
+    """SDPA per range of rows, each over its range's own width -> (output [b, q, heads, d], None)."""
+    import torch
+    from transformers.integrations.sdpa_attention import sdpa_attention_forward
+    groups = getattr(_active, "groups", None)
+    if not groups or len(groups) == 1 and groups[0][2] >= key.shape[2]:
+        return sdpa_attention_forward(module, query, key, value, attention_mask, **kwargs)
+    outs = []
+    for lo, hi, width in groups:
+        mask = None if attention_mask is None else attention_mask[lo:hi, ..., :width]
+        out, _ = sdpa_attention_forward(module, query[lo:hi], key[lo:hi, :, :width], value[lo:hi, :, :width],
+                                        mask, **kwargs)
+        outs.append(out)
+    return torch.cat(outs, 0), None
+
+
+def register() -> str:
+    """Register NAME with transformers' attention functions (idempotent) -> NAME."""
+    from transformers import AttentionInterface
+    AttentionInterface.register(NAME, attention)
+    return NAME
