@@ -12,13 +12,14 @@ every row decodes its full budget: tokens decoded are the same for both paths).
   engine: decode.Decoder (one prefill per prompt, samples expanded from it, all rows of all
           pairs in one continuously batched decode), verdicts by the prefix engine.
 
-    python benchmarks/bench_decode.py [--pairs 4] [--rounds 1] [--budget 32] [--shape anchor] [--sample]
+    python benchmarks/bench_decode.py [--pairs 4] [--rounds 1] [--budget 32] [--shape anchor] [--sample] [--unsplit]
     python benchmarks/bench_decode.py --shape qwen3-8b --device cuda --warmup 1 --memory-gb 48   # a GPU
     pytest benchmarks/bench_decode.py --benchmark-only
 
 `--sample` takes the pairs from the LLMBar Natural sample the demo ships instead (real lengths:
-every row's context its own, so decode steps pad short rows to the widest; the JSON's
-decoder_stats hold scores_decoded against scores_decoded_own).
+every row's context its own; the JSON's decoder_stats hold scores_decoded against
+scores_decoded_own). `--unsplit` adds a third path: the same decoder with every decode step
+over the widest row's columns (no width groups), side by side with the split steps.
 
 Never asserts; medians (and min/max) over rounds, then one JSON line. On the shared 2-core CPU
 other processes inflate single rounds: compare min as well as median.
@@ -89,8 +90,9 @@ def bank_pairs(loaded, n_pairs: int):
                  text_of_tokens(t, R_TOKENS, 3 * i + 2), split="selection") for i in range(n_pairs)]
 
 
-def _run(loaded, pairs, budget: int, naive: bool, memory_gb: float | None = None):
-    """-> (rows, tokens decoded, GenerativeReport, the decoder's DecodeStats or None)."""
+def _run(loaded, pairs, budget: int, naive: bool, memory_gb: float | None = None, split: bool = True):
+    """-> (rows, tokens decoded, GenerativeReport, the decoder's DecodeStats or None).
+    split: the decoder's steps attend in width groups (False: every row over the widest)."""
     from baer_fast.runtime.config import EngineConfig
     from baer_fast.runtime.decode import Decoder
     from baer_fast.runtime.engine import PrefixEngine
@@ -99,7 +101,7 @@ def _run(loaded, pairs, budget: int, naive: bool, memory_gb: float | None = None
     cfg = GenerationConfig(max_new_tokens={n: budget for n in EXPERTS}, seed=0)
     budget_kw = {} if memory_gb is None else {"memory_budget_bytes": int(memory_gb * 2**30)}
     rep = GenerativeReport()
-    dec = HFGenerate(loaded) if naive else Decoder(loaded, **budget_kw)
+    dec = HFGenerate(loaded) if naive else Decoder(loaded, split_steps=split, **budget_kw)
     engine = NaiveEngine(loaded) if naive else PrefixEngine(loaded, EngineConfig(**budget_kw))
     rows = run_generative(engine, pairs, EXPERTS, config=cfg, report=rep, decoder=dec)
     decoded = sum(c.tokens_decoded for c in rep.cost.values())
@@ -113,7 +115,8 @@ def _row(name, times, n_pairs, decoded):
 
 
 def run(n_pairs: int, rounds: int, budget: int, folder: str, shape: str = "anchor", device: str = "auto",
-        dtype: str = "auto", *, warmup: int = 0, memory_gb: float | None = None, sample: bool = False) -> dict:
+        dtype: str = "auto", *, warmup: int = 0, memory_gb: float | None = None, sample: bool = False,
+        unsplit: bool = False) -> dict:
     import torch
     from random_judge import SHAPES, load_random
 
@@ -126,18 +129,29 @@ def run(n_pairs: int, rounds: int, budget: int, folder: str, shape: str = "ancho
     for _ in range(warmup):          # untimed: a GPU's first calls pay for library set-up and kernel choice
         for naive in (True, False):
             _run(loaded, pairs[:1], 4, naive, memory_gb)
-    times, results = {True: [], False: []}, {}
-    for _ in range(rounds):          # interleaved, so load from other processes hits both alike
-        for naive in (True, False):
+    # True: HF generate; False: the decoder; "unsplit": the decoder, every row over the widest
+    times, results = {m: [] for m in (True, False, "unsplit")[: 3 if unsplit else 2]}, {}
+    for _ in range(rounds):          # interleaved, so load from other processes hits all alike
+        for m in times:
             t0 = time.perf_counter()
-            results[naive] = _run(loaded, pairs, budget, naive, memory_gb)
-            times[naive].append(time.perf_counter() - t0)
+            results[m] = _run(loaded, pairs, budget, m is True, memory_gb, split=m != "unsplit")
+            times[m].append(time.perf_counter() - t0)
     rows = [_row("generative bank: HF generate per prompt + naive readout", times[True], n_pairs, results[True][1]),
             _row("generative bank: batched shared-prefix decoder + prefix readout", times[False], n_pairs,
                  results[False][1])]
+    optional = {}
+    if unsplit:
+        rows.append(_row("generative bank: the decoder, steps over the widest row", times["unsplit"], n_pairs,
+                         results["unsplit"][1]))
+        optional = {"unsplit_decoder_stats": dataclasses.asdict(results["unsplit"][3]),
+                    "speedup_split_steps": rows[2]["median_s"] / rows[1]["median_s"]}
     greedy = ["cot", "rubric", "prepair", "deliberate", "reference"]
-    diff = max(abs(u - v) for a, b in zip(results[True][0], results[False][0]) for n in greedy
-               for u, v in zip(a["runs"][n], b["runs"][n]))
+
+    def diff(x, y):
+        return max(abs(u - v) for a, b in zip(results[x][0], results[y][0]) for n in greedy
+                   for u, v in zip(a["runs"][n], b["runs"][n]))
+    if unsplit:
+        optional["max_abs_u_diff_split_unsplit"] = diff(False, "unsplit")
     cost = {n: {"calls": c.calls, "rows": c.rows, "tokens_decoded": c.tokens_decoded, "seconds": c.seconds}
             for n, c in results[False][2].cost.items()}
     return {"bench": "decode", "load_avg_1m": os.getloadavg()[0], "threads": torch.get_num_threads(),
@@ -145,10 +159,10 @@ def run(n_pairs: int, rounds: int, budget: int, folder: str, shape: str = "ancho
             "q_tokens": None if sample else Q_TOKENS, "r_tokens": None if sample else R_TOKENS,
             "sample": sample, "decoder_stats": dataclasses.asdict(results[False][3]),
             "shape": shape, "arch": SHAPES[shape], "device": str(loaded.device),
-            "dtype": str(loaded.dtype), "max_abs_u_diff_greedy_experts": diff,
+            "dtype": str(loaded.dtype), "max_abs_u_diff_greedy_experts": diff(True, False),
             "speedup": rows[0]["median_s"] / rows[1]["median_s"],
             "speedup_per_round": [a / b for a, b in zip(times[True], times[False])],
-            "speedup_min": rows[0]["min_s"] / rows[1]["min_s"], "engine_cost": cost, "rows": rows}
+            "speedup_min": rows[0]["min_s"] / rows[1]["min_s"], "engine_cost": cost, **optional, "rows": rows}
 
 
 def main(argv=None) -> int:
@@ -162,16 +176,20 @@ def main(argv=None) -> int:
                     help="the decoder's and the readout engine's memory budget (default: theirs)")
     ap.add_argument("--sample", action="store_true",
                     help="pairs from the demo's LLMBar Natural sample (real lengths) instead of synthetic ones")
+    ap.add_argument("--unsplit", action="store_true",
+                    help="also time the decoder with every decode step over the widest row (no width groups)")
     from random_judge import add_model_arguments
     add_model_arguments(ap)
     args = ap.parse_args(argv)
     with tempfile.TemporaryDirectory() as folder:
         res = run(args.pairs, args.rounds, args.budget, folder, args.shape, args.device, args.dtype,
-                  warmup=args.warmup, memory_gb=args.memory_gb, sample=args.sample)
-    s = res["decoder_stats"]
-    print(f"decoder: {s['steps']} steps, {s['prefills']} prefills, {s['rows_peak']} rows at most, "
-          f"{s['seconds']:.2f}s in generate; decode steps computed "
-          f"{s['scores_decoded'] / max(1, s['scores_decoded_own']):.2f}x their rows' own attention scores", file=sys.stderr)
+                  warmup=args.warmup, memory_gb=args.memory_gb, sample=args.sample, unsplit=args.unsplit)
+    for key in ("decoder_stats", "unsplit_decoder_stats")[: 2 if args.unsplit else 1]:
+        s = res[key]
+        print(f"{key.replace('_stats', '').replace('_', ' ')}: {s['steps']} steps, {s['prefills']} prefills, "
+              f"{s['rows_peak']} rows at most, {s['sorts']} slot sorts, {s['seconds']:.2f}s in generate; decode "
+              f"steps computed {s['scores_decoded'] / max(1, s['scores_decoded_own']):.2f}x their rows' own attention "
+              "scores", file=sys.stderr)
     for r in res["rows"]:
         print(f"{r['method']:<64} {r['pairs_per_s']:7.3f} pairs/s {r['decoded_tokens_per_s']:8.0f} decoded tok/s "
               f"median {r['median_s']:.2f}s [{r['min_s']:.2f}, {r['max_s']:.2f}]", file=sys.stderr)

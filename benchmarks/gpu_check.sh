@@ -15,7 +15,8 @@
 #      bench_kernels (pytest-benchmark -> bench_kernels.json),
 #      bench_engine at the Qwen3-8B shape, bf16 (naive vs prefix engine; the real-lengths
 #      workload on 4 LLMBar sample pairs, to stay within its timeout -> bench_engine.json),
-#      bench_decode at the Qwen3-8B shape (HF generate vs batched decoder -> bench_decode.json),
+#      bench_decode at the Qwen3-8B shape on 3 LLMBar sample pairs (HF generate vs the batched
+#      decoder, its steps in width groups and in one width -> bench_decode.json),
 #      bench_backends if vllm is installed (-> bench_backends.json);
 #   4. summary.json: environment, exit codes, the benchmark lines.
 # At most 8 files come back from a lent machine: the list above is exactly 8.
@@ -123,7 +124,7 @@ timeout 140 "$PY" -P benchmarks/bench_engine.py --shape qwen3-8b --device cuda -
 ENGINE_RC=$?
 echo "== bench_decode (qwen3-8b shape, bf16)" >> "$LOG"
 timeout 150 "$PY" -P benchmarks/bench_decode.py --shape qwen3-8b --device cuda --dtype bfloat16 \
-    --pairs 3 --rounds 1 --budget 32 --warmup 1 --memory-gb 48 > "$OUT/bench_decode.json" 2>> "$LOG"
+    --pairs 3 --rounds 1 --budget 32 --warmup 1 --memory-gb 48 --sample --unsplit > "$OUT/bench_decode.json" 2>> "$LOG"
 DECODE_RC=$?
 # vLLM backend: hf engine vs vLLM on the same token ids, only if this python already has vllm.
 if "$PY" -c "import vllm" 2>/dev/null; then

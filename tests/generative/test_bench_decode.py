@@ -1,11 +1,14 @@
 """benchmarks/bench_decode.py on one real-length pair (its numbers, not its timings): the batched
-decoder's greedy experts agree with HF `generate`, and its decode counters are consistent."""
+decoder's greedy experts agree with HF `generate` and with the decoder whose steps attend over the
+widest row, and its decode counters are consistent."""
 from tests.fixtures.checks import import_bench
 
 
 def test_bench_decode_one_sample_pair(tmp_path):
     bench_decode = import_bench("bench_decode")
-    res = bench_decode.run(1, 1, 4, str(tmp_path), sample=True)
+    res = bench_decode.run(1, 1, 4, str(tmp_path), sample=True, unsplit=True)
     assert res["sample"] and res["max_abs_u_diff_greedy_experts"] < 1e-4
-    s = res["decoder_stats"]
+    assert res["max_abs_u_diff_split_unsplit"] < 1e-4 and len(res["rows"]) == 3
+    s, u = res["decoder_stats"], res["unsplit_decoder_stats"]
     assert s["scores_decoded"] >= s["scores_decoded_own"] > 0 and s["scores_prefilled"] > 0
+    assert s["scores_decoded_own"] == u["scores_decoded_own"] and s["scores_decoded"] <= u["scores_decoded"]
