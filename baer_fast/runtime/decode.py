@@ -502,21 +502,22 @@ def pick_tokens(logits, rows: list[_Row]) -> list[int]:
     if narrow:
         nar = torch.tensor(narrow, device=dev)
         p_top, order = probs[nar].topk(min(NUCLEUS_TOP_K, probs.shape[-1]), dim=-1)
-        picked[nar] = _nucleus_pick(p_top, order, top_p[nar], u[nar])
+        picked[nar] = _nucleus_pick(p_top, order, top_p[nar], u[nar], full=order.shape[-1] == probs.shape[-1])
         missed = nar[p_top.sum(-1) < top_p[nar]]
         for k in missed.tolist():
             rows[sampled[k]].wide = True
         wide = torch.cat([wide, missed])
     if len(wide):
         p_all, order_all = probs[wide].sort(dim=-1, descending=True)
-        picked[wide] = _nucleus_pick(p_all, order_all, top_p[wide], u[wide])
+        picked[wide] = _nucleus_pick(p_all, order_all, top_p[wide], u[wide], full=True)
     out[idx] = picked
     return out.tolist()
 
 
-def _nucleus_pick(p_sorted, order, top_p, u):
-    """p_sorted [s, K] descending with token ids `order`: keep the smallest prefix holding top_p
-    (the top token always stays), pick the token at the inverse CDF of u -> ids [s].
+def _nucleus_pick(p_sorted, order, top_p, u, full: bool = False):
+    """p_sorted [s, K] descending with token ids `order` (full: every id of the vocabulary): keep
+    the smallest prefix holding top_p (the top token always stays), pick the token at the
+    inverse CDF of u -> ids [s].
 
     The CDF is walked in token-id order, not probability order. Both sample the same
     distribution, but two nearly tied tokens swap places in probability order whenever rounding
@@ -526,7 +527,11 @@ def _nucleus_pick(p_sorted, order, top_p, u):
     import torch
     before = p_sorted.cumsum(-1) - p_sorted
     kept = p_sorted.masked_fill(before >= top_p[:, None], 0.0).double()
-    ids, by_id = order.sort(dim=-1)
+    if full:   # a permutation of the whole vocabulary: its inverse, not a second sort
+        ids = torch.arange(order.shape[-1], device=order.device).expand_as(order)
+        by_id = torch.empty_like(order).scatter_(1, order, ids)
+    else:
+        ids, by_id = order.sort(dim=-1)
     cdf = kept.gather(1, by_id).cumsum(-1)
     # searchsorted(right=True) skips zero-width (dropped) tokens; should u * total round up to the
     # total, the last kept token (the first position whose cdf reaches it) is taken
