@@ -37,6 +37,7 @@ to test EOS, stop strings and budgets; stop strings are matched on the decoded t
 """
 from __future__ import annotations
 
+import logging
 import time
 from collections import deque
 from dataclasses import dataclass, field
@@ -47,6 +48,8 @@ from baer_fast.runtime.model_loader import flop_model
 from baer_fast.runtime.prefix_tree import build_tree
 from baer_fast.runtime import width_groups
 from baer_fast.runtime.readout import model_logits, read_model
+
+log = logging.getLogger("baer_fast")
 
 INITIAL_COLUMNS_MAX = 2048   # slot-buffer columns allocated up front at most; beyond, grown by doubling
 GATHER_COLUMNS = 4           # a prefill forward attends over at most this many x prefill_tokens columns in all
@@ -347,7 +350,20 @@ class Decoder:
         n, dev, lens = len(self._rows), self.loaded.device, self._lens()
         pos = torch.tensor(lens, device=dev)[:, None]                          # [n, 1]
         ids = torch.tensor([r.out[-1] for r in self._rows], device=dev)[:, None]
-        logits = self._logits(self._forward(0, ids, pos, groups if groups and len(groups) > 1 else None)[:, -1])
+        split = groups if groups and len(groups) > 1 else None
+        # A forward that cannot take the width-group attention (remote code picking its own
+        # attention classes by name) runs this step again in one width (rewriting the same KV
+        # columns), and every later one.
+        try:
+            hidden = self._forward(0, ids, pos, split)
+        except Exception as exc:
+            if split is None:
+                raise
+            log.warning("decode steps in one width for %s: its forward failed with width groups (%s: %s)",
+                        self.loaded.name, type(exc).__name__, exc)
+            self._penalty, groups = None, None
+            hidden = self._forward(0, ids, pos)
+        logits = self._logits(hidden[:, -1])
         self.stats.steps += 1
         self.stats.rows_peak = max(self.stats.rows_peak, n)
         self.stats.scores_decoded += width_groups.cost(groups) if groups else n * (max(lens) + 1)
