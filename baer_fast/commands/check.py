@@ -91,7 +91,9 @@ def _table(r: dict) -> str:
          + " tokens beyond the question and responses"),
     ]
     dec = r["decoder"]
-    rows.append(("decoder", f"greedy tokens are the model's own (largest gap {dec['max_logprob_gap']:.2g})"
+    steps = ("decode steps attend in width groups" if dec.get("width_groups") else
+             "decode steps attend in one width (every row over the widest row's columns)")
+    rows.append(("decoder", f"greedy tokens are the model's own (largest gap {dec['max_logprob_gap']:.2g}); {steps}"
                  if dec["ok"] else f"fails: {dec['why']}"))
     width = max(len(k) for k, _ in rows)
     verdict = ("ok: this judge runs on the hf engine, every expert" if dec["ok"] else

@@ -173,6 +173,12 @@ class Decoder:
         self.stats = DecodeStats()
 
     # ------------------------------------------------------------------ public
+    @property
+    def splits_steps(self) -> bool:
+        """Whether decode steps attend in width groups (False: one width, every row over the
+        widest; the model's masked attention is not SDPA, or its forward refused the groups)."""
+        return self._penalty is not None
+
     def generate(self, requests: list[GenRequest]) -> list[GenResult]:
         import torch
         t0 = time.perf_counter()

@@ -104,8 +104,9 @@ def check_decoder(loaded) -> dict:
     slots of different lengths share a forward): each greedy token must be the argmax of one
     plain forward over the prompt and the tokens before it, or within rounding of it (1e-3 in
     log-probability in fp32, 0.1 otherwise), on all but a third of them at most (a rounding flip
-    of a near tie, or of a mixture-of-experts routing, moves one token, not most)
-    -> {"ok", "max_logprob_gap"} or {"ok": False, "why"}."""
+    of a near tie, or of a mixture-of-experts routing, moves one token, not most). Decode steps
+    split into width groups wherever a column is saved, as real batches split them
+    -> {"ok", "max_logprob_gap", "width_groups": whether steps ran split} or {"ok": False, "why"}."""
     import torch
 
     from baer_fast.runtime.decode import Decoder, GenRequest
@@ -113,7 +114,8 @@ def check_decoder(loaded) -> dict:
     vocab = loaded.model.get_input_embeddings().num_embeddings
     prompts = probe_prompts(vocab)
     try:
-        results = Decoder(loaded, eos_ids=()).generate([GenRequest(p, DECODE_PROBE) for p in prompts])
+        dec = Decoder(loaded, eos_ids=(), group_columns=0)
+        results = dec.generate([GenRequest(p, DECODE_PROBE) for p in prompts])
     except Exception as e:          # noqa: BLE001 -- the model's forward refusing the decoder's cache or mask
         return {"ok": False, "why": f"{type(e).__name__}: {e}"}
     gaps = []
@@ -129,4 +131,4 @@ def check_decoder(loaded) -> dict:
     if _too_many(missed, len(gaps)):
         return {"ok": False, "why": f"its greedy tokens are not the model's own ({missed} of {len(gaps)} below the "
                                     f"argmax by more than {tol:g} in log-probability, up to {max(gaps):.3g})"}
-    return {"ok": True, "max_logprob_gap": max(gaps)}
+    return {"ok": True, "max_logprob_gap": max(gaps), "width_groups": dec.splits_steps}

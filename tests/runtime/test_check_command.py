@@ -16,10 +16,12 @@ def test_a_judge_that_runs(capsys, qwen_dir, loaded_models):
     rc, out, _ = _check(capsys, qwen_dir)
     assert rc == 0 and out.strip().endswith("ok: this judge runs on the hf engine, every expert")
     assert "Qwen3ForCausalLM" in out and "takes a system message" in out and "tree probe" in out
+    assert "decode steps attend in width groups" in out
     rc, out, _ = _check(capsys, qwen_dir, "--json")
     r = json.loads(out)
     assert rc == 0 and r["class"] == "Qwen3ForCausalLM" and r["dtype"] == "float32"
     assert r["tree_probe"]["max_abs_logprob_diff"] <= 1e-5 and r["decoder"]["ok"] is True
+    assert r["decoder"]["width_groups"] is True
     assert r["kv_bytes_per_token"] == 2 * 2 * (2 * 16) * 4          # layers x (K + V) x (heads x dim) x fp32
     assert r["weights_bytes"] == 4 * sum(t.numel() for t in loaded_models(qwen_dir).model.parameters())
     # every expert that reads a verdict: its labels, each one token id, distinct
@@ -80,3 +82,17 @@ def test_a_decoder_off_by_one_is_caught(capsys, qwen_dir, monkeypatch):
     rc, out, _ = _check(capsys, qwen_dir, "--json")
     r = json.loads(out)["decoder"]
     assert rc == 2 and r["ok"] is False and "not the model's own" in r["why"]
+
+
+def test_a_forward_refusing_width_groups_still_decodes(capsys, qwen_dir, monkeypatch):
+    """Remote code that knows none of our attention names: the probe's decoder falls back to one
+    width per step, the judge still runs every expert, and the output says how steps attend."""
+    from baer_fast.runtime import width_groups
+
+    def refuse(*args, **kwargs):
+        raise KeyError(width_groups.NAME)
+    monkeypatch.setattr(width_groups, "attention", refuse)
+    rc, out, _ = _check(capsys, qwen_dir)
+    assert rc == 0 and "decode steps attend in one width" in out
+    rc, out, _ = _check(capsys, qwen_dir, "--json")
+    assert rc == 0 and json.loads(out)["decoder"]["width_groups"] is False
