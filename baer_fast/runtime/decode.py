@@ -356,19 +356,7 @@ class Decoder:
         n, dev, lens = len(self._rows), self.loaded.device, self._lens()
         pos = torch.tensor(lens, device=dev)[:, None]                          # [n, 1]
         ids = torch.tensor([r.out[-1] for r in self._rows], device=dev)[:, None]
-        split = groups if groups and len(groups) > 1 else None
-        # A forward that cannot take the width-group attention (remote code picking its own
-        # attention classes by name) runs this step again in one width (rewriting the same KV
-        # columns), and every later one.
-        try:
-            hidden = self._forward(0, ids, pos, split)
-        except Exception as exc:
-            if split is None:
-                raise
-            log.warning("decode steps in one width for %s: its forward failed with width groups (%s: %s)",
-                        self.loaded.name, type(exc).__name__, exc)
-            self._penalty, groups = None, None
-            hidden = self._forward(0, ids, pos)
+        hidden, groups = self._forward_in_groups(0, ids, pos, groups)
         logits = self._logits(hidden[:, -1])
         self.stats.steps += 1
         self.stats.rows_peak = max(self.stats.rows_peak, n)
@@ -379,6 +367,23 @@ class Decoder:
         dt = (time.perf_counter() - t0) / n
         for r in rows:
             self._results[r.req].seconds += dt
+
+    def _forward_in_groups(self, first: int, ids, pos, groups):
+        """_forward over slots [first, first + k) in width groups (None or one group: one width)
+        -> (hidden, the groups it ran in, or None).
+
+        A forward that cannot take the width-group attention (remote code picking its own
+        attention classes by name) runs again in one width (rewriting the same KV columns), and
+        so does every later one of this decoder."""
+        if not groups or len(groups) == 1:
+            return self._forward(first, ids, pos), None
+        try:
+            return self._forward(first, ids, pos, groups), groups
+        except Exception as exc:
+            log.warning("decode steps in one width for %s: its forward failed with width groups (%s: %s)",
+                        self.loaded.name, type(exc).__name__, exc)
+            self._penalty = None
+            return self._forward(first, ids, pos), None
 
     def _groups(self):
         """This step's width groups (None where the model's masked attention cannot split).
@@ -490,7 +495,8 @@ class Decoder:
         for j, f in enumerate(feeds):
             ids[j, : len(f)] = torch.tensor(f)
         pos = torch.tensor(starts)[:, None] + torch.arange(q)
-        hidden = self._forward(first, ids.to(dev), pos.to(dev))                   # [k, q, H]
+        groups = None if self._penalty is None else width_groups.plan([s + q for s in starts], self._penalty)
+        hidden, _ = self._forward_in_groups(first, ids.to(dev), pos.to(dev), groups)       # [k, q, H]
         for j, r in enumerate(self._rows[first:]):
             req = self._requests[r.req]
             if req.choices:

@@ -53,12 +53,12 @@ def test_plan_of_many_rows_cuts_in_blocks(widths, penalty):
 
 @pytest.fixture
 def sdpa_widths(monkeypatch):
-    """Key widths of every SDPA call the width-group attention makes."""
+    """(rows, key width, queries) of every SDPA call the width-group attention makes."""
     from transformers.integrations import sdpa_attention
     real, seen = sdpa_attention.sdpa_attention_forward, []
 
     def spy(module, query, key, *args, **kwargs):
-        seen.append((query.shape[0], key.shape[2]))
+        seen.append((query.shape[0], key.shape[2], query.shape[2]))
         return real(module, query, key, *args, **kwargs)
     monkeypatch.setattr(sdpa_attention, "sdpa_attention_forward", spy)
     return seen
@@ -77,7 +77,7 @@ def test_split_steps_give_the_tokens_of_generate(gen_models, arch, sdpa_widths):
         assert list(res.tokens[0]) == hf_greedy(loaded, p, 10)
     assert dec.stats.scores_decoded == dec.stats.scores_decoded_own
     widest = max(len(p) for p in prompts) + 10
-    assert any(w < widest - 20 for _, w in sdpa_widths)            # short ranges attended narrowly
+    assert any(w < widest - 20 for _, w, _ in sdpa_widths)         # short ranges attended narrowly
 
 
 def test_sorted_slots_keep_every_rows_tokens(qwen):
@@ -116,6 +116,29 @@ def test_real_lengths_lose_their_decode_padding(qwen):
     for a, b in zip(runs_s, runs_u):
         for name in names:
             assert a[name] == pytest.approx(b[name], abs=1e-4)
+
+
+def test_verdicts_read_after_the_cue_in_width_groups(qwen, sdpa_widths):
+    """cot and deliberate declare their cue: the decoder reads their verdicts as rows finish,
+    one forward over the finished rows' missing tokens and cues, also split into width groups.
+    Same runs as a decoder in one width."""
+    from baer_fast.commands.demo import sample_pairs
+    from baer_fast.runtime.engine import PrefixEngine
+    from baer_fast.runtime.generative import GenerationConfig, run_generative
+    names = ["cot", "deliberate"]
+    cfg = GenerationConfig(max_new_tokens={n: 6 for n in names})
+    runs = {}
+    for split in (True, False):
+        sdpa_widths.clear()
+        dec = Decoder(qwen, group_columns=0, split_steps=split)
+        runs[split] = [r["runs"] for r in run_generative(PrefixEngine(qwen), sample_pairs(4), names, config=cfg,
+                                                         decoder=dec)]
+        assert dec.stats.tokens_cue > 0
+        read = [(b, w) for b, w, q in sdpa_widths if q > 1]
+        assert bool(read) == split                      # split verdict reads went through the groups
+    for a, b in zip(runs[True], runs[False]):
+        for name in names:
+            assert a[name] == pytest.approx(b[name], abs=1e-5)
 
 
 def test_a_model_whose_masked_calls_run_eager_is_not_split(gen_models, monkeypatch):
