@@ -42,11 +42,11 @@ import time
 from collections import deque
 from dataclasses import dataclass, field
 
+from baer_fast.runtime import width_groups
 from baer_fast.runtime.engine import QUERY_SLICE, flop_chunks, forward_scores
 from baer_fast.runtime.masks import layer_masks
 from baer_fast.runtime.model_loader import flop_model
 from baer_fast.runtime.prefix_tree import build_tree
-from baer_fast.runtime import width_groups
 from baer_fast.runtime.readout import model_logits, read_model
 
 log = logging.getLogger("baer_fast")
@@ -410,11 +410,9 @@ class Decoder:
         order = sorted(range(len(widths)), key=lambda k: -widths[k])
         if order == list(range(len(widths))):
             return
-        def planned(ws):
-            groups = width_groups.plan(ws, self._penalty)
-            return width_groups.cost(groups) + self._penalty * (len(groups) - 1)
+        best = width_groups.best_cost
         left = sorted(r.budget - len(r.out) for r in self._rows)[len(self._rows) // 2] / 2
-        gain = (planned(widths) - planned([widths[k] for k in order])) * left
+        gain = (best(widths, self._penalty) - best([widths[k] for k in order], self._penalty)) * left
         if gain > 2 * len(widths) * max(widths):
             self._permute(order)
 

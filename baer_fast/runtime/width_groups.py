@@ -74,6 +74,13 @@ def cost(groups: list[tuple[int, int, int]]) -> int:
     return sum((hi - lo) * width for lo, hi, width in groups)
 
 
+def best_cost(widths: list[int], penalty: int) -> int:
+    """What plan(widths, penalty) minimises, at its minimum: columns attended plus the penalty
+    per range beyond the first."""
+    groups = plan(widths, penalty)
+    return cost(groups) + penalty * (len(groups) - 1)
+
+
 @contextlib.contextmanager
 def grouped(groups):
     """Calls under this context that run the NAME attention split by `groups`."""

@@ -32,11 +32,14 @@ def _check_cover(groups, widths, max_groups):
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.lists(st.integers(1, 60), min_size=1, max_size=8), st.sampled_from([0, 3, 25, 200]), st.integers(1, 5))
+@given(st.lists(st.integers(1, 60), min_size=1, max_size=9), st.sampled_from([0, 3, 25, 200]),
+       st.sampled_from([1, 2, 3, 5, width_groups.MAX_GROUPS]))
 def test_plan_is_the_cheapest_cut(widths, penalty, max_groups):
     groups = width_groups.plan(widths, penalty, max_groups)
     _check_cover(groups, widths, max_groups)
     assert width_groups.cost(groups) + penalty * (len(groups) - 1) == _brute(widths, penalty, max_groups)
+    if max_groups == width_groups.MAX_GROUPS:
+        assert width_groups.best_cost(widths, penalty) == _brute(widths, penalty, max_groups)
 
 
 @settings(max_examples=50, deadline=None)
