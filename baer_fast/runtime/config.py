@@ -15,6 +15,8 @@ class EngineConfig:
     kernels: str = "auto"
     # Share of the budget reserved for KV held between levels; the rest bounds one forward.
     kv_fraction: float = 0.5
+    # Masked forwards over rows of different lengths attend in width groups (runtime/width_groups.py).
+    split_attention: bool = True
 
     def __post_init__(self):
         if self.memory_budget_bytes <= 0:

@@ -43,7 +43,7 @@ from collections import deque
 from dataclasses import dataclass, field
 
 from baer_fast.runtime import width_groups
-from baer_fast.runtime.engine import QUERY_SLICE, flop_chunks, forward_scores
+from baer_fast.runtime.engine import QUERY_SLICE, flop_chunks
 from baer_fast.runtime.masks import layer_masks
 from baer_fast.runtime.model_loader import flop_model
 from baer_fast.runtime.prefix_tree import build_tree
@@ -153,13 +153,14 @@ class _SlotCache:
 class Decoder:
     """Decoder(loaded).generate(requests) -> one GenResult per request, in order.
 
-    Decode steps attend in width groups (width_groups.py) unless split_steps is False or the
-    model's masked attention is not SDPA; group_columns: what one more group per step costs, in
-    row columns attended (default GROUP_COLUMNS for the device; 0 splits wherever a column is saved)."""
+    Decode steps, prefill slices and verdict reads attend in width groups (width_groups.py)
+    unless split_attention is False or the model's masked attention is not SDPA; group_columns:
+    what one more group costs, in row columns attended by one query (default GROUP_COLUMNS for
+    the device; 0 splits wherever a column is saved)."""
 
     def __init__(self, loaded, *, max_rows: int = 256, memory_budget_bytes: int = 4 << 30,
                  prefill_tokens: int = 8192, eos_ids=None, group_columns: int | None = None,
-                 split_steps: bool = True):
+                 split_attention: bool = True):
         self.loaded = loaded
         self.max_rows, self.prefill_tokens, self.memory_budget_bytes = max_rows, prefill_tokens, memory_budget_bytes
         self.eos = frozenset(eos_ids) if eos_ids is not None else eos_token_ids(loaded)
@@ -169,14 +170,14 @@ class Decoder:
         self._fm = flop_model(loaded)
         # a further width group's cost in row columns (None: this model's steps attend unsplit)
         penalty = GROUP_COLUMNS.get(loaded.device.type, GROUP_COLUMNS["cuda"]) if group_columns is None else group_columns
-        self._penalty = penalty if split_steps and loaded.splits_attention else None
+        self._penalty = penalty if split_attention and loaded.splits_attention else None
         self.stats = DecodeStats()
 
     # ------------------------------------------------------------------ public
     @property
-    def splits_steps(self) -> bool:
-        """Whether decode steps attend in width groups (False: one width, every row over the
-        widest; the model's masked attention is not SDPA, or its forward refused the groups)."""
+    def splits_attention(self) -> bool:
+        """Whether forwards attend in width groups (False: one width, every row over the widest;
+        the model's masked attention is not SDPA, or its forward refused the groups)."""
         return self._penalty is not None
 
     def generate(self, requests: list[GenRequest]) -> list[GenResult]:
@@ -304,12 +305,18 @@ class Decoder:
         ids, pos = ids.to(dev), pos.to(dev)
         if slots == list(range(slots[0], slots[0] + len(slots))):
             slots = slots[0]                     # a contiguous run: slot views, no gather
-        hidden = torch.cat([self._forward(slots, ids[:, q0: q0 + QUERY_SLICE], pos[:, q0: q0 + QUERY_SLICE])
-                            for q0 in range(0, q, QUERY_SLICE)], dim=1)
-        self.stats.prefills += -(-q // QUERY_SLICE)
+        parts, p = [], max(nd.past for nd in nodes)
+        for q0 in range(0, q, QUERY_SLICE):
+            q1 = min(q0 + QUERY_SLICE, q)
+            # each node's queries need its past and its tokens up to the slice's end
+            groups = None if self._penalty is None else width_groups.plan(
+                [nd.past + min(q1, len(nd.tokens)) for nd in nodes], max(1, self._penalty // (q1 - q0)))
+            hidden, used = self._forward_in_groups(slots, ids[:, q0: q1], pos[:, q0: q1], groups)
+            parts.append(hidden)
+            self.stats.scores_prefilled += (q1 - q0) * (width_groups.cost(used) if used else len(nodes) * (p + q1))
+        self.stats.prefills += len(parts)
         self.stats.tokens_prefilled += sum(len(nd.tokens) for nd in nodes)
-        self.stats.scores_prefilled += forward_scores(len(nodes), q, max(nd.past for nd in nodes), False)
-        return hidden
+        return torch.cat(parts, dim=1)
 
     def _copy_slots(self, src: list[int], dst: list[int], n: int) -> None:
         """Columns [:n] of slots src -> slots dst, one gather and scatter per buffer. Columns past a
@@ -368,22 +375,22 @@ class Decoder:
         for r in rows:
             self._results[r.req].seconds += dt
 
-    def _forward_in_groups(self, first: int, ids, pos, groups):
-        """_forward over slots [first, first + k) in width groups (None or one group: one width)
+    def _forward_in_groups(self, slots, ids, pos, groups):
+        """_forward over `slots` in width groups (None or one group: one width)
         -> (hidden, the groups it ran in, or None).
 
         A forward that cannot take the width-group attention (remote code picking its own
         attention classes by name) runs again in one width (rewriting the same KV columns), and
         so does every later one of this decoder."""
         if not groups or len(groups) == 1:
-            return self._forward(first, ids, pos), None
+            return self._forward(slots, ids, pos), None
         try:
-            return self._forward(first, ids, pos, groups), groups
+            return self._forward(slots, ids, pos, groups), groups
         except Exception as exc:
             log.warning("decode steps in one width for %s: its forward failed with width groups (%s: %s)",
                         self.loaded.name, type(exc).__name__, exc)
             self._penalty = None
-            return self._forward(first, ids, pos), None
+            return self._forward(slots, ids, pos), None
 
     def _groups(self):
         """This step's width groups (None where the model's masked attention cannot split).

@@ -23,7 +23,9 @@ widely, a token count alone let past padding double the attention scores. Only a
 unpacked roots goes maskless, on SDPA's causal path.
 A masked attention is dense, so masked forwards feed their new tokens in query slices of at
 most QUERY_SLICE into one growing cache: a slice never computes scores for keys after its own
-last query. Verdicts are read at node ends from the final normed hidden state and the gathered
+last query. Within a slice, rows (widest first) attend in width groups (width_groups.py): each
+contiguous range of rows over its own widest row's past and new tokens, so a short-past row in
+a chunk with a long-past one does not score the long one's columns. Verdicts are read at node ends from the final normed hidden state and the gathered
 LM-head rows only.
 
 Memory: groups are taken in waves whose held KV (nodes whose children are computed in other
@@ -33,9 +35,11 @@ node larger than that is still computed, alone.
 """
 from __future__ import annotations
 
+import logging
 import time
 from dataclasses import dataclass
 
+from baer_fast.runtime import width_groups
 from baer_fast.runtime.config import EngineConfig
 from baer_fast.runtime.masks import layer_masks, windowed
 from baer_fast.runtime.model_loader import flop_model
@@ -44,10 +48,13 @@ from baer_fast.runtime.queries import EngineResult, EngineStats, Query
 from baer_fast.runtime.readout import read_model
 
 
+log = logging.getLogger("baer_fast")
+
 PAD_SLACK = 1.25     # a chunk may compute at most 25% more FLOPs than its rows would alone...
 PAD_FREE = 64        # ...plus this many tokens' worth, so short suffixes still batch together
 COPY_COST = 16       # one past token's KV copied into a row costs about as much as 16 attention scores
 QUERY_SLICE = 256    # masked forwards run their new tokens in slices of at most this many queries
+GROUP_SCORES = {"cpu": 1024, "cuda": 8192}   # one more width group costs about this many attention scores
 
 
 @dataclass
@@ -75,6 +82,9 @@ class PrefixEngine:
         self._pad_id = int(getattr(loaded.tokenizer, "pad_token_id", None) or 0)
         self._masks = len(set(loaded.windows.values()))       # distinct masks per call (sliding-window layers)
         self._fm = flop_model(loaded)
+        # masked forwards attend in width groups (width_groups.py); a further group's fixed cost in scores
+        self._penalty = GROUP_SCORES.get(loaded.device.type, GROUP_SCORES["cuda"]) \
+            if config.split_attention and loaded.splits_attention else None
 
     # ------------------------------------------------------------------ planning
     def plan_tokens(self, groups: list[list[Query]]) -> list[int]:
@@ -197,8 +207,25 @@ class PrefixEngine:
         return sum(k.numel() * k.element_size() + v.numel() * v.element_size() for k, v in kv.values())
 
     def _forward(self, rows: list[_Row], trees, kv, last_use, groups, out, stats: EngineStats) -> None:
+        """One chunk's forward (_forward_chunk). A forward that cannot take the width-group
+        attention (remote code picking its own attention classes by name) is rerun whole in one
+        width, with a fresh cache (nothing is kept or read before every slice ran), and so is
+        every later one of this engine."""
+        if self._penalty is None:
+            return self._forward_chunk(rows, trees, kv, last_use, groups, out, stats)
+        try:
+            return self._forward_chunk(rows, trees, kv, last_use, groups, out, stats)
+        except Exception as exc:
+            log.warning("masked forwards in one width for %s: its forward failed with width groups (%s: %s)",
+                        self.loaded.name, type(exc).__name__, exc)
+            self._penalty = None
+            return self._forward_chunk(rows, trees, kv, last_use, groups, out, stats)
+
+    def _forward_chunk(self, rows: list[_Row], trees, kv, last_use, groups, out, stats: EngineStats) -> None:
         import torch
         dev = self.loaded.device
+        if self._penalty is not None:      # widest first: width groups are contiguous ranges of rows
+            rows = sorted(rows, key=lambda r: -(r.past + r.n))
         b, n, p = len(rows), max(r.n for r in rows), max(r.past for r in rows)
         ids = torch.full((b, n), self._pad_id, dtype=torch.long)
         pos = torch.tensor([[r.past] for r in rows]) + torch.arange(n)      # [b, n]; padding keeps counting
@@ -215,23 +242,39 @@ class PrefixEngine:
         if mask_free:
             slices = [(0, n)]
             hidden = self._call(ids, pos, None, cache)
+            scores = forward_scores(b, n, p, mask_free)
         else:
             # Masked attention is dense: slicing the queries skips most of the hidden upper
-            # triangle (a slice never looks at keys after its own last query).
-            slices = _slices(n)
-            hidden = torch.cat([self._call(ids[:, q0: q1], pos[:, q0: q1], self._mask(rows, new_at, p, q0, q1, pos),
-                                           cache) for q0, q1 in slices], dim=1)
+            # triangle (a slice never looks at keys after its own last query). Where rows' keys
+            # sit at their own columns (in-place cache), each slice attends in width groups.
+            slices, parts, scores = _slices(n), [], 0
+            for q0, q1 in slices:
+                split = self._width_groups(rows, q0, q1) if big is not None else None
+                parts.append(self._call(ids[:, q0: q1], pos[:, q0: q1], self._mask(rows, new_at, p, q0, q1, pos),
+                                        cache, split))
+                scores += (q1 - q0) * (width_groups.cost(split) if split else b * (p + q1))
+            hidden = torch.cat(parts, dim=1)
         self._keep_kv(rows, cache, big, new_at, kv, last_use)
         self._read(rows, trees, hidden, groups, out)   # hidden: [b, n, H]
         stats.tokens_prefilled += sum(r.n for r in rows)
         stats.tokens_computed += b * n
-        stats.scores_computed += forward_scores(b, n, p, mask_free)
+        stats.scores_computed += scores
         stats.forwards += len(slices)
         stats.kv_bytes_peak = max(stats.kv_bytes_peak, self._held(kv) + b * (p + n) * self.loaded.kv_bytes_per_token)
 
-    def _call(self, ids, pos, mask, cache):
+    def _call(self, ids, pos, mask, cache, groups=None):
         """One model call on new tokens [b, q] after the cache's past -> final hidden states [b, q, H]."""
-        return self.loaded.hidden(ids, pos, mask, cache)
+        return self.loaded.hidden(ids, pos, mask, cache, groups=groups)
+
+    def _width_groups(self, rows: list[_Row], q0: int, q1: int):
+        """Width groups of the query slice q0..q1 (None: one width). With the past left-aligned,
+        row r's queries need its past and its new tokens up to the slice's end: r.past +
+        min(q1, r.n) columns (its padding queries see the real past, never an empty row). The
+        per-call cost is in scores, so the plan's penalty is in row columns of this slice."""
+        if self._penalty is None:
+            return None
+        split = width_groups.plan([r.past + min(q1, r.n) for r in rows], max(1, self._penalty // (q1 - q0)))
+        return split if len(split) > 1 else None
 
     def _mask(self, rows: list[_Row], new_at: list[int], p: int, q0: int, q1: int, pos):
         """Additive mask [b, 1, q1 - q0, p + q1] for queries q0..q1: 0 where visible, dtype min elsewhere

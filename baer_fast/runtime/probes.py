@@ -131,4 +131,4 @@ def check_decoder(loaded) -> dict:
     if _too_many(missed, len(gaps)):
         return {"ok": False, "why": f"its greedy tokens are not the model's own ({missed} of {len(gaps)} below the "
                                     f"argmax by more than {tol:g} in log-probability, up to {max(gaps):.3g})"}
-    return {"ok": True, "max_logprob_gap": max(gaps), "width_groups": dec.splits_steps}
+    return {"ok": True, "max_logprob_gap": max(gaps), "width_groups": dec.splits_attention}

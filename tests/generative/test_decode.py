@@ -194,14 +194,18 @@ def test_real_length_prompts_are_not_padded_to_each_others_pasts(qwen):
     """Every prompt of the single-pass bank on 12 LLMBar pairs (the demo's sample), entering
     together: one level's nodes sit over very different pasts. Chunked by token budgets alone,
     short-past nodes were padded to the longest past (3.87x the least attention scores here);
-    bounded by FLOPs (engine.flop_chunks), 1.36x."""
+    bounded by FLOPs (engine.flop_chunks), 1.36x; with each query slice in width groups, 1.21x,
+    same tokens."""
     from baer_fast.runtime.prefix_tree import build_tree, tree_scores
     from tests.fixtures.checks import sample_bank_groups
     prompts = [q.ids for g in sample_bank_groups(qwen, 12) for q in g]
-    dec = Decoder(qwen, max_rows=len(prompts))
-    dec.generate([GenRequest(p, 1) for p in prompts])
-    assert dec.stats.tokens_prefilled == distinct_prefixes(prompts)
-    assert dec.stats.scores_prefilled <= 1.5 * tree_scores(build_tree(prompts))
+    least, got = tree_scores(build_tree(prompts)), {}
+    for split in (False, True):
+        dec = Decoder(qwen, max_rows=len(prompts), split_attention=split)
+        got[split] = [r.tokens for r in dec.generate([GenRequest(p, 1) for p in prompts])]
+        assert dec.stats.tokens_prefilled == distinct_prefixes(prompts)
+        assert dec.stats.scores_prefilled <= (1.25 if split else 1.5) * least
+    assert got[True] == got[False]
 
 
 def test_decode_steps_count_their_masked_padding(qwen):
@@ -212,7 +216,7 @@ def test_decode_steps_count_their_masked_padding(qwen):
     alone = Decoder(qwen)
     alone.generate([GenRequest(long, 5)])
     assert alone.stats.scores_decoded == alone.stats.scores_decoded_own > 0
-    both = Decoder(qwen, split_steps=False)
+    both = Decoder(qwen, split_attention=False)
     outs = [len(r.tokens[0]) for r in both.generate([GenRequest(short, 5), GenRequest(long, 5)])]
     want = own = 0
     for step in range(1, max(outs)):               # the first token comes from the prefill's logits

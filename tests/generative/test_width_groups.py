@@ -68,7 +68,7 @@ def sdpa_widths(monkeypatch):
 
 
 @pytest.mark.parametrize("arch", ["qwen3", "llama"])
-def test_split_steps_give_the_tokens_of_generate(gen_models, arch, sdpa_widths):
+def test_split_attention_give_the_tokens_of_generate(gen_models, arch, sdpa_widths):
     """Six prompts of 5 to 60 tokens, split wherever a column is saved: each range's attention
     runs over its own width only, no step scores a masked column, and every row's greedy tokens
     equal `generate` on its prompt alone."""
@@ -93,7 +93,7 @@ def test_sorted_slots_keep_every_rows_tokens(qwen):
     assert dec.stats.sorts >= 1
     for p, res in zip(prompts, got):
         assert list(res.tokens[0]) == hf_greedy(qwen, p, 24)
-    unsplit = Decoder(qwen, split_steps=False)
+    unsplit = Decoder(qwen, split_attention=False)
     unsplit.generate([GenRequest(p, 24) for p in prompts])
     assert dec.stats.scores_decoded == dec.stats.scores_decoded_own < 0.7 * unsplit.stats.scores_decoded
 
@@ -109,7 +109,7 @@ def test_real_lengths_lose_their_decode_padding(qwen):
     cfg = GenerationConfig(max_new_tokens={n: 32 for n in names})
     pairs, out = sample_pairs(8), {}
     for split in (True, False):
-        dec = Decoder(qwen, split_steps=split)
+        dec = Decoder(qwen, split_attention=split)
         rows = run_generative(PrefixEngine(qwen), pairs, names, config=cfg, decoder=dec)
         out[split] = (dec.stats, [r["runs"] for r in rows])
     (s, runs_s), (u, runs_u) = out[True], out[False]
@@ -133,7 +133,7 @@ def test_verdicts_read_after_the_cue_in_width_groups(qwen, sdpa_widths):
     runs = {}
     for split in (True, False):
         sdpa_widths.clear()
-        dec = Decoder(qwen, group_columns=0, split_steps=split)
+        dec = Decoder(qwen, group_columns=0, split_attention=split)
         runs[split] = [r["runs"] for r in run_generative(PrefixEngine(qwen), sample_pairs(4), names, config=cfg,
                                                          decoder=dec)]
         assert dec.stats.tokens_cue > 0

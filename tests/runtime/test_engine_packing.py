@@ -222,10 +222,33 @@ def test_rows_of_real_pairs_are_not_padded_to_each_others_pasts(loaded):
     """The bank on 16 LLMBar pairs (the demo's sample): questions and responses of every length,
     so a level holds rows of similar length over very different pasts. Chunked by token count
     alone, short-past rows computed their scores over the chunk's longest past (1.86x the least
-    any exact engine computes, on the tiny Qwen3); chunks bounded by FLOPs compute 1.36x."""
+    any exact engine computes, on the tiny Qwen3); chunks bounded by FLOPs compute 1.36x; with
+    each query slice in width groups, 1.21x. Same log-probs either way (and naive's)."""
     from baer_fast.runtime.prefix_tree import tree_scores
     from tests.fixtures.checks import sample_bank_groups
     groups = sample_bank_groups(loaded, 16)
-    got = _assert_equal(loaded, groups, EngineConfig())
     least = sum(tree_scores(build_tree([q.ids for q in g])) for g in groups)
-    assert got.stats.scores_computed <= 1.5 * least
+    one_width = _assert_equal(loaded, groups, EngineConfig(split_attention=False))
+    assert one_width.stats.scores_computed <= 1.5 * least
+    got = _assert_equal(loaded, groups, EngineConfig())
+    assert got.stats.scores_computed <= 1.25 * least < one_width.stats.scores_computed
+    assert (got.stats.tokens_computed, got.stats.forwards) == (one_width.stats.tokens_computed, one_width.stats.forwards)
+    for ga, gb in zip(got.logprobs, one_width.logprobs):
+        for qa, qb in zip(ga, gb):
+            assert max(abs(x - y) for x, y in zip(qa, qb)) <= 1e-6
+
+
+def test_a_forward_refusing_width_groups_reruns_in_one_width(loaded, monkeypatch, caplog):
+    """Remote code that knows none of our attention names: the chunk that failed reruns whole in
+    one width (a fresh cache), the engine stays in one width, and every log-prob is naive's."""
+    from baer_fast.runtime import width_groups
+    from tests.fixtures.checks import sample_bank_groups
+
+    def refuse(*args, **kwargs):
+        raise KeyError(width_groups.NAME)
+    monkeypatch.setattr(width_groups, "attention", refuse)
+    groups = sample_bank_groups(loaded, 4)
+    got = _assert_equal(loaded, groups, EngineConfig())
+    assert "masked forwards in one width" in caplog.text
+    one_width = PrefixEngine(loaded, EngineConfig(split_attention=False)).run(groups)
+    assert got.stats.scores_computed == one_width.stats.scores_computed
