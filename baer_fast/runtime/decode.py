@@ -54,10 +54,6 @@ log = logging.getLogger("baer_fast")
 INITIAL_COLUMNS_MAX = 2048   # slot-buffer columns allocated up front at most; beyond, grown by doubling
 GATHER_COLUMNS = 4           # a prefill forward attends over at most this many x prefill_tokens columns in all
 NUCLEUS_TOP_K = 1024         # top-p candidates taken by top-k first; a row whose top-k mass < top_p sorts all
-# A decode step's rows attend in width groups (width_groups.py); one more group costs about as
-# much as attending over this many more row columns (an attention call per layer: a CPU call's
-# fixed cost is ~1k columns of a small model, a GPU launch ~8k of an 8B model's).
-GROUP_COLUMNS = {"cpu": 1024, "cuda": 8192}
 
 
 @dataclass(frozen=True)
@@ -155,8 +151,8 @@ class Decoder:
 
     Decode steps, prefill slices and verdict reads attend in width groups (width_groups.py)
     unless split_attention is False or the model's masked attention is not SDPA; group_columns:
-    what one more group costs, in row columns attended by one query (default GROUP_COLUMNS for
-    the device; 0 splits wherever a column is saved)."""
+    what one more group costs, in row columns attended by one query (default: the device's
+    width_groups.GROUP_SCORES; 0 splits wherever a column is saved)."""
 
     def __init__(self, loaded, *, max_rows: int = 256, memory_budget_bytes: int = 4 << 30,
                  prefill_tokens: int = 8192, eos_ids=None, group_columns: int | None = None,
@@ -168,9 +164,8 @@ class Decoder:
         self._kv_shape = loaded.kv_shape()          # ((K heads, K dim), (V heads, V dim)): MLA caches differ
         self._pad = int(getattr(loaded.tokenizer, "pad_token_id", None) or 0)
         self._fm = flop_model(loaded)
-        # a further width group's cost in row columns (None: this model's steps attend unsplit)
-        penalty = GROUP_COLUMNS.get(loaded.device.type, GROUP_COLUMNS["cuda"]) if group_columns is None else group_columns
-        self._penalty = penalty if split_attention and loaded.splits_attention else None
+        # a further width group's cost in scores, a decode step's row columns (None: one width)
+        self._penalty = width_groups.group_cost(loaded, split_attention, group_columns)
         self.stats = DecodeStats()
 
     # ------------------------------------------------------------------ public
@@ -306,14 +301,13 @@ class Decoder:
         if slots == list(range(slots[0], slots[0] + len(slots))):
             slots = slots[0]                     # a contiguous run: slot views, no gather
         parts, p = [], max(nd.past for nd in nodes)
+        pasts, news = [nd.past for nd in nodes], [len(nd.tokens) for nd in nodes]
         for q0 in range(0, q, QUERY_SLICE):
             q1 = min(q0 + QUERY_SLICE, q)
-            # each node's queries need its past and its tokens up to the slice's end
-            groups = None if self._penalty is None else width_groups.plan(
-                [nd.past + min(q1, len(nd.tokens)) for nd in nodes], max(1, self._penalty // (q1 - q0)))
+            groups = width_groups.plan_slice(pasts, news, q0, q1, self._penalty)
             hidden, used = self._forward_in_groups(slots, ids[:, q0: q1], pos[:, q0: q1], groups)
             parts.append(hidden)
-            self.stats.scores_prefilled += (q1 - q0) * (width_groups.cost(used) if used else len(nodes) * (p + q1))
+            self.stats.scores_prefilled += width_groups.slice_scores(used, len(nodes), p + q1, q0, q1)
         self.stats.prefills += len(parts)
         self.stats.tokens_prefilled += sum(len(nd.tokens) for nd in nodes)
         return torch.cat(parts, dim=1)

@@ -54,7 +54,6 @@ PAD_SLACK = 1.25     # a chunk may compute at most 25% more FLOPs than its rows 
 PAD_FREE = 64        # ...plus this many tokens' worth, so short suffixes still batch together
 COPY_COST = 16       # one past token's KV copied into a row costs about as much as 16 attention scores
 QUERY_SLICE = 256    # masked forwards run their new tokens in slices of at most this many queries
-GROUP_SCORES = {"cpu": 1024, "cuda": 8192}   # one more width group costs about this many attention scores
 
 
 @dataclass
@@ -83,8 +82,7 @@ class PrefixEngine:
         self._masks = len(set(loaded.windows.values()))       # distinct masks per call (sliding-window layers)
         self._fm = flop_model(loaded)
         # masked forwards attend in width groups (width_groups.py); a further group's fixed cost in scores
-        self._penalty = GROUP_SCORES.get(loaded.device.type, GROUP_SCORES["cuda"]) \
-            if config.split_attention and loaded.splits_attention else None
+        self._penalty = width_groups.group_cost(loaded, config.split_attention)
 
     # ------------------------------------------------------------------ planning
     def plan_tokens(self, groups: list[list[Query]]) -> list[int]:
@@ -248,11 +246,13 @@ class PrefixEngine:
             # triangle (a slice never looks at keys after its own last query). Where rows' keys
             # sit at their own columns (in-place cache), each slice attends in width groups.
             slices, parts, scores = _slices(n), [], 0
+            # (the stock cache puts every row's new tokens at p: one width)
+            penalty = self._penalty if big is not None else None
             for q0, q1 in slices:
-                split = self._width_groups(rows, q0, q1) if big is not None else None
+                split = width_groups.plan_slice([r.past for r in rows], [r.n for r in rows], q0, q1, penalty)
                 parts.append(self._call(ids[:, q0: q1], pos[:, q0: q1], self._mask(rows, new_at, p, q0, q1, pos),
                                         cache, split))
-                scores += (q1 - q0) * (width_groups.cost(split) if split else b * (p + q1))
+                scores += width_groups.slice_scores(split, b, p + q1, q0, q1)
             hidden = torch.cat(parts, dim=1)
         self._keep_kv(rows, cache, big, new_at, kv, last_use)
         self._read(rows, trees, hidden, groups, out)   # hidden: [b, n, H]
@@ -265,16 +265,6 @@ class PrefixEngine:
     def _call(self, ids, pos, mask, cache, groups=None):
         """One model call on new tokens [b, q] after the cache's past -> final hidden states [b, q, H]."""
         return self.loaded.hidden(ids, pos, mask, cache, groups=groups)
-
-    def _width_groups(self, rows: list[_Row], q0: int, q1: int):
-        """Width groups of the query slice q0..q1 (None: one width). With the past left-aligned,
-        row r's queries need its past and its new tokens up to the slice's end: r.past +
-        min(q1, r.n) columns (its padding queries see the real past, never an empty row). The
-        per-call cost is in scores, so the plan's penalty is in row columns of this slice."""
-        if self._penalty is None:
-            return None
-        split = width_groups.plan([r.past + min(q1, r.n) for r in rows], max(1, self._penalty // (q1 - q0)))
-        return split if len(split) > 1 else None
 
     def _mask(self, rows: list[_Row], new_at: list[int], p: int, q0: int, q1: int, pos):
         """Additive mask [b, 1, q1 - q0, p + q1] for queries q0..q1: 0 where visible, dtype min elsewhere

@@ -28,6 +28,9 @@ import threading
 
 NAME = "baer_width_groups"
 MAX_GROUPS = 8                  # attention calls per layer and step at most
+# One more group costs about as many attention scores as this (a further attention call per
+# layer: a CPU call's fixed cost is ~1k scores of a small model, a GPU launch ~8k of an 8B model's).
+GROUP_SCORES = {"cpu": 1024, "cuda": 8192}
 MAX_CUTS = 64                   # cut points a plan considers (rows taken in blocks beyond)
 
 _active = threading.local()
@@ -82,6 +85,32 @@ def best_cost(widths: list[int], penalty: int) -> int:
     per range beyond the first."""
     groups = plan(widths, penalty)
     return cost(groups) + penalty * (len(groups) - 1)
+
+
+def group_cost(loaded, split: bool = True, override: int | None = None) -> int | None:
+    """Penalty of one more group for `loaded`'s device, in scores (`override` if given), or None
+    where its masked calls attend in one width (`split` off, or masked attention not on SDPA)."""
+    if not (split and loaded.splits_attention):
+        return None
+    return GROUP_SCORES.get(loaded.device.type, GROUP_SCORES["cuda"]) if override is None else override
+
+
+def plan_slice(pasts: list[int], news: list[int], q0: int, q1: int, penalty: int | None):
+    """Width groups of the query slice q0..q1 of a masked prefill forward, or None (one width).
+
+    Row r's keys are its past, then its new tokens at their own columns, so its queries in the
+    slice need pasts[r] + min(q1, news[r]) columns (its padding queries still see the real past:
+    never an empty row). A call's fixed cost is in scores and each row column here costs
+    q1 - q0 of them, so the plan's penalty is scaled to row columns of this slice."""
+    if penalty is None:
+        return None
+    groups = plan([p + min(q1, n) for p, n in zip(pasts, news)], max(1, penalty // (q1 - q0)))
+    return groups if len(groups) > 1 else None
+
+
+def slice_scores(groups, rows: int, width: int, q0: int, q1: int) -> int:
+    """Attention scores of query slice q0..q1 over `rows` rows: in `groups`, else one `width`."""
+    return (q1 - q0) * (cost(groups) if groups else rows * width)
 
 
 @contextlib.contextmanager
