@@ -22,3 +22,14 @@ def poisoned_empty(monkeypatch):
         t = empty(*args, **kwargs)
         return t.fill_(float("nan")) if t.is_floating_point() else t
     monkeypatch.setattr(torch, "empty", nan_empty)
+
+
+@pytest.fixture
+def refused_width_groups(monkeypatch):
+    """The width-group attention raises, as under remote code that picks its attention classes
+    by name and knows none of ours (the engine and the decoder must fall back to one width)."""
+    from baer_fast.runtime import width_groups
+
+    def refuse(*args, **kwargs):
+        raise KeyError(f"{width_groups.NAME} is not an attention class of this model")
+    monkeypatch.setattr(width_groups, "attention", refuse)

@@ -154,12 +154,9 @@ def test_a_model_whose_masked_calls_run_eager_is_not_split(gen_models, monkeypat
     assert dec.stats.scores_decoded > dec.stats.scores_decoded_own
 
 
-def test_a_forward_that_refuses_the_groups_decodes_in_one_width(qwen, monkeypatch, caplog):
+def test_a_forward_that_refuses_the_groups_decodes_in_one_width(qwen, refused_width_groups, caplog):
     """Remote code that picks its attention by name and knows none of ours: the failing step runs
     again in one width, so do the rest, with a warning; the tokens are still generate's."""
-    def refuse(*args, **kwargs):
-        raise KeyError(f"{width_groups.NAME} is not an attention class of this model")
-    monkeypatch.setattr(width_groups, "attention", refuse)
     prompts = [random_prompts(qwen, 1, seed=s, lo=n, hi=n)[0] for s, n in enumerate((5, 60, 12))]
     dec = Decoder(qwen, group_columns=0)
     got = dec.generate([GenRequest(p, 6) for p in prompts])

@@ -84,14 +84,9 @@ def test_a_decoder_off_by_one_is_caught(capsys, qwen_dir, monkeypatch):
     assert rc == 2 and r["ok"] is False and "not the model's own" in r["why"]
 
 
-def test_a_forward_refusing_width_groups_still_decodes(capsys, qwen_dir, monkeypatch):
+def test_a_forward_refusing_width_groups_still_decodes(capsys, qwen_dir, refused_width_groups):
     """Remote code that knows none of our attention names: the probe's decoder falls back to one
     width per step, the judge still runs every expert, and the output says how steps attend."""
-    from baer_fast.runtime import width_groups
-
-    def refuse(*args, **kwargs):
-        raise KeyError(width_groups.NAME)
-    monkeypatch.setattr(width_groups, "attention", refuse)
     rc, out, _ = _check(capsys, qwen_dir)
     assert rc == 0 and "decode steps attend in one width" in out
     rc, out, _ = _check(capsys, qwen_dir, "--json")

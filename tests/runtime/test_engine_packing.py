@@ -238,15 +238,10 @@ def test_rows_of_real_pairs_are_not_padded_to_each_others_pasts(loaded):
             assert max(abs(x - y) for x, y in zip(qa, qb)) <= 1e-6
 
 
-def test_a_forward_refusing_width_groups_reruns_in_one_width(loaded, monkeypatch, caplog):
+def test_a_forward_refusing_width_groups_reruns_in_one_width(loaded, refused_width_groups, caplog):
     """Remote code that knows none of our attention names: the chunk that failed reruns whole in
     one width (a fresh cache), the engine stays in one width, and every log-prob is naive's."""
-    from baer_fast.runtime import width_groups
     from tests.fixtures.checks import sample_bank_groups
-
-    def refuse(*args, **kwargs):
-        raise KeyError(width_groups.NAME)
-    monkeypatch.setattr(width_groups, "attention", refuse)
     groups = sample_bank_groups(loaded, 4)
     got = _assert_equal(loaded, groups, EngineConfig())
     assert "masked forwards in one width" in caplog.text
