@@ -316,20 +316,24 @@ class PrefixEngine:
         if p == 0:
             return DynamicCache(), [0] * len(rows), None
         refs = kv[(rows[0].g, rows[0].chain[0])]                       # (K, V) [layers, kvh, n, hd]; MLA: K, V differ
-        # zeroed, not empty: a masked column still enters attention as score + dtype-min and weight
-        # x value, so it must be finite. A query slice sees columns that a later slice of a
-        # shorter-past row writes, and every row sees the columns past its own room.
         # One buffer per K and V for all layers: a row's past is written with one copy per
         # ancestor for every layer at once (a GPU launches 2 x rows x ancestors copies, not
         # that many per layer); each layer's cache buffer is a view of it.
-        big = tuple(torch.zeros((r.shape[0], len(rows), r.shape[1], p + room, r.shape[3]), dtype=r.dtype, device=r.device)
-                    for r in refs)
+        big = tuple(_empty((r.shape[0], len(rows), r.shape[1], p + room, r.shape[3]), r) for r in refs)
         bufs = [(big[0][layer], big[1][layer]) for layer in range(self._layers)]
         pasts = [r.past for r in rows]
         cache = inplace_cache(bufs, p, pasts)
         new_at = pasts if cache is not None else [p] * len(rows)
         for i, r in enumerate(rows):
             at = new_at[i] - r.past
+            # every column outside the row's past is zeroed, not left empty: a masked column still
+            # enters attention as score + dtype-min and weight x value, so it must be finite. A
+            # query slice sees columns that a later slice of a shorter-past row writes, and every
+            # row sees the columns past its own room. The past's columns are written just below.
+            for lo, hi in ((0, at), (new_at[i], p + room)):
+                if lo < hi:
+                    big[0][:, i, :, lo: hi].zero_()
+                    big[1][:, i, :, lo: hi].zero_()
             for anc in r.chain:
                 ka, va = kv[(r.g, anc)]
                 big[0][:, i, :, at: at + ka.shape[2]] = ka
@@ -419,6 +423,12 @@ def _tokens(nodes: list[Node], packed: list[int]) -> int:
 def _kept(rows: list[_Row]) -> set[int]:
     """Nodes of one group whose KV later rows read as past."""
     return {a for r in rows for a in r.chain}
+
+
+def _empty(shape: tuple, like):
+    """An uninitialised buffer with `like`'s dtype and device (tests fill it with NaN instead)."""
+    import torch
+    return torch.empty(shape, dtype=like.dtype, device=like.device)
 
 
 def _layer_kv(cache, layer: int):
