@@ -494,7 +494,7 @@ class Decoder:
         for j, f in enumerate(feeds):
             ids[j, : len(f)] = torch.tensor(f)
         pos = torch.tensor(starts)[:, None] + torch.arange(q)
-        groups = None if self._penalty is None else width_groups.plan([s + q for s in starts], self._penalty)
+        groups = width_groups.plan_slice(starts, [q] * len(starts), 0, q, self._penalty)   # q queries a row
         hidden, _ = self._forward_in_groups(first, ids.to(dev), pos.to(dev), groups)       # [k, q, H]
         for j, r in enumerate(self._rows[first:]):
             req = self._requests[r.req]
