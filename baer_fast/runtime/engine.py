@@ -319,7 +319,8 @@ class PrefixEngine:
         # One buffer per K and V for all layers: a row's past is written with one copy per
         # ancestor for every layer at once (a GPU launches 2 x rows x ancestors copies, not
         # that many per layer); each layer's cache buffer is a view of it.
-        big = tuple(_empty((r.shape[0], len(rows), r.shape[1], p + room, r.shape[3]), r) for r in refs)
+        big = tuple(torch.empty((r.shape[0], len(rows), r.shape[1], p + room, r.shape[3]), dtype=r.dtype, device=r.device)
+                    for r in refs)
         bufs = [(big[0][layer], big[1][layer]) for layer in range(self._layers)]
         pasts = [r.past for r in rows]
         cache = inplace_cache(bufs, p, pasts)
@@ -423,12 +424,6 @@ def _tokens(nodes: list[Node], packed: list[int]) -> int:
 def _kept(rows: list[_Row]) -> set[int]:
     """Nodes of one group whose KV later rows read as past."""
     return {a for r in rows for a in r.chain}
-
-
-def _empty(shape: tuple, like):
-    """An uninitialised buffer with `like`'s dtype and device (tests fill it with NaN instead)."""
-    import torch
-    return torch.empty(shape, dtype=like.dtype, device=like.device)
 
 
 def _layer_kv(cache, layer: int):
