@@ -32,6 +32,11 @@ logits and its own seed, never on which other rows share the batch (up to float 
 the logits themselves). Greedy rows take the argmax. Only the last position's hidden state
 is projected to full-vocabulary logits.
 
+Prompt reads: a request with no tokens to generate (GenRequest.reads_prompt) enters the prompt
+tree like any other; its constrained verdict is read from the prefill's last hidden state and its
+slot is freed at once. The single-pass bank's prompts ride along with the generations this way,
+so their shared `[system][question][A][B]` is prefilled once for both.
+
 Host synchronisation: each step copies the chosen token ids to the host (one small transfer)
 to test EOS, stop strings and budgets; stop strings are matched on the decoded tail only.
 """
@@ -69,18 +74,27 @@ class GenRequest:
     choices: tuple[int, ...] = ()     # ...then log-softmax over these ids is read (GenResult.verdicts)
 
     def __post_init__(self):
-        if self.max_new_tokens < 1 or self.samples < 1 or not self.prompt:
-            raise ValueError("a generation request needs a prompt, max_new_tokens >= 1 and samples >= 1")
-        if self.choices and not self.cue:
+        if self.max_new_tokens < 0 or self.samples < 1 or not self.prompt:
+            raise ValueError("a generation request needs a prompt, max_new_tokens >= 0 and samples >= 1")
+        if self.reads_prompt:
+            if not self.choices or self.cue or self.samples != 1:
+                raise ValueError("a prompt read (max_new_tokens 0) needs choices, no cue and one sample")
+        elif self.choices and not self.cue:
             raise ValueError("a verdict read after the generation needs a non-empty cue")
         if self.temperature > 0 and len(self.seeds) != self.samples:
             raise ValueError("a sampled request needs one seed per sample")
+
+    @property
+    def reads_prompt(self) -> bool:
+        """Nothing generated: the verdict over `choices` is read at the prompt's last position by
+        the prefill that computes it, whose prompt tree the generations entering with it share."""
+        return self.max_new_tokens == 0
 
 
 @dataclass
 class GenResult:
     tokens: list[tuple[int, ...]]     # per sample: generated ids (the stop/EOS token included)
-    finish: list[str]                 # per sample: "eos" | "stop" | "length"
+    finish: list[str]                 # per sample: "eos" | "stop" | "length" | "read" (a prompt read)
     seconds: float = 0.0              # this request's share of prefill and decode time
     verdicts: list | None = None      # per sample: log-probs over `choices` after the cue (if asked)
 
@@ -153,6 +167,8 @@ class Decoder:
     unless split_attention is False or the model's masked attention is not SDPA; group_columns:
     what one more group costs, in row columns attended by one query (default: the device's
     width_groups.GROUP_SCORES; 0 splits wherever a column is saved)."""
+
+    reads_prompts = True          # takes GenRequest.reads_prompt requests (run_generative asks)
 
     def __init__(self, loaded, *, max_rows: int = 256, memory_budget_bytes: int = 4 << 30,
                  prefill_tokens: int = 8192, eos_ids=None, group_columns: int | None = None,
@@ -277,14 +293,49 @@ class Decoder:
         extra = [(j, s) for j in order for s in range(1, self._requests[batch[j]].samples)]
         self._copy_slots([first_slot[j] for j, _ in extra], list(range(base + len(order), base + len(order) + len(extra))),
                          max((len(prompts[j]) for j, _ in extra), default=0))
-        new_rows = [self._row(batch[j], 0) for j in order] + [self._row(batch[j], s) for j, s in extra]
-        logits = self._logits(torch.stack([last[j] for j in order] + [last[j] for j, _ in extra]))
-        self._rows.extend(new_rows)
-        self._layout += 1
-        self._advance(new_rows, logits, first=base)
+        rows = [(first_slot[j], j, 0) for j in order] + \
+            [(base + len(order) + e, j, s) for e, (j, s) in enumerate(extra)]       # (slot, prompt, sample)
+        reads = {j for j in order if self._requests[batch[j]].reads_prompt}
+        if reads:
+            self._read_prompts([batch[j] for j in sorted(reads)], [last[j] for j in sorted(reads)])
+            rows = self._drop_slots(rows, reads, prompts)
+        if rows:
+            new_rows = [self._row(batch[j], s) for _, j, s in rows]
+            logits = self._logits(torch.stack([last[j] for _, j, _ in rows]))
+            self._rows.extend(new_rows)
+            self._layout += 1
+            self._advance(new_rows, logits, first=base)
         dt, total = time.perf_counter() - t0, sum(len(p) for p in prompts)
         for i, p in zip(batch, prompts):
             self._results[i].seconds += dt * len(p) / total
+
+    def _read_prompts(self, reqs: list[int], hidden: list) -> None:
+        """Prompt reads (GenRequest.reads_prompt): log-softmax over each one's choices at its prompt's
+        last position, from the prefill's final hidden states (the engine's constrained readout)."""
+        import torch
+        by_choices: dict[tuple, list[int]] = {}
+        for k, i in enumerate(reqs):
+            by_choices.setdefault(self._requests[i].choices, []).append(k)
+        for choices, ks in by_choices.items():
+            h = torch.stack([hidden[k] for k in ks])
+            ids = torch.tensor(choices, dtype=torch.long, device=h.device)
+            for k, lp in zip(ks, read_model(self.loaded, h, ids).double().tolist()):
+                res = self._results[reqs[k]]
+                res.tokens, res.finish, res.verdicts = [()], ["read"], [lp]
+
+    def _drop_slots(self, rows: list[tuple], gone: set, prompts) -> list[tuple]:
+        """rows: (slot, prompt, sample) in slot order from the first new slot on. Drop every row of
+        a prompt in `gone`: the kept rows beyond the new end move into the freed slots below it
+        (one copy each) -> the kept rows, in slot order."""
+        keep = [r for r in rows if r[1] not in gone]
+        if not keep:
+            return []
+        cut = rows[0][0] + len(keep)
+        holes = [slot for slot, j, _ in rows if j in gone and slot < cut]
+        movers = [r for r in keep if r[0] >= cut]
+        self._copy_slots([slot for slot, _, _ in movers], holes, max((len(prompts[j]) for _, j, _ in movers), default=0))
+        moved = {r: hole for r, hole in zip(movers, holes)}
+        return sorted(((moved.get(r, r[0]), r[1], r[2]) for r in keep))
 
     def _prefill_nodes(self, nodes, slots: list[int]):
         """Tree nodes (their parents' KV already in `slots`) -> hidden [k, longest, H]: right

@@ -10,6 +10,8 @@ Two batched phases over a chunk of pairs, whatever the mix of experts:
      read by the decoder as the row finishes (no second prefill); any other continuation,
      and every fresh prompt embedding generated texts, is one token-id query through the
      prefix engine.
+The single-pass bank's prompts, when they run too, enter phase 1 as prompt reads: the decoder
+reads their verdicts at the end of the prefill that its generation prompts share.
 
 Seeds: a sampled row's seed hashes (global seed, pair id, expert, sample index, the rendered
 prompt text). It depends on what is displayed, not on the display order's name, so the
@@ -98,10 +100,13 @@ def run_generative(engine, pairs, names: list[str], *, config: GenerationConfig 
     engine: the readout engine (PrefixEngine, NaiveEngine, or the vLLM backend's); decoder:
     defaults to the engine's own (`engine.make_decoder`, the vLLM backend) else decode.Decoder on
     the engine's model (anything with `generate(list[GenRequest]) -> list[GenResult]`).
-    extra: per pair, further queries (the single-pass bank's) read in the same engine call as the
-    verdicts, so each tree prefills their shared `[system][question][A][B]` once for both; their
-    log-probs come back as the row's "extra". The engine call's stats are added to `report.readout`
-    and to `stats` when given.
+    extra: per pair, further queries (the single-pass bank's), whose log-probs come back as the
+    row's "extra". They enter the decoder as prompt reads (decode.GenRequest.reads_prompt) beside
+    the pair's generation prompts, so one prompt tree prefills their shared
+    `[system][question][A][B]` for both. Where the decoder cannot read prompts (the vLLM
+    backend's) or the engine is the naive reference, they are read in the same engine call as the
+    verdicts instead. The engine call's stats are added to `report.readout` and to `stats` when
+    given.
     """
     from baer_fast.runtime.prompting import PromptEncoder
     from baer_fast.runtime.runner import run_shared
@@ -110,16 +115,25 @@ def run_generative(engine, pairs, names: list[str], *, config: GenerationConfig 
     enc = PromptEncoder.of(loaded)
     decoder = decoder or _default_decoder(engine, config)
     reqs, requests = _requests(enc, pairs, names, config)
+    extra = [list(e) for e in extra] if extra is not None else [[] for _ in pairs]
+    # the extra queries ride in the decoder's prompt tree where it reads prompts and the engine
+    # would share their prefixes too (not for the naive reference: every prompt whole)
+    reads = any(extra) and getattr(decoder, "reads_prompts", False) and getattr(engine, "shares_prefixes", True)
+    batch, gen_at, read_at = _with_reads(reqs, requests, extra) if reads else (requests, None, None)
     before = _prefilled(decoder)
-    results = decoder.generate(requests) if requests else []
+    results = decoder.generate(batch) if batch else []
     after = _prefilled(decoder)
+    extra_lps = None
+    if reads:
+        extra_lps = [[results[k].verdicts[0] for k in at] for at in read_at]
+        results = [results[k] for k in gen_at]
+        extra = [[] for _ in pairs]                     # read already: nothing more for the engine
     report.decode_prefilled = None if None in (before, after, report.decode_prefilled) else \
         report.decode_prefilled + after - before
     gen_ids, texts = _trimmed(loaded.tokenizer, reqs, requests, results)
     groups, where, direct = _verdict_queries(enc, pairs, names, reqs, requests, results, gen_ids, texts)
     report.decode_naive += sum(len(r.prompt) for r in requests)
     report.readout_naive += sum(len(q.ids) for g in groups for q in g)
-    extra = [list(e) for e in extra] if extra is not None else [[] for _ in pairs]
     both = [e + g for e, g in zip(extra, groups)]
     t0 = time.perf_counter()
     if any(both):
@@ -134,9 +148,31 @@ def run_generative(engine, pairs, names: list[str], *, config: GenerationConfig 
     read_tokens = sum(len(q.ids) for g in both for q in g) or 1
     out = _assemble(pairs, names, config, reqs, requests, results, (groups, where, logprobs, direct), texts,
                     (read_s, read_tokens), report)
-    for row, e, lp in zip(out, extra, lps):
-        row["extra"] = lp[:len(e)]
+    if extra_lps is None:
+        extra_lps = [lp[:len(e)] for e, lp in zip(extra, lps)]
+    for row, lp in zip(out, extra_lps):
+        row["extra"] = lp
     return out
+
+
+def _with_reads(reqs, requests, extra):
+    """The generation requests with each pair's extra queries as prompt reads just before the
+    pair's own generations, so they enter the decoder together and share one prompt tree
+    -> (all requests, where each generation request went, per pair where its reads went)."""
+    from baer_fast.runtime.decode import GenRequest
+    by_pair: dict[int, list[int]] = {}
+    for k, r in enumerate(reqs):
+        by_pair.setdefault(r.pair, []).append(k)
+    batch, gen_at, read_at = [], [0] * len(requests), []
+    for i, queries in enumerate(extra):
+        read_at.append([])
+        for q in queries:
+            read_at[i].append(len(batch))
+            batch.append(GenRequest(tuple(q.ids), 0, choices=tuple(q.choices)))
+        for k in by_pair.get(i, ()):
+            gen_at[k] = len(batch)
+            batch.append(requests[k])
+    return batch, gen_at, read_at
 
 
 def _prefilled(decoder) -> int | None:

@@ -13,6 +13,8 @@ from baer_fast.runtime.readout import read_model
 
 
 class NaiveEngine:
+    shares_prefixes = False     # the reference: no prompt rides in another's prefill (run_generative)
+
     def __init__(self, loaded, *, kernels: str = "auto"):
         self.loaded, self.kernels = loaded, kernels
 

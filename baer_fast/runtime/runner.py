@@ -107,8 +107,8 @@ def expert_rows(engine, pairs: list[Pair], names, report: RunReport, generation=
     non-finite runs are an error (check_finite).
 
     The prompt experts' queries are read in one engine call; with generative experts in `names`,
-    that call is the one reading the generations' verdicts (run_generative's `extra`), so a pair's
-    tree prefills its `[system][question][A][B]` for both.
+    they go to run_generative as `extra`: prompt reads in the decoder's prompt tree, so a pair's
+    `[system][question][A][B]` is prefilled once for its generation prompts and them.
     """
     from baer_fast.runtime.prompting import PromptEncoder
     loaded = engine.loaded

@@ -68,6 +68,38 @@ def test_prompt_tree_prefilled_once_per_node(qwen, max_rows, prefill_tokens):
         assert distinct_prefixes(prompts) < dec.stats.tokens_prefilled < sum(len(p) for p in prompts)
 
 
+@pytest.mark.parametrize("max_rows", [3, 64])
+def test_prompt_reads_share_the_tree_and_read_what_the_engine_reads(qwen, max_rows):
+    """Prompt reads (no tokens to generate) enter the prompt tree with the generations: every node
+    is prefilled once when all enter together, each read's verdict equals a plain forward of its
+    prompt, and the generations' tokens are those of a decoder that never saw the reads. With 3
+    rows, reads free their slots between generations (kept rows move down) as requests stream in."""
+    from baer_fast.runtime.naive import NaiveEngine
+    from baer_fast.runtime.queries import Query
+    prompts = bank_tree_prompts(qwen)
+    choices = [(5, 6), (7, 8, 9)]
+    reads = {k for k in range(len(prompts)) if k % 3 != 1}
+    reqs = [GenRequest(p, 0, choices=choices[k % 2]) if k in reads else GenRequest(p, 2 + k % 5)
+            for k, p in enumerate(prompts)]
+    reqs[1] = _sampled(prompts[1], [5, 6, 7], n=6)
+    dec = Decoder(qwen, max_rows=max_rows)
+    got = dec.generate(reqs)
+    gens = [k for k in range(len(reqs)) if k not in reads]
+    alone = Decoder(qwen, max_rows=max_rows).generate([reqs[k] for k in gens])
+    for k, want in zip(gens, alone):
+        assert got[k].tokens == want.tokens and got[k].finish == want.finish
+    plain = NaiveEngine(qwen).run([[Query(prompts[k], reqs[k].choices) for k in sorted(reads)]]).logprobs[0]
+    for k, lp in zip(sorted(reads), plain):
+        assert got[k].finish == ["read"] and got[k].tokens == [()]
+        assert got[k].verdicts[0] == pytest.approx(lp, abs=1e-5)
+    assert dec.stats.tokens_decoded == sum(len(t) for k in gens for t in got[k].tokens)
+    if max_rows == 64:
+        assert dec.stats.tokens_prefilled == distinct_prefixes(prompts)
+    only_reads = Decoder(qwen).generate([reqs[k] for k in sorted(reads)])
+    for r, k in zip(only_reads, sorted(reads)):
+        assert r.verdicts[0] == pytest.approx(got[k].verdicts[0], abs=1e-6)
+
+
 def test_stop_string_ends_a_row_early(qwen):
     """A stop string taken from the row's own greedy text: the row stops at the token that
     completes it (that token kept, as `generate` does), the other rows run on unchanged."""
@@ -122,7 +154,11 @@ def test_greedy_and_top_p_limits(qwen):
 
 def test_bad_requests_are_refused():
     with pytest.raises(ValueError):
-        GenRequest((1, 2), 0)
+        GenRequest((1, 2), 0)                                   # nothing to generate and nothing to read
+    with pytest.raises(ValueError):
+        GenRequest((1, 2), 0, choices=(3, 4), cue=(5,))          # a prompt read has no generation to cue
+    with pytest.raises(ValueError):
+        GenRequest((1, 2), -1, choices=(3, 4))
     with pytest.raises(ValueError):
         GenRequest((1, 2), 4, samples=2, temperature=0.7, seeds=(1,))
 

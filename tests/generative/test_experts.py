@@ -162,10 +162,14 @@ def test_verdicts_read_by_the_decoder_equal_the_engine_readout(qwen):
                 assert abs(u - v) <= 1e-5, name
 
 
-def test_full_bank_reads_single_pass_and_verdicts_in_one_tree_per_pair(qwen):
-    """With generative experts in the bank, the single-pass prompts are read in the same engine
-    call as the generations' verdicts: one tree per pair, so its [system][question][A][B] is
-    prefilled once for both, and the single-pass runs are what the single-pass bank alone gives."""
+def test_full_bank_reads_single_pass_prompts_in_the_generation_prompt_tree(qwen, monkeypatch):
+    """With generative experts in the bank, the single-pass prompts enter the decoder as prompt
+    reads beside the generation prompts: one prompt tree prefills their shared
+    [system][question][A][B] once for both (the distinct-prefix count of the two sets together,
+    fewer than the two apart), the engine reads only the generations' verdicts, and the
+    single-pass runs are what the single-pass bank alone gives."""
+    from baer_fast.runtime import generative
+    from baer_fast.runtime.decode import Decoder
     from baer_fast.runtime.engine import PrefixEngine
     from tests.runtime.test_counts import distinct_prefixes
 
@@ -174,31 +178,40 @@ def test_full_bank_reads_single_pass_and_verdicts_in_one_tree_per_pair(qwen):
             self.calls.append(groups)
             return super().run(groups)
 
+    class RecordingDecoder(Decoder):
+        def generate(self, requests):
+            seen.extend(requests)
+            return super().generate(requests)
+
+    seen = []
+    monkeypatch.setattr(generative, "_default_decoder", lambda engine, config: RecordingDecoder(engine.loaded))
     ps = make_pairs(3, seed=9)
     engine, report = Recording(qwen), RunReport()
     engine.calls = []
     names = list(protocols.SINGLE_PASS) + ALL_GEN
     sig = run_experts(engine, ps, experts=names, generation=GEN, report=report)
-    assert len(engine.calls) == 1
-    groups = engine.calls[0]
-    assert report.stats.tokens_prefilled == sum(distinct_prefixes([q.ids for q in g]) for g in groups)
+    single = protocols.prompt_experts_for(protocols.SINGLE_PASS)
+    single_ids = {q.ids for p in ps for q in build_all_queries_for(qwen, p, single)}
+    reads = [r.prompt for r in seen if r.reads_prompt]
+    gens = [r.prompt for r in seen if not r.reads_prompt]
+    assert sorted(reads) == sorted(single_ids) and gens
+    gen = report.generative
+    assert gen.decode_prefilled == distinct_prefixes(reads + gens) < distinct_prefixes(reads) + distinct_prefixes(gens)
+    assert len(engine.calls) == 1                       # the verdicts only
+    assert not {q.ids for g in engine.calls[0] for q in g} & single_ids
+    assert report.stats.tokens_prefilled == sum(distinct_prefixes([q.ids for q in g]) for g in engine.calls[0])
     alone = run_experts(qwen, ps, derived_params=report.derived_params)
     for s, a in zip(sig, alone):
         for name in protocols.SINGLE_PASS:
             for u, v in zip(s.experts[name], a.experts[name], strict=True):
                 assert abs(u - v) <= 1e-5, name
         assert s.meta["tokens_prefilled"] == a.meta["tokens_prefilled"]
-    # one tree instead of two: fewer tokens than the single-pass and verdict prompts apart
-    single = protocols.prompt_experts_for(protocols.SINGLE_PASS)
-    k = [len(build_all_queries_for(qwen, p, single)) for p in ps]
-    apart = sum(distinct_prefixes([q.ids for q in g[:n]]) + distinct_prefixes([q.ids for q in g[n:]])
-                for g, n in zip(groups, k))
-    assert report.stats.tokens_prefilled < apart
     shared, naive = report.prefill_totals()
-    gen = report.generative
     assert shared == report.stats.tokens_prefilled + gen.decode_prefilled
     assert naive == report.tokens_naive + gen.readout_naive + gen.decode_naive
-    assert gen.readout_naive == sum(len(q.ids) for g, n in zip(groups, k) for q in g[n:])
+    assert report.tokens_naive == sum(len(i) for i in reads)
+    assert gen.decode_naive == sum(len(i) for i in gens)
+    assert gen.readout_naive == sum(len(q.ids) for g in engine.calls[0] for q in g)
 
 
 def build_all_queries_for(loaded, pair, names):
