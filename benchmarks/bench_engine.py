@@ -127,23 +127,36 @@ def least_gflop_per_pair(loaded, pairs) -> float:
     return sum(fm.flops(tree_tokens(t), tree_scores(t)) for t in trees) / len(pairs) / 1e9
 
 
+GENERATIVE_MIXES = {"cot": ["cot"], "cot+deliberate+self_consistency": ["cot", "deliberate", "self_consistency"]}
+
+
 def full_bank_tokens(loaded, n_pairs: int, budget: int) -> dict:
     """Tokens prefilled per pair by the whole bank (`--experts all`, every generation capped at
     `budget` tokens) on the bank pairs, engine and decoder apart, against one plain forward per
-    prompt (RunReport.prefill_totals). Exact counts, not timed."""
+    prompt (RunReport.prefill_totals); and by the single-pass bank with each GENERATIVE_MIXES
+    entry (their single-pass prompts are prompt reads in the decoder's tree). Exact counts, not
+    timed."""
     from baer_fast import protocols
     from baer_fast.runtime.generative import GenerationConfig
     from baer_fast.runtime.runner import RunReport, run_experts
-    rep = RunReport()
     gen = GenerationConfig(max_new_tokens={n: budget for n in protocols.GENERATIVE})
-    run_experts(loaded, bank_pairs(loaded, n_pairs), experts=list(protocols.ALL), generation=gen, report=rep)
-    shared, naive = rep.prefill_totals()
+    pairs = bank_pairs(loaded, n_pairs)
+
+    def count(experts):
+        rep = RunReport()
+        run_experts(loaded, pairs, experts=experts, generation=gen, report=rep)
+        shared, naive = rep.prefill_totals()
+        return rep, {"tokens_per_pair": shared / n_pairs, "naive_tokens_per_pair": naive / n_pairs,
+                     "fewer": naive / shared}
+    rep, out = count(list(protocols.ALL))
     g = rep.generative
-    return {"pairs": n_pairs, "max_new_tokens": budget, "tokens_per_pair": shared / n_pairs,
-            "naive_tokens_per_pair": naive / n_pairs, "fewer": naive / shared,
-            "engine_tokens_per_pair": rep.stats.tokens_prefilled / n_pairs,
-            "decoder_tokens_per_pair": g.decode_prefilled / n_pairs,
-            "decoded_tokens_per_pair": sum(c.tokens_decoded for c in g.cost.values()) / n_pairs}
+    out.update({"pairs": n_pairs, "max_new_tokens": budget,
+                "engine_tokens_per_pair": rep.stats.tokens_prefilled / n_pairs,
+                "decoder_tokens_per_pair": g.decode_prefilled / n_pairs,
+                "decoded_tokens_per_pair": sum(c.tokens_decoded for c in g.cost.values()) / n_pairs,
+                "single_pass_with": {name: count(list(protocols.SINGLE_PASS) + mix)[1]
+                                     for name, mix in GENERATIVE_MIXES.items()}})
+    return out
 
 
 def run(n_pairs: int, rounds: int, folder: str, *, shape: str = "anchor", device: str = "auto",
@@ -246,6 +259,9 @@ def main(argv=None) -> int:
               f"tok/pair prefilled (engine {fb['engine_tokens_per_pair']:.1f}, decoder "
               f"{fb['decoder_tokens_per_pair']:.0f}) vs {fb['naive_tokens_per_pair']:.1f} naive: {fb['fewer']:.2f}x fewer",
               file=sys.stderr)
+        for name, m in fb["single_pass_with"].items():
+            print(f"single-pass bank + {name}: {m['tokens_per_pair']:.1f} tok/pair prefilled vs "
+                  f"{m['naive_tokens_per_pair']:.1f} naive: {m['fewer']:.2f}x fewer", file=sys.stderr)
     print(json.dumps(res))
     if args.json:
         with open(args.json, "w") as f:

@@ -6,7 +6,7 @@ from tests.fixtures.checks import import_bench
 
 def test_bench_engine_one_pair(tmp_path):
     bench_engine = import_bench("bench_engine")
-    res = bench_engine.run(1, 1, str(tmp_path), completions=0, sample_pairs=3)
+    res = bench_engine.run(1, 1, str(tmp_path), completions=0, sample_pairs=3, full_bank=4)
     assert res["max_abs_logprob_diff"] < 1e-4
     naive, engine = res["rows"][2], res["rows"][3]
     assert (naive["tokens_per_pair"], engine["tokens_per_pair"]) == (10424, 2708)
@@ -14,3 +14,8 @@ def test_bench_engine_one_pair(tmp_path):
     assert res["fewer_flops_bank"] <= res["fewer_flops_bank_ceiling"] < res["fewer_tokens_bank"] < 4
     assert res["fewer_flops_anchor"] > 4
     assert 1 < res["fewer_flops_sample"] <= res["fewer_flops_sample_ceiling"]
+    # the whole bank's count splits into engine and decoder; with only cue-read generations the
+    # engine reads nothing, so the single-pass prompts share the generation prompts' tree
+    fb = res["full_bank"]
+    assert fb["tokens_per_pair"] == fb["engine_tokens_per_pair"] + fb["decoder_tokens_per_pair"]
+    assert fb["single_pass_with"]["cot"]["fewer"] > fb["fewer"]
