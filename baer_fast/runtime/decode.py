@@ -241,13 +241,19 @@ class Decoder:
 
     # ------------------------------------------------------------------ admission + prefill
     def _admit(self, pending) -> None:
-        free, batch = self._slots - len(self._rows), []
-        while pending and self._requests[pending[0]].samples <= free:
-            i = pending.popleft()
-            free -= self._requests[i].samples
-            batch.append(i)
-        if batch:
+        """Prefill the waiting requests that fit the free slots; again while prompt reads, done at
+        prefill, left slots free (a step then runs as many rows as fit)."""
+        while True:
+            free, batch = self._slots - len(self._rows), []
+            while pending and self._requests[pending[0]].samples <= free:
+                i = pending.popleft()
+                free -= self._requests[i].samples
+                batch.append(i)
+            if not batch:
+                return
             self._prefill(batch)
+            if not any(self._requests[i].reads_prompt for i in batch):
+                return
 
     def _prefill(self, batch: list[int]) -> None:
         """Prefill the entering prompts as one radix tree, then expand each to its samples.

@@ -85,9 +85,11 @@ def test_prompt_reads_share_the_tree_and_read_what_the_engine_reads(qwen, max_ro
     dec = Decoder(qwen, max_rows=max_rows)
     got = dec.generate(reqs)
     gens = [k for k in range(len(reqs)) if k not in reads]
-    alone = Decoder(qwen, max_rows=max_rows).generate([reqs[k] for k in gens])
+    without = Decoder(qwen, max_rows=max_rows)
+    alone = without.generate([reqs[k] for k in gens])
     for k, want in zip(gens, alone):
         assert got[k].tokens == want.tokens and got[k].finish == want.finish
+    assert dec.stats.steps == without.stats.steps       # the slots reads free are refilled before a step
     plain = NaiveEngine(qwen).run([[Query(prompts[k], reqs[k].choices) for k in sorted(reads)]]).logprobs[0]
     for k, lp in zip(sorted(reads), plain):
         assert got[k].finish == ["read"] and got[k].tokens == [()]
