@@ -206,10 +206,13 @@ def _stream(args, pairs, names, derived, params, target, fp) -> str:
 def _summary(total: int, new: int, report, seconds: float) -> str:
     shared, naive = report.prefill_totals()
     ratio = naive / shared if shared else 0.0
+    kv = f"KV peak {report.stats.kv_bytes_peak / 2**20:.1f} MiB"
+    g = report.generative
+    if g is not None and g.decode_kv_peak is not None:
+        kv += f" (engine), {g.decode_kv_peak / 2**20:.1f} MiB (decoder slots)"
     return (f"experts: {total} pairs ({new} run, {total - new} already done) in {seconds:.1f}s: "
             f"{new / max(seconds, 1e-9):.2f} pairs/s, {shared / max(seconds, 1e-9):.0f} tokens/s; "
-            f"prefilled {shared} tokens vs {naive} naive ({ratio:.2f}x fewer); "
-            f"KV peak {report.stats.kv_bytes_peak / 2**20:.1f} MiB")
+            f"prefilled {shared} tokens vs {naive} naive ({ratio:.2f}x fewer); {kv}")
 
 
 def _finish_derived(args, names, derived, raw_path) -> None:

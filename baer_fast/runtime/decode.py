@@ -110,6 +110,7 @@ class DecodeStats:
     steps: int = 0                    # batched decode forwards
     prefills: int = 0                 # prefill forwards
     rows_peak: int = 0
+    kv_bytes_peak: int = 0            # slot buffers allocated (K and V, every layer) at most
     tokens_cue: int = 0               # tokens fed after generations to read verdicts
     seconds: float = 0.0
 
@@ -235,6 +236,8 @@ class Decoder:
                     buf[:, :, :have] = self._bufs[layer][old]
             new.append((k, v))
         self._bufs = new
+        held = sum(t.numel() * t.element_size() for kv in new for t in kv)
+        self.stats.kv_bytes_peak = max(self.stats.kv_bytes_peak, held)
 
     def _lens(self) -> list[int]:
         return [len(self._requests[r.req].prompt) + len(r.out) - 1 for r in self._rows]

@@ -67,6 +67,7 @@ class GenerativeReport:
     cost: dict = field(default_factory=dict)              # expert -> ExpertCost
     readout: EngineStats = field(default_factory=EngineStats)   # the engine calls reading verdicts (and extras)
     decode_prefilled: int | None = 0       # prompt tokens the decoder prefilled (None: its decoder does not say)
+    decode_kv_peak: int | None = 0         # bytes of the decoder's KV slot buffers at most (None: it does not say)
     decode_naive: int = 0                  # the generation prompts' tokens, each prompt whole
     readout_naive: int = 0                 # the engine-read verdict queries' tokens, each whole
 
@@ -130,6 +131,8 @@ def run_generative(engine, pairs, names: list[str], *, config: GenerationConfig 
         extra = [[] for _ in pairs]                     # read already: nothing more for the engine
     report.decode_prefilled = None if None in (before, after, report.decode_prefilled) else \
         report.decode_prefilled + after - before
+    kv = getattr(getattr(decoder, "stats", None), "kv_bytes_peak", None)
+    report.decode_kv_peak = None if None in (kv, report.decode_kv_peak) else max(kv, report.decode_kv_peak)
     gen_ids, texts = _trimmed(loaded.tokenizer, reqs, requests, results)
     groups, where, direct = _verdict_queries(enc, pairs, names, reqs, requests, results, gen_ids, texts)
     report.decode_naive += sum(len(r.prompt) for r in requests)

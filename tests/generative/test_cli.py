@@ -28,6 +28,7 @@ def test_full_bank_end_to_end(tmp_path, qwen_path, capsys):
     assert main(_cmd(qwen_path, pairs, out)[3:]) == 0
     err = capsys.readouterr().err
     assert "generative experts (cost per expert" in err and "reference" in err
+    assert "MiB (engine)" in err and "MiB (decoder slots)" in err.strip().splitlines()[-1]
     recs = [json.loads(x) for x in _lines(out)]
     assert [r["id"] for r in recs] == ["g000", "g001", "g002"]
     for rec in recs:

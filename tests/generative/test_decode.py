@@ -144,6 +144,8 @@ def test_samples_share_one_prefill(qwen):
     dec.generate([_sampled(prompt, range(5), n=4)])
     assert dec.stats.tokens_prefilled == len(prompt)
     assert dec.stats.tokens_decoded == 5 * 4
+    # one slot per sample, each as wide as the prompt, the budget and the next token's column
+    assert dec.stats.kv_bytes_peak == 5 * (len(prompt) + 4 + 1) * qwen.kv_bytes_per_token
 
 
 def test_greedy_and_top_p_limits(qwen):
