@@ -32,6 +32,13 @@ Memory: groups are taken in waves whose held KV (nodes whose children are comput
 rows) fits `kv_budget_bytes`; packed rows and the chunks of a level are bounded so one forward
 (activations, scores, mask, past) fits `activation_budget_bytes` (and `batch_tokens`). A single
 node larger than that is still computed, alone.
+
+Handed-in KV: run(groups, given) takes, per group, prefixes whose KV was computed elsewhere (the
+decoder's prefill of a pair's [system][question][A][B], for the verdict prompts that embed
+generated text after it). The tree is rebuilt with each prefix's end as a node boundary; the
+nodes on its path are not computed and their KV is sliced from the given tensors. It is held
+with the wave's KV: the caller bounds it (run_generative: by kv_budget_bytes). A prefix on
+whose path a query ends is not used, since that query's verdict needs a hidden state.
 """
 from __future__ import annotations
 
@@ -70,6 +77,8 @@ class _Row:
 
 
 class PrefixEngine:
+    takes_prefix_kv = True        # run(groups, given=...): handed-in prefix KV (run_generative asks)
+
     def __init__(self, loaded, config: EngineConfig = EngineConfig()):
         self.loaded, self.config = loaded, config
         cfg = loaded.model.config.get_text_config()
@@ -89,9 +98,13 @@ class PrefixEngine:
         """Tokens this engine prefills per group: each tree node once."""
         return [tree_tokens(build_tree([q.ids for q in group])) for group in groups]
 
-    def _plan(self, g: int, nodes: list[Node]) -> list[_Row]:
-        roots = [i for i, nd in enumerate(nodes) if nd.parent < 0]
-        return [self._row(g, nodes, packed) for packed in self._plan_siblings(nodes, roots)[0]]
+    def _plan(self, g: int, nodes: list[Node], given=frozenset()) -> list[_Row]:
+        """Rows computing every node not in `given` (nodes whose KV is handed in): the roots, and
+        below each given node its other children, are planned as sibling sets."""
+        sets = [[i for i, nd in enumerate(nodes) if nd.parent < 0 and i not in given]]
+        sets += [[c for c in nodes[x].children if c not in given] for x in sorted(given)]
+        return [self._row(g, nodes, packed) for kids in sets if kids
+                for packed in self._plan_siblings(nodes, kids)[0]]
 
     def _plan_siblings(self, nodes: list[Node], kids: list[int]) -> tuple[list[list[int]], float]:
         """Rows (packed nodes, depth-first) computing the subtrees below siblings `kids`, and their cost.
@@ -174,19 +187,35 @@ class PrefixEngine:
         return b * c * self._act_per_token + scores + mask + past + hidden
 
     # ------------------------------------------------------------------ running
-    def run(self, groups: list[list[Query]]) -> EngineResult:
+    def run(self, groups: list[list[Query]], given=None) -> EngineResult:
+        """groups -> per group, per query, its log-probs. given: per group, (prefix ids, K, V) whose
+        KV [layers, kvh, len(prefix), hd] was computed elsewhere (the decoder's prefill of the
+        same tokens): the tree nodes it covers are not computed again (_given)."""
         import torch
         t0, stats = time.perf_counter(), EngineStats()
-        trees = [build_tree([q.ids for q in group]) for group in groups]
-        plans = [self._plan(g, nodes) for g, nodes in enumerate(trees)]
+        trees, gives = [], []
+        for g, group in enumerate(groups):
+            ids = [q.ids for q in group]
+            nodes = build_tree(ids)
+            cover = _given(nodes, ids, given[g]) if given is not None and given[g] else {}
+            if cover:                          # rebuilt with each prefix's end as a node boundary
+                prefixes = [p for p, _, _ in given[g] if p in cover]
+                nodes = build_tree(ids + prefixes)
+                cover = _given(nodes, ids + prefixes, [x for x in given[g] if x[0] in cover], len(ids))
+            trees.append(nodes)
+            gives.append(cover)
+        plans = [self._plan(g, nodes, frozenset(k for kv in gives[g].values() for k in kv))
+                 for g, nodes in enumerate(trees)]
         out = [[None] * len(group) for group in groups]
         with torch.inference_mode():
             for wave in self._waves(plans, trees):
-                self._run_wave([r for g in wave for r in plans[g]], trees, groups, out, stats)
+                self._run_wave([r for g in wave for r in plans[g]], trees, groups, out, stats, gives)
         stats.seconds = time.perf_counter() - t0
-        return EngineResult(out, [tree_tokens(t) for t in trees], stats)
+        handed = [sum(len(trees[g][x].tokens) for x in {x for kv in cover.values() for x in kv})
+                  for g, cover in enumerate(gives)]
+        return EngineResult(out, [tree_tokens(t) - h for t, h in zip(trees, handed)], stats)
 
-    def _run_wave(self, rows: list[_Row], trees, groups, out, stats: EngineStats) -> None:
+    def _run_wave(self, rows: list[_Row], trees, groups, out, stats: EngineStats, gives=None) -> None:
         kv: dict[tuple[int, int], tuple] = {}         # (group, node) -> (K, V) [layers, kvh, n, hd]
         last_use: dict[tuple[int, int], int] = {}     # (group, node) -> last level whose rows read its KV
         levels: dict[int, list[_Row]] = {}
@@ -194,6 +223,11 @@ class PrefixEngine:
             levels.setdefault(r.depth, []).append(r)
             for a in r.chain:
                 last_use[(r.g, a)] = max(last_use.get((r.g, a), -1), r.depth)
+        for g in {r.g for r in rows} if gives else ():
+            for nodes_kv in gives[g].values():
+                for x, slices in nodes_kv.items():
+                    if (g, x) in last_use:
+                        kv[(g, x)] = slices
         for depth in sorted(levels):
             for chunk in self._chunks(levels[depth]):
                 self._forward(chunk, trees, kv, last_use, groups, out, stats)
@@ -368,7 +402,8 @@ class PrefixEngine:
     def _read(self, rows: list[_Row], trees, hidden, groups, out) -> None:
         import torch
         want = [(i, o + m - 1, r.g, q) for i, r in enumerate(rows)
-                for x, o, m in zip(r.nodes, r.offs, r.lens) for q in trees[r.g][x].ends]
+                for x, o, m in zip(r.nodes, r.offs, r.lens) for q in trees[r.g][x].ends
+                if q < len(groups[r.g])]            # beyond: a handed-in prefix added to the tree
         if not want:
             return
         by_choices: dict[tuple, list] = {}
@@ -380,6 +415,30 @@ class PrefixEngine:
             lp = read_model(self.loaded, h, ids, kernels=self.config.kernels).double().cpu()
             for row, (_, _, g, q) in zip(lp.tolist(), items):
                 out[g][q] = row
+
+
+def _given(nodes: list[Node], ids: list, given: list, n_real: int | None = None) -> dict:
+    """Which nodes handed-in prefix KV covers -> {prefix: {node: (K, V) of its own tokens}}.
+
+    Without n_real (a first pass over the real queries' tree): {prefix: {}} for each prefix some
+    query extends, so the tree is rebuilt with the prefixes added as sequences (their ends become
+    node boundaries). With n_real (ids[n_real:] are those prefixes): the nodes on each prefix's
+    path, unless a real query ends on it (its verdict needs the hidden state, which handed-in KV
+    does not give): then that prefix is not used, and its nodes are computed."""
+    out = {}
+    if n_real is None:
+        for prefix, _, _ in given:
+            if any(len(q) > len(prefix) and q[:len(prefix)] == prefix for q in ids):
+                out[prefix] = {}
+        return out
+    for j, (prefix, k, v) in enumerate(given):
+        end = next(x for x, nd in enumerate(nodes) if n_real + j in nd.ends)
+        path = ancestors(nodes, end) + [end]
+        if any(q < n_real for x in path for q in nodes[x].ends):
+            continue
+        out[prefix] = {x: tuple(t[:, :, nodes[x].past: nodes[x].past + len(nodes[x].tokens)] for t in (k, v))
+                       for x in path}
+    return out
 
 
 def _slices(n: int) -> list[tuple[int, int]]:

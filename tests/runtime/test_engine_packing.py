@@ -13,6 +13,7 @@ from baer_fast.runtime.engine import PrefixEngine
 from baer_fast.runtime.naive import NaiveEngine
 from baer_fast.runtime.prefix_tree import build_tree, tree_tokens
 from baer_fast.runtime.queries import Query
+from tests.fixtures.checks import prefix_kv as _prefix_kv
 
 # every torch.empty float starts as NaN: an unwritten column read anywhere shows up (tests/conftest.py)
 pytestmark = pytest.mark.usefixtures("poisoned_empty")
@@ -247,3 +248,31 @@ def test_a_forward_refusing_width_groups_reruns_in_one_width(loaded, refused_wid
     assert "masked forwards in one width" in caplog.text
     one_width = PrefixEngine(loaded, EngineConfig(split_attention=False)).run(groups)
     assert got.stats.scores_computed == one_width.stats.scores_computed
+
+
+def test_handed_in_prefix_kv_is_not_recomputed(loaded):
+    """KV handed in for a prefix (the decoder's prefill of a pair's [system][question][A][B]):
+    the nodes it covers are not computed, a prefix ending inside a node splits it, and the
+    verdicts still equal plain forwards. A prefix on which a query ends is not used (that query's
+    verdict needs the hidden state): its nodes are computed as usual."""
+    groups = _skeleton_groups(loaded, n_groups=3, seed=6)
+    groups[0], groups[1] = groups[0][1:], groups[1][1:]           # no query ends at the root
+    common = [tuple(_lcp(g[0].ids, g[1].ids)) for g in groups]    # root + the first order's [A][B]
+    given = [[(common[0][:-5], *_prefix_kv(loaded, common[0][:-5]))],     # ends inside a node
+             [(common[1], *_prefix_kv(loaded, common[1])), ((1, 2, 3), *_prefix_kv(loaded, (1, 2, 3)))],
+             [(common[2], *_prefix_kv(loaded, common[2]))]]      # the root query ends on its path
+    want = NaiveEngine(loaded).run(groups)
+    got = PrefixEngine(loaded).run(groups, given=given)
+    for ga, gb in zip(got.logprobs, want.logprobs, strict=True):
+        for qa, qb in zip(ga, gb, strict=True):
+            assert max(abs(x - y) for x, y in zip(qa, qb, strict=True)) <= TOL
+    full = [tree_tokens(build_tree([q.ids for q in g])) for g in groups]
+    assert got.tokens_per_group == [full[0] - len(common[0]) + 5, full[1] - len(common[1]), full[2]]
+    assert got.stats.tokens_prefilled == sum(got.tokens_per_group)
+
+
+def _lcp(a, b):
+    n = 0
+    while n < min(len(a), len(b)) and a[n] == b[n]:
+        n += 1
+    return a[:n]
