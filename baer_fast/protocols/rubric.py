@@ -10,6 +10,9 @@ from baer_fast.protocols.base import ORDERS, Prompt, pairwise_segments, question
 from baer_fast.protocols.reasoning import Generation, order_runs
 
 NAME = "rubric"
+# its verdict prompts are the pairwise skeleton with a generated instruction: their
+# [system][question][A][B] may come from the generation prompts' prefill (run_generative)
+PAIRWISE_VERDICTS = True
 LABELS = ("A", "B")
 MAX_NEW_TOKENS = 256
 TEMPERATURE, TOP_P, SAMPLES = 0.0, 1.0, 1

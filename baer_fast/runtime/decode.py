@@ -192,10 +192,17 @@ class Decoder:
         the model's masked attention is not SDPA, or its forward refused the groups)."""
         return self._penalty is not None
 
-    def generate(self, requests: list[GenRequest]) -> list[GenResult]:
+    exports_prefixes = True       # generate(export=...) hands out prompt-prefix KV (run_generative asks)
+
+    def generate(self, requests: list[GenRequest], *, export=None, export_bytes: int = 0) -> list[GenResult]:
+        """export: {request index: token prefixes of its prompt} whose KV to keep, up to
+        export_bytes in all: copied out of the request's slot right after its prefill into
+        `self.exported` {prefix: (K, V) [layers, kvh, len, hd]} (the engine takes it, so verdict
+        prompts that embed generated text after that prefix need not prefill it again)."""
         import torch
         t0 = time.perf_counter()
         self._requests = requests
+        self.exported, self._export, self._export_left = {}, dict(export or {}), export_bytes
         self._results = [GenResult([()] * r.samples, [""] * r.samples,
                                    verdicts=[None] * r.samples if r.choices else None) for r in requests]
         self._rows: list[_Row] = []
@@ -299,6 +306,8 @@ class Decoder:
             twins = [(home[x], first_slot[j]) for x in level for j in nodes[x].ends[1:]]
             self._copy_slots([a for a, _ in twins], [b for _, b in twins],
                              max((len(prompts[j]) for x in level for j in nodes[x].ends[1:]), default=0))
+        if self._export:
+            self._export_prefixes(batch, first_slot)
         extra = [(j, s) for j in order for s in range(1, self._requests[batch[j]].samples)]
         self._copy_slots([first_slot[j] for j, _ in extra], list(range(base + len(order), base + len(order) + len(extra))),
                          max((len(prompts[j]) for j, _ in extra), default=0))
@@ -317,6 +326,22 @@ class Decoder:
         dt, total = time.perf_counter() - t0, sum(len(p) for p in prompts)
         for i, p in zip(batch, prompts):
             self._results[i].seconds += dt * len(p) / total
+
+    def _export_prefixes(self, batch: list[int], first_slot: dict) -> None:
+        """Copy out the KV of the prefixes wanted from this batch's prompts (a prompt's slot holds
+        its whole KV now), while the export budget lasts."""
+        import torch
+        for j, i in enumerate(batch):
+            for prefix in self._export.pop(i, ()):
+                n = len(prefix)
+                if prefix in self.exported or n * self.loaded.kv_bytes_per_token > self._export_left:
+                    continue
+                if self._requests[i].prompt[:n] != prefix:
+                    raise ValueError(f"request {i}: an exported prefix must be a prefix of its prompt")
+                self._export_left -= n * self.loaded.kv_bytes_per_token
+                slot = first_slot[j]
+                self.exported[prefix] = tuple(torch.stack([kv[t][slot, :, :n] for kv in self._bufs])
+                                              for t in (0, 1))
 
     def _read_prompts(self, reqs: list[int], hidden: list) -> None:
         """Prompt reads (GenRequest.reads_prompt): log-softmax over each one's choices at its prompt's

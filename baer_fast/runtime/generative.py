@@ -11,7 +11,10 @@ Two batched phases over a chunk of pairs, whatever the mix of experts:
      and every fresh prompt embedding generated texts, is one token-id query through the
      prefix engine.
 The single-pass bank's prompts, when they run too, enter phase 1 as prompt reads: the decoder
-reads their verdicts at the end of the prefill that its generation prompts share.
+reads their verdicts at the end of the prefill that its generation prompts share. For the
+verdict prompts of phase 2 that put generated text after the pairwise skeleton (rubric,
+PRePair: PAIRWISE_VERDICTS), the decoder copies out each order's [system][question][A][B] KV
+right after prefilling it (within the engine's KV budget), and the engine starts from it.
 
 Seeds: a sampled row's seed hashes (global seed, pair id, expert, sample index, the rendered
 prompt text). It depends on what is displayed, not on the display order's name, so the
@@ -121,9 +124,25 @@ def run_generative(engine, pairs, names: list[str], *, config: GenerationConfig 
     # would share their prefixes too (not for the naive reference: every prompt whole)
     reads = any(extra) and getattr(decoder, "reads_prompts", False) and getattr(engine, "shares_prefixes", True)
     batch, gen_at, read_at = _with_reads(reqs, requests, extra) if reads else (requests, None, None)
+    # KV of each pair's [system][question][A][B] per order, kept from the decoder's prefill for
+    # the verdict prompts that embed generated text after it (rubric, PRePair), within the
+    # engine's KV budget
+    export = _pairwise_prefixes(enc, pairs) if (
+        any(getattr(protocols.get(n), "PAIRWISE_VERDICTS", False) for n in names)
+        and getattr(decoder, "exports_prefixes", False) and getattr(engine, "takes_prefix_kv", False)) else None
     before = _prefilled(decoder)
-    results = decoder.generate(batch) if batch else []
+    if not batch:
+        results = []
+    elif export:
+        results = decoder.generate(batch, export=_exporters(batch, export, gen_at, read_at, reqs),
+                                   export_bytes=engine.config.kv_budget_bytes)
+    else:
+        results = decoder.generate(batch)
     after = _prefilled(decoder)
+    given = None
+    if export:
+        kept, decoder.exported = decoder.exported, {}
+        given = [[(p, *kept[p]) for p in ps if p in kept] for ps in export]
     extra_lps = None
     if reads:
         extra_lps = [[results[k].verdicts[0] for k in at] for at in read_at]
@@ -140,7 +159,7 @@ def run_generative(engine, pairs, names: list[str], *, config: GenerationConfig 
     both = [e + g for e, g in zip(extra, groups)]
     t0 = time.perf_counter()
     if any(both):
-        lps, run_stats = run_shared(engine, pairs, both)
+        lps, run_stats = run_shared(engine, pairs, both, given)
         report.readout.add(run_stats)
         if stats is not None:
             stats.add(run_stats)
@@ -155,6 +174,41 @@ def run_generative(engine, pairs, names: list[str], *, config: GenerationConfig 
         extra_lps = [lp[:len(e)] for e, lp in zip(extra, lps)]
     for row, lp in zip(out, extra_lps):
         row["extra"] = lp
+    return out
+
+
+def _pairwise_prefixes(enc, pairs) -> list[list[tuple[int, ...]]]:
+    """Per pair, per display order: the token ids every prompt of the pairwise skeleton shares
+    (template, system, question, both responses), whatever its instruction: the common prefix of
+    two probes with different instructions."""
+    from baer_fast.protocols.base import ORDERS, Prompt, pairwise_segments
+    items = [(Prompt(o, pairwise_segments(p.question, p.response_a, p.response_b, o, probe), ("A", "B")), p.id, "probe")
+             for p in pairs for o in ORDERS for probe in ("x", "y")]
+    ids = enc.encode_all(items)
+    out = []
+    for i, _ in enumerate(pairs):
+        mine = []
+        for k in range(len(ORDERS)):
+            a, b = ids[(i * len(ORDERS) + k) * 2], ids[(i * len(ORDERS) + k) * 2 + 1]
+            n = next((m for m, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
+            mine.append(tuple(a[:n]))
+        out.append(mine)
+    return out
+
+
+def _exporters(batch, export, gen_at, read_at, reqs) -> dict:
+    """{index in batch: prefixes}: for each pair's wanted prefix, the first of the pair's requests
+    whose prompt extends it (none: that prefix is not exported)."""
+    mine: dict[int, list[int]] = {}
+    for k, r in enumerate(reqs):
+        mine.setdefault(r.pair, []).append(k if gen_at is None else gen_at[k])
+    out: dict[int, list] = {}
+    for i, prefixes in enumerate(export):
+        candidates = (read_at[i] if read_at is not None else []) + mine.get(i, [])
+        for p in prefixes:
+            at = next((k for k in candidates if batch[k].prompt[:len(p)] == p), None)
+            if at is not None:
+                out.setdefault(at, []).append(p)
     return out
 
 

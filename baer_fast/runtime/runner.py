@@ -94,11 +94,18 @@ def share_questions(pairs: list[Pair], groups: list[list[Query]]):
     return merged, spans
 
 
-def run_shared(engine, pairs: list[Pair], groups: list[list[Query]]):
+def run_shared(engine, pairs: list[Pair], groups: list[list[Query]], given=None):
     """engine.run over one query group per pair, pairs of one question merged (share_questions)
-    -> (per pair: its queries' log-probs in order, the call's EngineStats)."""
+    -> (per pair: its queries' log-probs in order, the call's EngineStats). given: per pair,
+    handed-in prefix KV for the engine (PrefixEngine.run), merged with the pairs."""
     merged, spans = share_questions(pairs, groups)
-    result = engine.run(merged)
+    if given is not None and any(given):
+        merged_given = [[] for _ in merged]
+        for (g, _, _), mine in zip(spans, given):
+            merged_given[g].extend(mine)
+        result = engine.run(merged, given=merged_given)
+    else:
+        result = engine.run(merged)
     return [result.logprobs[g][lo:hi] for g, lo, hi in spans], result.stats
 
 

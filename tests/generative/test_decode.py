@@ -102,6 +102,28 @@ def test_prompt_reads_share_the_tree_and_read_what_the_engine_reads(qwen, max_ro
         assert r.verdicts[0] == pytest.approx(got[k].verdicts[0], abs=1e-6)
 
 
+def test_exported_prefix_kv_is_the_prompts_own(qwen):
+    """A prefix exported from a request's slot right after its prefill holds that prefix's KV (as
+    one plain forward computes it), whatever else shares the tree or reads; past the byte budget,
+    nothing more is exported; a prefix that is not the request's is refused."""
+    import torch
+
+    from tests.fixtures.checks import prefix_kv
+    prompts = bank_tree_prompts(qwen)
+    stem, other = prompts[0][:30], prompts[3][:25]
+    reqs = [GenRequest(p, 0, choices=(5, 6)) if k % 2 else GenRequest(p, 3) for k, p in enumerate(prompts)]
+    dec = Decoder(qwen, max_rows=4)
+    per_token = qwen.kv_bytes_per_token
+    dec.generate(reqs, export={0: [stem], 3: [other]}, export_bytes=30 * per_token)
+    assert list(dec.exported) == [stem]                # the second did not fit the budget
+    for got, want in zip(dec.exported[stem], prefix_kv(qwen, stem)):
+        assert torch.allclose(got, want, atol=1e-5)
+    dec.generate(reqs, export={0: [stem], 3: [other]}, export_bytes=55 * per_token)
+    assert set(dec.exported) == {stem, other}
+    with pytest.raises(ValueError, match="prefix of its prompt"):
+        dec.generate(reqs, export={1: [other]}, export_bytes=1 << 30)
+
+
 def test_stop_string_ends_a_row_early(qwen):
     """A stop string taken from the row's own greedy text: the row stops at the token that
     completes it (that token kept, as `generate` does), the other rows run on unchanged."""

@@ -166,22 +166,23 @@ def test_full_bank_reads_single_pass_prompts_in_the_generation_prompt_tree(qwen,
     """With generative experts in the bank, the single-pass prompts enter the decoder as prompt
     reads beside the generation prompts: one prompt tree prefills their shared
     [system][question][A][B] once for both (the distinct-prefix count of the two sets together,
-    fewer than the two apart), the engine reads only the generations' verdicts, and the
-    single-pass runs are what the single-pass bank alone gives."""
+    fewer than the two apart), the engine reads only the generations' verdicts, taking that
+    prefix's KV from the decoder for the rubric and PRePair verdicts, and the single-pass runs
+    are what the single-pass bank alone gives."""
     from baer_fast.runtime import generative
     from baer_fast.runtime.decode import Decoder
     from baer_fast.runtime.engine import PrefixEngine
     from tests.runtime.test_counts import distinct_prefixes
 
     class Recording(PrefixEngine):
-        def run(self, groups):
-            self.calls.append(groups)
-            return super().run(groups)
+        def run(self, groups, given=None):
+            self.calls.append((groups, given))
+            return super().run(groups, given=given)
 
     class RecordingDecoder(Decoder):
-        def generate(self, requests):
+        def generate(self, requests, **kw):
             seen.extend(requests)
-            return super().generate(requests)
+            return super().generate(requests, **kw)
 
     seen = []
     monkeypatch.setattr(generative, "_default_decoder", lambda engine, config: RecordingDecoder(engine.loaded))
@@ -198,8 +199,12 @@ def test_full_bank_reads_single_pass_prompts_in_the_generation_prompt_tree(qwen,
     gen = report.generative
     assert gen.decode_prefilled == distinct_prefixes(reads + gens) < distinct_prefixes(reads) + distinct_prefixes(gens)
     assert len(engine.calls) == 1                       # the verdicts only
-    assert not {q.ids for g in engine.calls[0] for q in g} & single_ids
-    assert report.stats.tokens_prefilled == sum(distinct_prefixes([q.ids for q in g]) for g in engine.calls[0])
+    groups, given = engine.calls[0]
+    assert not {q.ids for g in groups for q in g} & single_ids
+    # rubric and PRePair verdicts: each order's [system][question][A][B] comes from the decoder
+    assert all(len(h) == 2 for h in given)
+    assert report.stats.tokens_prefilled == sum(distinct_prefixes([q.ids for q in g]) - distinct_prefixes([p for p, _, _ in h])
+                                                for g, h in zip(groups, given))
     alone = run_experts(qwen, ps, derived_params=report.derived_params)
     for s, a in zip(sig, alone):
         for name in protocols.SINGLE_PASS:
@@ -211,7 +216,7 @@ def test_full_bank_reads_single_pass_prompts_in_the_generation_prompt_tree(qwen,
     assert naive == report.tokens_naive + gen.readout_naive + gen.decode_naive
     assert report.tokens_naive == sum(len(i) for i in reads)
     assert gen.decode_naive == sum(len(i) for i in gens)
-    assert gen.readout_naive == sum(len(q.ids) for g in engine.calls[0] for q in g)
+    assert gen.readout_naive == sum(len(q.ids) for g in groups for q in g)
 
 
 def build_all_queries_for(loaded, pair, names):
