@@ -52,7 +52,7 @@ from baer_fast.runtime.engine import QUERY_SLICE, flop_chunks
 from baer_fast.runtime.masks import layer_masks
 from baer_fast.runtime.model_loader import flop_model
 from baer_fast.runtime.prefix_tree import build_tree
-from baer_fast.runtime.readout import model_logits, read_model
+from baer_fast.runtime.readout import model_logits, read_model, read_rows
 
 log = logging.getLogger("baer_fast")
 
@@ -170,6 +170,7 @@ class Decoder:
     width_groups.GROUP_SCORES; 0 splits wherever a column is saved)."""
 
     reads_prompts = True          # takes GenRequest.reads_prompt requests (run_generative asks)
+    exports_prefixes = True       # generate(export=...) hands out prompt-prefix KV (run_generative asks)
 
     def __init__(self, loaded, *, max_rows: int = 256, memory_budget_bytes: int = 4 << 30,
                  prefill_tokens: int = 8192, eos_ids=None, group_columns: int | None = None,
@@ -191,8 +192,6 @@ class Decoder:
         """Whether forwards attend in width groups (False: one width, every row over the widest;
         the model's masked attention is not SDPA, or its forward refused the groups)."""
         return self._penalty is not None
-
-    exports_prefixes = True       # generate(export=...) hands out prompt-prefix KV (run_generative asks)
 
     def generate(self, requests: list[GenRequest], *, export=None, export_bytes: int = 0) -> list[GenResult]:
         """export: {request index: token prefixes of its prompt} whose KV to keep, up to
@@ -347,15 +346,10 @@ class Decoder:
         """Prompt reads (GenRequest.reads_prompt): log-softmax over each one's choices at its prompt's
         last position, from the prefill's final hidden states (the engine's constrained readout)."""
         import torch
-        by_choices: dict[tuple, list[int]] = {}
-        for k, i in enumerate(reqs):
-            by_choices.setdefault(self._requests[i].choices, []).append(k)
-        for choices, ks in by_choices.items():
-            h = torch.stack([hidden[k] for k in ks])
-            ids = torch.tensor(choices, dtype=torch.long, device=h.device)
-            for k, lp in zip(ks, read_model(self.loaded, h, ids).double().tolist()):
-                res = self._results[reqs[k]]
-                res.tokens, res.finish, res.verdicts = [()], ["read"], [lp]
+        lps = read_rows(self.loaded, torch.stack(hidden), [self._requests[i].choices for i in reqs])
+        for i, lp in zip(reqs, lps):
+            res = self._results[i]
+            res.tokens, res.finish, res.verdicts = [()], ["read"], [lp]
 
     def _drop_slots(self, rows: list[tuple], gone: set, prompts) -> list[tuple]:
         """rows: (slot, prompt, sample) in slot order from the first new slot on. Drop every row of

@@ -52,7 +52,7 @@ from baer_fast.runtime.masks import layer_masks, windowed
 from baer_fast.runtime.model_loader import flop_model
 from baer_fast.runtime.prefix_tree import Node, ancestors, build_tree, causal_scores, subtree, tree_tokens
 from baer_fast.runtime.queries import EngineResult, EngineStats, Query
-from baer_fast.runtime.readout import read_model
+from baer_fast.runtime.readout import read_rows
 
 
 log = logging.getLogger("baer_fast")
@@ -98,7 +98,7 @@ class PrefixEngine:
         """Tokens this engine prefills per group: each tree node once."""
         return [tree_tokens(build_tree([q.ids for q in group])) for group in groups]
 
-    def _plan(self, g: int, nodes: list[Node], given=frozenset()) -> list[_Row]:
+    def _plan(self, g: int, nodes: list[Node], given=()) -> list[_Row]:
         """Rows computing every node not in `given` (nodes whose KV is handed in): the roots, and
         below each given node its other children, are planned as sibling sets."""
         sets = [[i for i, nd in enumerate(nodes) if nd.parent < 0 and i not in given]]
@@ -196,23 +196,20 @@ class PrefixEngine:
         trees, gives = [], []
         for g, group in enumerate(groups):
             ids = [q.ids for q in group]
-            nodes = build_tree(ids)
-            cover = _given(nodes, ids, given[g]) if given is not None and given[g] else {}
-            if cover:                          # rebuilt with each prefix's end as a node boundary
-                prefixes = [p for p, _, _ in given[g] if p in cover]
-                nodes = build_tree(ids + prefixes)
-                cover = _given(nodes, ids + prefixes, [x for x in given[g] if x[0] in cover], len(ids))
+            # each handed-in prefix some query extends joins the tree as a sequence (never read),
+            # so its end is a node boundary
+            used = [x for x in given[g] if any(len(q) > len(x[0]) and q[:len(x[0])] == x[0] for q in ids)] \
+                if given is not None and given[g] else []
+            nodes = build_tree(ids + [p for p, _, _ in used])
             trees.append(nodes)
-            gives.append(cover)
-        plans = [self._plan(g, nodes, frozenset(k for kv in gives[g].values() for k in kv))
-                 for g, nodes in enumerate(trees)]
+            gives.append(_given(nodes, len(ids), used))
+        plans = [self._plan(g, nodes, gives[g].keys()) for g, nodes in enumerate(trees)]
         out = [[None] * len(group) for group in groups]
         with torch.inference_mode():
             for wave in self._waves(plans, trees):
                 self._run_wave([r for g in wave for r in plans[g]], trees, groups, out, stats, gives)
         stats.seconds = time.perf_counter() - t0
-        handed = [sum(len(trees[g][x].tokens) for x in {x for kv in cover.values() for x in kv})
-                  for g, cover in enumerate(gives)]
+        handed = [sum(len(trees[g][x].tokens) for x in cover) for g, cover in enumerate(gives)]
         return EngineResult(out, [tree_tokens(t) - h for t, h in zip(trees, handed)], stats)
 
     def _run_wave(self, rows: list[_Row], trees, groups, out, stats: EngineStats, gives=None) -> None:
@@ -224,10 +221,7 @@ class PrefixEngine:
             for a in r.chain:
                 last_use[(r.g, a)] = max(last_use.get((r.g, a), -1), r.depth)
         for g in {r.g for r in rows} if gives else ():
-            for nodes_kv in gives[g].values():
-                for x, slices in nodes_kv.items():
-                    if (g, x) in last_use:
-                        kv[(g, x)] = slices
+            kv.update(((g, x), slices) for x, slices in gives[g].items() if (g, x) in last_use)
         for depth in sorted(levels):
             for chunk in self._chunks(levels[depth]):
                 self._forward(chunk, trees, kv, last_use, groups, out, stats)
@@ -400,44 +394,30 @@ class PrefixEngine:
                                       torch.stack([v[i, :, at: at + m] for _, v in layers]))
 
     def _read(self, rows: list[_Row], trees, hidden, groups, out) -> None:
-        import torch
         want = [(i, o + m - 1, r.g, q) for i, r in enumerate(rows)
                 for x, o, m in zip(r.nodes, r.offs, r.lens) for q in trees[r.g][x].ends
                 if q < len(groups[r.g])]            # beyond: a handed-in prefix added to the tree
         if not want:
             return
-        by_choices: dict[tuple, list] = {}
-        for item in want:
-            by_choices.setdefault(groups[item[2]][item[3]].choices, []).append(item)
-        for choices, items in by_choices.items():
-            h = hidden[[i for i, _, _, _ in items], [c for _, c, _, _ in items]]          # [m, H]
-            ids = torch.tensor(choices, dtype=torch.long, device=h.device)
-            lp = read_model(self.loaded, h, ids, kernels=self.config.kernels).double().cpu()
-            for row, (_, _, g, q) in zip(lp.tolist(), items):
-                out[g][q] = row
+        h = hidden[[i for i, _, _, _ in want], [c for _, c, _, _ in want]]            # [m, H]
+        lps = read_rows(self.loaded, h, [groups[g][q].choices for _, _, g, q in want], kernels=self.config.kernels)
+        for (_, _, g, q), lp in zip(want, lps):
+            out[g][q] = lp
 
 
-def _given(nodes: list[Node], ids: list, given: list, n_real: int | None = None) -> dict:
-    """Which nodes handed-in prefix KV covers -> {prefix: {node: (K, V) of its own tokens}}.
-
-    Without n_real (a first pass over the real queries' tree): {prefix: {}} for each prefix some
-    query extends, so the tree is rebuilt with the prefixes added as sequences (their ends become
-    node boundaries). With n_real (ids[n_real:] are those prefixes): the nodes on each prefix's
-    path, unless a real query ends on it (its verdict needs the hidden state, which handed-in KV
-    does not give): then that prefix is not used, and its nodes are computed."""
+def _given(nodes: list[Node], n_real: int, given: list) -> dict:
+    """{node: (K, V) of its own tokens} for the nodes handed-in prefix KV covers. The tree was
+    built over n_real queries and then given's prefixes (sequence n_real + j is prefix j): each
+    covers the nodes on its path, unless a real query ends on that path (its verdict needs the
+    hidden state, which handed-in KV does not give): then those nodes are computed."""
     out = {}
-    if n_real is None:
-        for prefix, _, _ in given:
-            if any(len(q) > len(prefix) and q[:len(prefix)] == prefix for q in ids):
-                out[prefix] = {}
-        return out
-    for j, (prefix, k, v) in enumerate(given):
+    for j, (_, k, v) in enumerate(given):
         end = next(x for x, nd in enumerate(nodes) if n_real + j in nd.ends)
         path = ancestors(nodes, end) + [end]
         if any(q < n_real for x in path for q in nodes[x].ends):
             continue
-        out[prefix] = {x: tuple(t[:, :, nodes[x].past: nodes[x].past + len(nodes[x].tokens)] for t in (k, v))
-                       for x in path}
+        out.update((x, tuple(t[:, :, nodes[x].past: nodes[x].past + len(nodes[x].tokens)] for t in (k, v)))
+                   for x in path)
     return out
 
 

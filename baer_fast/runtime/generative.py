@@ -123,7 +123,8 @@ def run_generative(engine, pairs, names: list[str], *, config: GenerationConfig 
     # the extra queries ride in the decoder's prompt tree where it reads prompts and the engine
     # would share their prefixes too (not for the naive reference: every prompt whole)
     reads = any(extra) and getattr(decoder, "reads_prompts", False) and getattr(engine, "shares_prefixes", True)
-    batch, gen_at, read_at = _with_reads(reqs, requests, extra) if reads else (requests, None, None)
+    batch, gen_at, members = _with_reads(reqs, requests, extra) if reads else \
+        (requests, None, _by_pair(reqs, len(pairs)))
     # KV of each pair's [system][question][A][B] per order, kept from the decoder's prefill for
     # the verdict prompts that embed generated text after it (rubric, PRePair), within the
     # engine's KV budget
@@ -134,7 +135,7 @@ def run_generative(engine, pairs, names: list[str], *, config: GenerationConfig 
     if not batch:
         results = []
     elif export:
-        results = decoder.generate(batch, export=_exporters(batch, export, gen_at, read_at, reqs),
+        results = decoder.generate(batch, export=_exporters(batch, export, members),
                                    export_bytes=engine.config.kv_budget_bytes)
     else:
         results = decoder.generate(batch)
@@ -145,7 +146,7 @@ def run_generative(engine, pairs, names: list[str], *, config: GenerationConfig 
         given = [[(p, *kept[p]) for p in ps if p in kept] for ps in export]
     extra_lps = None
     if reads:
-        extra_lps = [[results[k].verdicts[0] for k in at] for at in read_at]
+        extra_lps = [[results[k].verdicts[0] for k in mine[:len(e)]] for mine, e in zip(members, extra)]
         results = [results[k] for k in gen_at]
         extra = [[] for _ in pairs]                     # read already: nothing more for the engine
     report.decode_prefilled = None if None in (before, after, report.decode_prefilled) else \
@@ -182,54 +183,49 @@ def _pairwise_prefixes(enc, pairs) -> list[list[tuple[int, ...]]]:
     (template, system, question, both responses), whatever its instruction: the common prefix of
     two probes with different instructions."""
     from baer_fast.protocols.base import ORDERS, Prompt, pairwise_segments
+    from baer_fast.runtime.prefix_tree import common_prefix
     items = [(Prompt(o, pairwise_segments(p.question, p.response_a, p.response_b, o, probe), ("A", "B")), p.id, "probe")
              for p in pairs for o in ORDERS for probe in ("x", "y")]
-    ids = enc.encode_all(items)
-    out = []
-    for i, _ in enumerate(pairs):
-        mine = []
-        for k in range(len(ORDERS)):
-            a, b = ids[(i * len(ORDERS) + k) * 2], ids[(i * len(ORDERS) + k) * 2 + 1]
-            n = next((m for m, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
-            mine.append(tuple(a[:n]))
-        out.append(mine)
+    probes = iter(enc.encode_all(items))
+    return [[tuple(a[:common_prefix(a, b)]) for a, b in ((next(probes), next(probes)) for _ in ORDERS)] for _ in pairs]
+
+
+def _exporters(batch, export, members) -> dict:
+    """{index in batch: prefixes}: for each pair's wanted prefix, the first of the pair's requests
+    (members: per pair, its indices in batch) whose prompt extends it (none: not exported)."""
+    out: dict[int, list] = {}
+    for prefixes, mine in zip(export, members):
+        for p in prefixes:
+            at = next((k for k in mine if batch[k].prompt[:len(p)] == p), None)
+            if at is not None:
+                out.setdefault(at, []).append(p)
     return out
 
 
-def _exporters(batch, export, gen_at, read_at, reqs) -> dict:
-    """{index in batch: prefixes}: for each pair's wanted prefix, the first of the pair's requests
-    whose prompt extends it (none: that prefix is not exported)."""
-    mine: dict[int, list[int]] = {}
+def _by_pair(reqs, n_pairs: int) -> list[list[int]]:
+    """Per pair, the indices of its generation requests."""
+    out: list[list[int]] = [[] for _ in range(n_pairs)]
     for k, r in enumerate(reqs):
-        mine.setdefault(r.pair, []).append(k if gen_at is None else gen_at[k])
-    out: dict[int, list] = {}
-    for i, prefixes in enumerate(export):
-        candidates = (read_at[i] if read_at is not None else []) + mine.get(i, [])
-        for p in prefixes:
-            at = next((k for k in candidates if batch[k].prompt[:len(p)] == p), None)
-            if at is not None:
-                out.setdefault(at, []).append(p)
+        out[r.pair].append(k)
     return out
 
 
 def _with_reads(reqs, requests, extra):
     """The generation requests with each pair's extra queries as prompt reads just before the
     pair's own generations, so they enter the decoder together and share one prompt tree
-    -> (all requests, where each generation request went, per pair where its reads went)."""
+    -> (all requests, where each generation request went, per pair its indices: reads first)."""
     from baer_fast.runtime.decode import GenRequest
-    by_pair: dict[int, list[int]] = {}
-    for k, r in enumerate(reqs):
-        by_pair.setdefault(r.pair, []).append(k)
-    batch, gen_at, read_at = [], [0] * len(requests), []
-    for i, queries in enumerate(extra):
-        read_at.append([])
+    batch, gen_at, members = [], [0] * len(requests), []
+    for queries, mine in zip(extra, _by_pair(reqs, len(extra))):
+        members.append([])
         for q in queries:
-            read_at[i].append(len(batch))
+            members[-1].append(len(batch))
             batch.append(GenRequest(tuple(q.ids), 0, choices=tuple(q.choices)))
-        for k in by_pair.get(i, ()):
+        for k in mine:
             gen_at[k] = len(batch)
+            members[-1].append(len(batch))
             batch.append(requests[k])
-    return batch, gen_at, read_at
+    return batch, gen_at, members
 
 
 def _prefilled(decoder) -> int | None:

@@ -73,6 +73,11 @@ def _agree_until(a, b, lo: int, hi: int) -> int:
     return lo
 
 
+def common_prefix(a, b) -> int:
+    """Length of the longest common prefix of token sequences a and b."""
+    return _agree_until(a, b, 0, min(len(a), len(b)))
+
+
 def tree_tokens(nodes: list[Node]) -> int:
     """Tokens prefilled when every node is computed exactly once."""
     return sum(len(n.tokens) for n in nodes)

@@ -46,6 +46,22 @@ def read_model(loaded, hidden, choice_ids, *, kernels: str = "auto"):
     return read_choices(hidden, weight, choice_ids, bias=bias, kernels=kernels)
 
 
+def read_rows(loaded, hidden, choices: list[tuple], *, kernels: str = "auto") -> list[list[float]]:
+    """hidden [N, H], each row with its own label ids `choices[n]` -> per row its constrained
+    log-probs (read_model), as float64 lists. Rows with the same labels are read in one call."""
+    import torch
+    by_choices: dict[tuple, list[int]] = {}
+    for n, c in enumerate(choices):
+        by_choices.setdefault(tuple(c), []).append(n)
+    out: list = [None] * len(choices)
+    for c, rows in by_choices.items():
+        ids = torch.tensor(c, dtype=torch.long, device=hidden.device)
+        lp = read_model(loaded, hidden[rows], ids, kernels=kernels).double().cpu().tolist()
+        for n, row in zip(rows, lp):
+            out[n] = row
+    return out
+
+
 def model_logits(loaded, hidden):
     """hidden [m, H] -> the model's full-vocabulary logits [m, V] fp32 (decoding's last positions)."""
     import torch

@@ -11,7 +11,7 @@ import pytest
 from baer_fast.runtime.config import EngineConfig
 from baer_fast.runtime.engine import PrefixEngine
 from baer_fast.runtime.naive import NaiveEngine
-from baer_fast.runtime.prefix_tree import build_tree, tree_tokens
+from baer_fast.runtime.prefix_tree import build_tree, common_prefix, tree_tokens
 from baer_fast.runtime.queries import Query
 from tests.fixtures.checks import prefix_kv as _prefix_kv
 
@@ -257,7 +257,7 @@ def test_handed_in_prefix_kv_is_not_recomputed(loaded):
     verdict needs the hidden state): its nodes are computed as usual."""
     groups = _skeleton_groups(loaded, n_groups=3, seed=6)
     groups[0], groups[1] = groups[0][1:], groups[1][1:]           # no query ends at the root
-    common = [tuple(_lcp(g[0].ids, g[1].ids)) for g in groups]    # root + the first order's [A][B]
+    common = [g[0].ids[:common_prefix(g[0].ids, g[1].ids)] for g in groups]    # root + one order's [A][B]
     given = [[(common[0][:-5], *_prefix_kv(loaded, common[0][:-5]))],     # ends inside a node
              [(common[1], *_prefix_kv(loaded, common[1])), ((1, 2, 3), *_prefix_kv(loaded, (1, 2, 3)))],
              [(common[2], *_prefix_kv(loaded, common[2]))]]      # the root query ends on its path
@@ -270,9 +270,3 @@ def test_handed_in_prefix_kv_is_not_recomputed(loaded):
     assert got.tokens_per_group == [full[0] - len(common[0]) + 5, full[1] - len(common[1]), full[2]]
     assert got.stats.tokens_prefilled == sum(got.tokens_per_group)
 
-
-def _lcp(a, b):
-    n = 0
-    while n < min(len(a), len(b)) and a[n] == b[n]:
-        n += 1
-    return a[:n]
