@@ -35,6 +35,21 @@ def test_swapped_pairs_give_mirrored_runs(qwen, bank):
         assert t.meta["generation"] == s.meta["generation"]
 
 
+def test_swapped_pairs_mirror_with_the_single_pass_bank_too(qwen):
+    """The single-pass prompts read in the decoder's prompt tree and the rubric and PRePair
+    verdicts started from the decoder's [system][question][A][B] KV still mirror under a swap,
+    in another batch composition."""
+    names = protocols.prompt_experts_for(protocols.SINGLE_PASS) + ALL_GEN
+    ps = make_pairs(3, seed=4)
+    sig = run_experts(qwen, ps, experts=names, generation=GEN)
+    swapped = run_experts(qwen, [p.swapped() for p in reversed(ps)], experts=names, generation=GEN)
+    for s, t in zip(sig, reversed(swapped)):
+        mirror = s.swapped()
+        for name in names:
+            for u, v in zip(mirror.experts[name], t.experts[name], strict=True):
+                assert abs(u - v) <= 1e-6, (s.id, name)
+
+
 def test_runs_layout(bank):
     _, sig, _ = bank
     for s in sig:
