@@ -52,7 +52,7 @@ from baer_fast.runtime.engine import QUERY_SLICE, flop_chunks
 from baer_fast.runtime.masks import layer_masks
 from baer_fast.runtime.model_loader import flop_model
 from baer_fast.runtime.prefix_tree import build_tree
-from baer_fast.runtime.readout import model_logits, read_model, read_rows
+from baer_fast.runtime.readout import model_logits, read_rows
 
 log = logging.getLogger("baer_fast")
 
@@ -575,12 +575,12 @@ class Decoder:
         pos = torch.tensor(starts)[:, None] + torch.arange(q)
         groups = width_groups.plan_slice(starts, [q] * len(starts), 0, q, self._penalty)   # q queries a row
         hidden, _ = self._forward_in_groups(first, ids.to(dev), pos.to(dev), groups)       # [k, q, H]
-        for j, r in enumerate(self._rows[first:]):
-            req = self._requests[r.req]
-            if req.choices:
-                h = hidden[j, len(feeds[j]) - 1][None]
-                choice = torch.tensor(req.choices, dtype=torch.long, device=dev)
-                self._results[r.req].verdicts[r.sample] = read_model(self.loaded, h, choice)[0].double().tolist()
+        reading = [(j, r) for j, r in enumerate(self._rows[first:]) if self._requests[r.req].choices]
+        if reading:
+            h = hidden[[j for j, _ in reading], [len(feeds[j]) - 1 for j, _ in reading]]      # [m, H]
+            for (j, r), lp in zip(reading, read_rows(self.loaded, h, [self._requests[r.req].choices
+                                                                      for _, r in reading])):
+                self._results[r.req].verdicts[r.sample] = lp
                 self.stats.tokens_cue += len(feeds[j])
 
 
