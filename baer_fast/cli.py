@@ -22,6 +22,7 @@ COMMANDS = {
     "fit": ("fit", "fit the heads of one condition on its signals and freeze one to an artifact"),
     "score": ("score", "score pairs with a frozen head -> scores.jsonl"),
     "eval": ("eval", "accuracy, coverage, McNemar and oracle of scores vs. single experts"),
+    "serve": ("serve", "serve a judge over HTTP for RLHF (batched, authenticated): POST /v1/judge, /get_reward"),
     "demo": ("demo", "import -> fit -> score -> eval on the LLMBar sample shipped in the package"),
 }
 

@@ -15,6 +15,9 @@ def head_class(kind: str):
     if kind == "route":
         from baer_fast.heads.router import RouterHead
         return RouterHead
+    if kind == "default":             # label-free, built in code (artifact.default_artifact)
+        from baer_fast.heads.default import DefaultHead
+        return DefaultHead
     if kind == "reference":
         from baer_fast.heads.reference import ReferenceHead
         return ReferenceHead

@@ -1,0 +1,66 @@
+"""`baer-fast serve --model M [--head H.json]`: the judge behind HTTP (docs/serving.md).
+
+Opens the model once through `Judge.from_pretrained` with the engine options of `experts`,
+then serves POST /v1/judge, POST /get_reward (OpenRLHF), GET /health and GET /metrics.
+"""
+from __future__ import annotations
+
+import os
+
+
+def add_arguments(p) -> None:
+    from baer_fast.commands.experts import add_engine_arguments
+    from baer_fast.serve.config import ServeConfig
+    d = ServeConfig()
+    p.add_argument("--model", required=True, help="local model directory (safetensors weights, chat template)")
+    p.add_argument("--head", default=None, help="head artifact (default: the label-free default head)")
+    p.add_argument("--host", default=d.host, help="address to bind (default loopback; 0.0.0.0 exposes it)")
+    p.add_argument("--port", type=int, default=d.port)
+    p.add_argument("--api-key-env", default=None, metavar="VAR",
+                   help="environment variable holding the bearer token every endpoint but /health requires")
+    p.add_argument("--max-batch-pairs", type=int, default=d.max_batch_pairs, help="pairs merged into one engine call")
+    p.add_argument("--max-wait-ms", type=float, default=d.max_wait_ms,
+                   help="how long a request waits for batch-mates")
+    p.add_argument("--max-queue", type=int, default=d.max_queue, help="waiting requests before 503")
+    p.add_argument("--max-body-mb", type=float, default=d.max_body_bytes / 2**20, help="larger bodies get 413")
+    p.add_argument("--reward-method", choices=("mean_win", "bradley_terry"), default=d.reward_method,
+                   help="/get_reward: how a prompt's round robin becomes rewards")
+    add_engine_arguments(p)
+
+
+def _config(args):
+    from baer_fast.errors import InputError
+    from baer_fast.serve.config import ServeConfig
+    key = None
+    if args.api_key_env:
+        key = os.environ.get(args.api_key_env)
+        if not key:
+            raise InputError(f"environment variable {args.api_key_env} is unset or empty", field="--api-key-env")
+    try:
+        return ServeConfig(host=args.host, port=args.port, api_key=key, max_batch_pairs=args.max_batch_pairs,
+                           max_wait_ms=args.max_wait_ms, max_queue=args.max_queue,
+                           max_body_bytes=int(args.max_body_mb * 2**20), reward_method=args.reward_method)
+    except ValueError as e:
+        raise InputError(str(e)) from None
+
+
+def run(args) -> int:
+    from baer_fast.api import Judge
+    from baer_fast.runtime.config import EngineConfig
+    from baer_fast.runtime.model_loader import check_model_dir
+    from baer_fast.runtime.vllm_backend import options_from_args
+    from baer_fast.serve.server import serve
+
+    config = _config(args)
+    check_model_dir(args.model)
+    vllm = args.backend == "vllm"
+    if not vllm:
+        from baer_fast.runtime.vllm_backend import engine_from_args
+        engine_from_args(args, lambda: None)          # refuses vLLM-only flags with --backend hf
+    engine = EngineConfig(memory_budget_bytes=int(args.memory_gb * 2**30), batch_tokens=args.batch_tokens)
+    judge = Judge.from_pretrained(args.model, head=args.head, backend=args.backend, kernels=args.kernels,
+                                  device=None if args.device == "auto" else args.device, dtype=args.dtype,
+                                  vllm_options=options_from_args(args) if vllm else None,
+                                  config=None if vllm else engine, naive=args.naive, attn=args.attn,
+                                  trust_remote_code=args.trust_remote_code)
+    return serve(judge, config)
