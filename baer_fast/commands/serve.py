@@ -44,6 +44,15 @@ def _config(args):
         raise InputError(str(e)) from None
 
 
+def _require_serve_extra() -> None:
+    import importlib.util
+
+    from baer_fast.errors import BaerError
+    missing = [m for m in ("fastapi", "uvicorn", "prometheus_client") if importlib.util.find_spec(m) is None]
+    if missing:
+        raise BaerError(f"baer-fast serve needs {', '.join(missing)}: pip install 'baer-fast[serve]'")
+
+
 def run(args) -> int:
     from baer_fast.api import Judge
     from baer_fast.runtime.config import EngineConfig
@@ -51,6 +60,7 @@ def run(args) -> int:
     from baer_fast.runtime.vllm_backend import options_from_args
     from baer_fast.serve.server import serve
 
+    _require_serve_extra()
     config = _config(args)
     check_model_dir(args.model)
     vllm = args.backend == "vllm"
