@@ -110,6 +110,10 @@ def test_bad_requests_get_4xx_and_the_server_keeps_serving(judge, serving):
             (c.post("/get_reward", json={"query": ["a", "b"], "prompts": ["a"]}), 422, "prompts"),
             (c.post("/get_reward", json={"query": ["a"], "prompts": ["a"], "method": "vote"}), 422, "method"),
             (c.get("/v1/judge"), 405, ""),
+            (c.post("/v1/judge", content=b'{"pairs": "\xff"}', headers=j), 400, ""),
+            (c.post("/v1/judge", content=b"[" * 50_000, headers=j), 400, ""),
+            (c.post("/v1/judge", content=b'{"pairs": [{"question": "\\udcff \\u0000", "response_a": "", '
+                                         b'"response_b": "b"}]}', headers=j), 200, "results"),
         ]
         for r, status, needle in cases:
             assert r.status_code == status, (status, r.text)
