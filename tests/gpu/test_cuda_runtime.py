@@ -24,7 +24,7 @@ import pytest
 import torch
 
 from baer_fast.runtime.config import EngineConfig
-from baer_fast.runtime.model.load import load_judge
+from baer_fast.runtime.open import load_judge
 from baer_fast.bank.runner import RunReport, run_experts
 from tests.fixtures.tiny_models import build_model_dir, make_pairs
 
@@ -73,9 +73,8 @@ def test_engine_equals_naive_fp32_on_cuda(model_dir, pairs, config):
 
 @pytest.mark.parametrize("query_slice", [7, 256])
 def test_no_unwritten_column_is_read_on_cuda(model_dir, poisoned_empty, monkeypatch, query_slice):
-    from baer_fast.runtime import prefill as engine_mod
     from tests.fixtures.tiny_models import completion_pairs
-    monkeypatch.setattr(engine_mod, "QUERY_SLICE", query_slice)
+    monkeypatch.setattr("baer_fast.runtime.plan.chunks.QUERY_SLICE", query_slice)
     loaded = load_judge(model_dir, device="cuda", dtype="float32")
     group = completion_pairs(loaded.tokenizer, 60, (40, 90, 15, 120))
     naive, rep = _signals(loaded, group, naive=True)

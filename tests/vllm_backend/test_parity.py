@@ -12,7 +12,7 @@ import pytest
 
 pytest.importorskip("vllm")
 
-from baer_fast.runtime.model.load import load_judge                       # noqa: E402
+from baer_fast.runtime.open import load_judge                       # noqa: E402
 from baer_fast.runtime.naive import NaiveEngine                             # noqa: E402
 from baer_fast.runtime.queries import Query                                 # noqa: E402
 from baer_fast.bank.runner import RunReport, run_experts                 # noqa: E402
