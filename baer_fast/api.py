@@ -53,42 +53,38 @@ class Judge:
     @classmethod
     def from_pretrained(cls, model_path: str, head=None, *, backend: str = "hf", kernels: str = "auto",
                         device: str | None = None, dtype: str = "auto", truncate: bool = True,
-                        vllm_options=None, config=None, naive: bool = False, attn: str = "sdpa",
-                        trust_remote_code: bool = False) -> "Judge":
+                        vllm_options=None) -> "Judge":
         """head: a path to a head artifact, an already loaded artifact dict, or None for the
         label-free default head (`artifact.default_artifact()`, recorded as head "default").
 
         vllm_options (backend="vllm" only): a `VllmOptions` or a dict of its fields, e.g.
         `{"data_parallel_size": 2, "tensor_parallel_size": 4}`; `dtype` overrides its dtype
         unless left "auto". Data parallel ranks are spawned processes: call from under an
-        `if __name__ == "__main__":` guard. config (hf only): an `EngineConfig` (memory budget,
-        batch tokens); its `kernels` is replaced by `kernels`. naive/attn/trust_remote_code: as
-        `baer-fast experts` (--naive, --attn, --trust-remote-code).
+        `if __name__ == "__main__":` guard.
         """
+        from baer_fast import artifact as artifact_io
         from baer_fast.runtime.config import EngineConfig
-        from baer_fast.runtime.runner import make_engine
+        from baer_fast.runtime.open import HfOptions, open_engine, open_vllm
 
         if backend not in BACKENDS:
             raise BaerError(f"unknown backend {backend!r} (choose from {', '.join(BACKENDS)})")
         if backend == "vllm":
             import dataclasses
 
-            from baer_fast.runtime.vllm_backend import VllmEngine, VllmOptions, require_vllm
+            from baer_fast.runtime.vllm.backend import VllmOptions, require_vllm
             require_vllm()                     # says how to install it before anything loads
             opts = VllmOptions(**vllm_options) if isinstance(vllm_options, dict) else (vllm_options or VllmOptions())
             if dtype != "auto":
                 opts = dataclasses.replace(opts, dtype=dtype)
-            art = _artifact(head)
+            art = head_artifact(head)
             options = JudgeOptions(kernels=kernels, device=device, dtype=opts.dtype, truncate=truncate)
-            return cls(VllmEngine.from_path(model_path, opts), art, options=options)
+            return cls(open_vllm(model_path, opts), art, options=options)
         if vllm_options is not None:
             raise BaerError("vllm_options apply to backend='vllm' only")
-        art = _artifact(head)
+        art = head_artifact(head)
         options = JudgeOptions(kernels=kernels, device=device, dtype=dtype, truncate=truncate)
-        import dataclasses
-        config = dataclasses.replace(config or EngineConfig(), kernels=kernels)
-        engine = make_engine(model_path, config=config, naive=naive, device=device or "auto", dtype=dtype,
-                             attn=attn, trust_remote_code=trust_remote_code)
+        engine = open_engine(model_path, options=HfOptions(engine=EngineConfig(kernels=kernels),
+                                                           device=device or "auto", dtype=dtype))
         return cls(engine, art, options=options)
 
     # ------------------------------------------------------------------ inputs
@@ -98,7 +94,7 @@ class Judge:
         largest generation budget of the head's generative experts (reasoning must fit too)."""
         if self._room is None:
             from baer_fast import protocols
-            from baer_fast.runtime.prompting import PromptEncoder
+            from baer_fast.bank.prompting import PromptEncoder
 
             loaded = self.engine.loaded
             enc = PromptEncoder(loaded.tokenizer, model_name=loaded.name, context_len=1 << 62)
@@ -112,7 +108,7 @@ class Judge:
 
     def pairs(self, questions: Sequence[str], responses_a: Sequence[str], responses_b: Sequence[str]) -> list:
         from baer_fast.io.records import Pair
-        from baer_fast.runtime.truncation import fit_pair, sanitize
+        from baer_fast.bank.truncation import fit_pair, sanitize
 
         if not len(questions) == len(responses_a) == len(responses_b):
             raise InputError(f"questions, responses_a and responses_b differ in length "
@@ -132,7 +128,7 @@ class Judge:
 
     def signals(self, questions, responses_a, responses_b) -> list:
         """The expert runs of each pair (for auditing), as Signals records."""
-        from baer_fast.runtime.runner import run_experts
+        from baer_fast.bank.runner import run_experts
 
         pairs = self.pairs(questions, responses_a, responses_b)
         if not pairs:
@@ -160,7 +156,8 @@ class Judge:
         return score_records(self.art, records, self.head) if records else []
 
 
-def _artifact(head) -> dict:
+def head_artifact(head) -> dict:
+    """A head artifact from a path, a loaded dict, or None (the label-free default head)."""
     from baer_fast import artifact as artifact_io
     if head is None:
         return artifact_io.default_artifact()

@@ -26,19 +26,15 @@ import os
 
 import torch
 
-from baer_fast.errors import BaerError
-from baer_fast.features.evidence import EPS
+from baer_fast.kernels._triton import KernelUnavailableError
 from baer_fast.kernels.choice_logits import choice_logits, choice_logits_ref
+from baer_fast.kernels.constants import EPS
 from baer_fast.kernels.evidence_features import (Evidence, evidence_features,
                                                  evidence_features_ref)
 
 log = logging.getLogger(__name__)
 
 KINDS = ("auto", "triton", "torch")
-
-
-class KernelUnavailableError(BaerError):
-    """An explicitly requested kernel implementation cannot run here."""
 
 
 def _probe_triton_gpu() -> bool:

@@ -26,9 +26,8 @@ from typing import NamedTuple
 
 import torch
 
-from baer_fast.features.evidence import EPS
-
 from baer_fast.kernels._triton import require_triton, tl, triton  # guarded import, shared
+from baer_fast.kernels.constants import EPS
 
 _TILE = 4096   # BLOCK_N * BLOCK_K * BLOCK_M values per program: K and M are small (<= ~16)
 

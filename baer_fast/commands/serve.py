@@ -1,7 +1,7 @@
 """`baer-fast serve --model M [--head H.json]`: the judge behind HTTP (docs/serving.md).
 
-Opens the model once through `Judge.from_pretrained` with the engine options of `experts`,
-then serves POST /v1/judge, POST /get_reward (OpenRLHF), GET /health and GET /metrics.
+Opens the model once through `runtime/open.py` with the engine options of `experts` (the same
+factory `experts` and `Judge.from_pretrained` use), then serves POST /v1/judge, POST /get_reward (OpenRLHF), GET /health and GET /metrics.
 """
 from __future__ import annotations
 
@@ -54,23 +54,25 @@ def _require_serve_extra() -> None:
 
 
 def run(args) -> int:
-    from baer_fast.api import Judge
+    from baer_fast.api import Judge, JudgeOptions, head_artifact
     from baer_fast.runtime.config import EngineConfig
-    from baer_fast.runtime.model_loader import check_model_dir
-    from baer_fast.runtime.vllm_backend import options_from_args
+    from baer_fast.runtime.model.load import check_model_dir
+    from baer_fast.runtime.open import HfOptions, engine_from_args, open_engine
     from baer_fast.serve.server import serve
 
     _require_serve_extra()
     config = _config(args)
     check_model_dir(args.model)
-    vllm = args.backend == "vllm"
-    if not vllm:
-        from baer_fast.runtime.vllm_backend import engine_from_args
-        engine_from_args(args, lambda: None)          # refuses vLLM-only flags with --backend hf
-    engine = EngineConfig(memory_budget_bytes=int(args.memory_gb * 2**30), batch_tokens=args.batch_tokens)
-    judge = Judge.from_pretrained(args.model, head=args.head, backend=args.backend, kernels=args.kernels,
-                                  device=None if args.device == "auto" else args.device, dtype=args.dtype,
-                                  vllm_options=options_from_args(args) if vllm else None,
-                                  config=None if vllm else engine, naive=args.naive, attn=args.attn,
-                                  trust_remote_code=args.trust_remote_code)
-    return serve(judge, config)
+    art = head_artifact(args.head)
+    engine_config = EngineConfig(memory_budget_bytes=int(args.memory_gb * 2**30), batch_tokens=args.batch_tokens,
+                                 kernels=args.kernels)
+    engine = engine_from_args(args, lambda: open_engine(args.model, options=HfOptions(       # as `experts` opens it
+        engine=engine_config, naive=args.naive, device=args.device, dtype=args.dtype, attn=args.attn,
+        trust_remote_code=args.trust_remote_code)))
+    judge = Judge(engine, art, options=JudgeOptions(kernels=args.kernels, dtype=args.dtype,
+                                                    device=None if args.device == "auto" else args.device))
+    try:
+        return serve(judge, config)
+    finally:
+        if args.backend == "vllm":
+            engine.close()          # vLLM's engine processes stop now, not at exit

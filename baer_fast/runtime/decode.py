@@ -47,12 +47,12 @@ import time
 from collections import deque
 from dataclasses import dataclass, field
 
-from baer_fast.runtime import width_groups
-from baer_fast.runtime.engine import QUERY_SLICE, flop_chunks
-from baer_fast.runtime.masks import layer_masks
-from baer_fast.runtime.model_loader import flop_model
-from baer_fast.runtime.prefix_tree import build_tree
-from baer_fast.runtime.readout import model_logits, read_rows
+from baer_fast.runtime.plan import width_groups
+from baer_fast.runtime.plan.chunks import QUERY_SLICE, flop_chunks
+from baer_fast.runtime.model.masks import layer_masks
+from baer_fast.runtime.model.flops import flop_model
+from baer_fast.runtime.plan.prefix_tree import build_tree
+from baer_fast.runtime.model.readout import model_logits, read_rows
 
 log = logging.getLogger("baer_fast")
 
@@ -530,7 +530,7 @@ class Decoder:
     def _finished(self, r: _Row) -> str:
         if r.out[-1] in self.eos:
             return "eos"
-        if r.stop and _hits_stop(self.loaded.tokenizer, r.out, r.stop):
+        if r.stop and hits_stop(self.loaded.tokenizer, r.out, r.stop):
             return "stop"
         return "length" if len(r.out) >= r.budget else ""
 
@@ -657,7 +657,7 @@ def trim_generation(tok, ids: tuple[int, ...], finish: str, stop) -> tuple[int, 
     return ids
 
 
-def _hits_stop(tok, out: list[int], stop: tuple[str, ...]) -> bool:
+def hits_stop(tok, out: list[int], stop: tuple[str, ...]) -> bool:
     """Did the last token complete a stop string? Only the decoded tail is examined."""
     longest = max(len(s) for s in stop)
     tail = tok.decode(out[-(longest + 8):], skip_special_tokens=False)

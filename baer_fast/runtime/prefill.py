@@ -46,21 +46,20 @@ import logging
 import time
 from dataclasses import dataclass
 
-from baer_fast.runtime import width_groups
+from baer_fast.runtime.plan import chunks, width_groups
+from baer_fast.runtime.plan.chunks import flop_chunks, forward_scores, query_slices
 from baer_fast.runtime.config import EngineConfig
-from baer_fast.runtime.masks import layer_masks, windowed
-from baer_fast.runtime.model_loader import flop_model
-from baer_fast.runtime.prefix_tree import Node, ancestors, build_tree, causal_scores, subtree, tree_tokens
+from baer_fast.runtime.model.masks import layer_masks, windowed
+from baer_fast.runtime.model.flops import flop_model
+from baer_fast.runtime.model.kv import layer_kv
+from baer_fast.runtime.plan.prefix_tree import Node, ancestors, build_tree, causal_scores, subtree, tree_tokens
 from baer_fast.runtime.queries import EngineResult, EngineStats, Query
-from baer_fast.runtime.readout import read_rows
+from baer_fast.runtime.model.readout import read_rows
 
 
 log = logging.getLogger("baer_fast")
 
-PAD_SLACK = 1.25     # a chunk may compute at most 25% more FLOPs than its rows would alone...
-PAD_FREE = 64        # ...plus this many tokens' worth, so short suffixes still batch together
 COPY_COST = 16       # one past token's KV copied into a row costs about as much as 16 attention scores
-QUERY_SLICE = 256    # masked forwards run their new tokens in slices of at most this many queries
 
 
 @dataclass
@@ -179,7 +178,7 @@ class PrefixEngine:
 
     def _cost(self, b: int, n: int, p: int) -> int:
         """Peak bytes of one forward over b rows of n new tokens after a past of p (upper bound)."""
-        elem, c = self.loaded.dtype.itemsize, min(n, QUERY_SLICE) if p else n   # queries per model call
+        elem, c = self.loaded.dtype.itemsize, min(n, chunks.QUERY_SLICE) if p else n   # queries per model call
         scores = b * self._heads * c * (p + n) * 4               # attention probabilities, fp32
         mask = b * c * (p + n) * (elem + 2) * self._masks          # additive mask(s) + their bool sources
         past = b * (p + n) * self.loaded.kv_bytes_per_token      # gathered ancestor KV + room for new
@@ -273,7 +272,7 @@ class PrefixEngine:
             # Masked attention is dense: slicing the queries skips most of the hidden upper
             # triangle (a slice never looks at keys after its own last query). Where rows' keys
             # sit at their own columns (in-place cache), each slice attends in width groups.
-            slices, parts, scores = _slices(n), [], 0
+            slices, parts, scores = query_slices(n), [], 0
             # (the stock cache puts every row's new tokens at p: one width)
             penalty = self._penalty if big is not None else None
             for q0, q1 in slices:
@@ -340,7 +339,7 @@ class PrefixEngine:
         import torch
         from transformers import DynamicCache
 
-        from baer_fast.runtime.past_cache import inplace_cache
+        from baer_fast.runtime.model.past_cache import inplace_cache
         if p == 0:
             return DynamicCache(), [0] * len(rows), None
         refs = kv[(rows[0].g, rows[0].chain[0])]                       # (K, V) [layers, kvh, n, hd]; MLA: K, V differ
@@ -384,7 +383,7 @@ class PrefixEngine:
                 if (r.g, x) in last_use]
         if not keep:
             return
-        layers = None if big is not None else [_layer_kv(cache, layer) for layer in range(self._layers)]
+        layers = None if big is not None else [layer_kv(cache, layer) for layer in range(self._layers)]
         for i, x, o, m in keep:
             at = new_at[i] + o
             if big is not None:
@@ -421,41 +420,6 @@ def _given(nodes: list[Node], n_real: int, given: list) -> dict:
     return out
 
 
-def _slices(n: int) -> list[tuple[int, int]]:
-    """Query ranges of a masked forward over n new tokens, at multiples of QUERY_SLICE: a row's
-    token lands in the same slice whatever the batch's longest row (fewer batch-dependent sums)."""
-    return [(q0, min(q0 + QUERY_SLICE, n)) for q0 in range(0, n, QUERY_SLICE)]
-
-
-def flop_chunks(items: list, new, past, fm, fits, mask_free=lambda item: False) -> list[list]:
-    """Items (rows of new(item) tokens after past(item)) sorted by (new, past) -> consecutive
-    chunks, one forward each: an item joins the chunk while `fits(rows, longest new, longest past)`
-    and the chunk's model FLOPs (every row through the longest new tokens, its queries over the
-    longest past; mask-free only if every item is) stay within PAD_SLACK of its items' own, plus
-    PAD_FREE tokens' worth. A token bound alone lets short-past rows pad to a long past. An item
-    that fits nowhere is still computed, alone."""
-    chunks, cur, n_max, p_max, free, own = [], [], 0, 0, True, 0
-    for it in sorted(items, key=lambda it: (new(it), past(it))):
-        n, p, f = new(it), past(it), mask_free(it)
-        n2, p2, b2, free2 = max(n_max, n), max(p_max, p), len(cur) + 1, free and f
-        alone = fm.flops(n, forward_scores(1, n, p, f))
-        wasteful = fm.flops(b2 * n2, forward_scores(b2, n2, p2, free2)) > \
-            PAD_SLACK * (own + alone) + PAD_FREE * fm.flops(1, p2 + n2)
-        if cur and (wasteful or not fits(b2, n2, p2)):
-            chunks.append(cur)
-            cur, n2, p2, free2, own = [], n, p, f, 0
-        cur.append(it)
-        n_max, p_max, free, own = n2, p2, free2, own + alone
-    return chunks + ([cur] if cur else [])
-
-
-def forward_scores(b: int, n: int, p: int, mask_free: bool) -> int:
-    """Attention scores (per layer and head) a forward over b rows of n new tokens after a past of
-    p computes: mask-free, SDPA's causal path skips the upper triangle; masked, each query slice
-    is dense over the past and the new tokens up to its own last query."""
-    return b * (causal_scores(n) if mask_free else sum((q1 - q0) * (p + q1) for q0, q1 in _slices(n)))
-
-
 def _tokens(nodes: list[Node], packed: list[int]) -> int:
     return sum(len(nodes[i].tokens) for i in packed)
 
@@ -463,10 +427,3 @@ def _tokens(nodes: list[Node], packed: list[int]) -> int:
 def _kept(rows: list[_Row]) -> set[int]:
     """Nodes of one group whose KV later rows read as past."""
     return {a for r in rows for a in r.chain}
-
-
-def _layer_kv(cache, layer: int):
-    """(keys, values) [b, kvh, t, hd] of one cache layer, across transformers 5.x layouts."""
-    if hasattr(cache, "layers"):
-        return cache.layers[layer].keys, cache.layers[layer].values
-    return cache.key_cache[layer], cache.value_cache[layer]

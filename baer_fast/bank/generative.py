@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from baer_fast import protocols
 from baer_fast.errors import InputError
 from baer_fast.protocols.reasoning import Continue
+from baer_fast.runtime.open import open_decoder
 from baer_fast.runtime.queries import EngineStats, Query
 
 CUE_ROOM = 64        # context kept free after a generation for its cue (and the readout)
@@ -112,12 +113,12 @@ def run_generative(engine, pairs, names: list[str], *, config: GenerationConfig 
     verdicts instead. The engine call's stats are added to `report.readout` and to `stats` when
     given.
     """
-    from baer_fast.runtime.prompting import PromptEncoder
-    from baer_fast.runtime.runner import run_shared
+    from baer_fast.bank.prompting import PromptEncoder
+    from baer_fast.bank.queries import run_shared
     loaded = engine.loaded
     report = report if report is not None else GenerativeReport()
     enc = PromptEncoder.of(loaded)
-    decoder = decoder or _default_decoder(engine, config)
+    decoder = decoder or open_decoder(engine, config)
     reqs, requests = _requests(enc, pairs, names, config)
     extra = [list(e) for e in extra] if extra is not None else [[] for _ in pairs]
     # the extra queries ride in the decoder's prompt tree where it reads prompts and the engine
@@ -183,7 +184,7 @@ def _pairwise_prefixes(enc, pairs) -> list[list[tuple[int, ...]]]:
     (template, system, question, both responses), whatever its instruction: the common prefix of
     two probes with different instructions."""
     from baer_fast.protocols.base import ORDERS, Prompt, pairwise_segments
-    from baer_fast.runtime.prefix_tree import common_prefix
+    from baer_fast.runtime.plan.prefix_tree import common_prefix
     items = [(Prompt(o, pairwise_segments(p.question, p.response_a, p.response_b, o, probe), ("A", "B")), p.id, "probe")
              for p in pairs for o in ORDERS for probe in ("x", "y")]
     probes = iter(enc.encode_all(items))
@@ -231,15 +232,6 @@ def _with_reads(reqs, requests, extra):
 def _prefilled(decoder) -> int | None:
     stats = getattr(decoder, "stats", None)
     return getattr(stats, "tokens_prefilled", None)
-
-
-def _default_decoder(engine, config: GenerationConfig):
-    """The engine's own decoder where it has one (vLLM backend: vllm_backend.VllmDecoder), else the
-    hf decoder on its torch model."""
-    if hasattr(engine, "make_decoder"):
-        return engine.make_decoder(config)
-    from baer_fast.runtime.decode import Decoder
-    return Decoder(engine.loaded, max_rows=config.max_rows, memory_budget_bytes=config.memory_budget_bytes)
 
 
 def _requests(enc, pairs, names, config):
