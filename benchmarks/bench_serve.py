@@ -123,7 +123,7 @@ def start_server(model_dir: str, args) -> tuple[subprocess.Popen, str]:
             time.sleep(0.2)
 
 
-def served(url: str, reqs, n_pairs: int, clients: int) -> dict:
+def served(url: str, reqs, *, n_pairs: int, clients: int) -> dict:
     s0, n0 = batch_stats(url)
     wall, lat = asyncio.run(load(url, reqs, clients))
     s1, n1 = batch_stats(url)
@@ -146,7 +146,7 @@ def run_rounds(model_dir: str, pairs, reqs, args) -> tuple[dict, dict]:
             for k, v in in_process(judge, pairs, reqs).items():
                 local[k].append(v)
             for c in args.clients:
-                remote[str(c)].append(served(url, reqs, len(pairs), c))
+                remote[str(c)].append(served(url, reqs, n_pairs=len(pairs), clients=c))
     finally:
         proc.terminate()
         proc.wait(60)

@@ -107,7 +107,7 @@ def round_robin(gs: Sequence[Sequence[int]]) -> list[tuple[int, int, int]]:
     return [(g, i, j) for g, idx in enumerate(gs) for i in idx for j in idx if i < j]
 
 
-def group_rewards(n: int, gs: Sequence[Sequence[int]], todo, p, method: str) -> list[float]:
+def group_rewards(n: int, gs: Sequence[Sequence[int]], todo, p, *, method: str) -> list[float]:
     """One reward per completion from P(i beats j) of the round robin `todo` (see `round_robin`)."""
     rewards = [NEUTRAL[method]] * n
     wins = [[[0.0] * len(idx) for _ in idx] for idx in gs]
@@ -145,7 +145,7 @@ def grpo_reward(judge, *, num_generations: int, method: str = "mean_win"):
     def baer_grpo(prompts: Sequence, completions: Sequence, completion_ids=None, **_) -> list[float]:
         gs, todo, texts = grpo_plan(prompts, completions, num_generations)
         p = judge.prob_a(*pair_texts(prompts, texts, todo)).tolist() if todo else []
-        return group_rewards(len(completions), gs, todo, p, method)
+        return group_rewards(len(completions), gs, todo, p, method=method)
     return baer_grpo
 
 
@@ -168,7 +168,7 @@ def remote_reward(url: str, *, trainer: str = "grpo", num_generations: int | Non
     async def baer_remote_grpo(prompts: Sequence, completions: Sequence, completion_ids=None, **_) -> list[float]:
         gs, todo, texts = grpo_plan(prompts, completions, num_generations)
         p = (await client.aprob_a(*pair_texts(prompts, texts, todo))).tolist() if todo else []
-        return group_rewards(len(completions), gs, todo, p, method)
+        return group_rewards(len(completions), gs, todo, p, method=method)
 
     async def baer_remote_online_dpo(prompts: Sequence, completions: Sequence, **_) -> list[float]:
         return dpo_rewards((await client.ascore(*dpo_halves(prompts, completions))).tolist())

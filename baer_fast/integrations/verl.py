@@ -58,4 +58,4 @@ def compute_score_batch(data_sources: Sequence, solution_strs: Sequence[str], gr
     todo = round_robin(gs)
     texts = [str(s) for s in solution_strs]
     p = client_for(url, api_key_env).prob_a(*pair_texts(questions, texts, todo)).tolist() if todo else []
-    return group_rewards(len(texts), gs, todo, p, method)
+    return group_rewards(len(texts), gs, todo, p, method=method)

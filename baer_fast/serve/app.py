@@ -65,7 +65,7 @@ def _routes(app, judge, config: ServeConfig, metrics) -> None:
     @app.get("/health")
     async def health(request: Request):
         return {"status": "ok", "head": judge.art["head"], "experts": list(judge.experts),
-                "queue_depth": request.app.state.batcher.depth()}
+                "queue_depth": request.app.state.batcher.depth(), "in_flight": metrics.in_flight}
 
     @app.get("/metrics")
     async def prometheus():
@@ -105,8 +105,8 @@ async def _reward(batcher, body: RewardRequest, config: ServeConfig):
     if not isinstance(results, list):
         return results
     p = [r["p_a"] for r in results]
-    rewards = group_rewards(len(texts), gs, todo, p, method)
-    scores = rewards if method == "mean_win" else group_rewards(len(texts), gs, todo, p, "mean_win")
+    rewards = group_rewards(len(texts), gs, todo, p, method=method)
+    scores = rewards if method == "mean_win" else group_rewards(len(texts), gs, todo, p, method="mean_win")
     return {"rewards": rewards, "scores": scores}
 
 

@@ -9,10 +9,11 @@ import time
 
 _GONE = object()
 OPEN_PATHS = ("/health",)                  # answered without a token
-ROUTES = ("/v1/judge", "/get_reward", "/health", "/metrics")
+JUDGED = ("/v1/judge", "/get_reward")       # counted in flight
+ROUTES = JUDGED + ("/health", "/metrics")
 
 
-async def send_json(send, status: int, body: dict, headers: dict | None = None) -> None:
+async def send_json(send, status: int, body: dict, *, headers: dict | None = None) -> None:
     data = json.dumps(body).encode("utf-8")
     extra = [(k.lower().encode("latin-1"), str(v).encode("latin-1")) for k, v in (headers or {}).items()]
     await send({"type": "http.response.start", "status": status,
@@ -40,7 +41,7 @@ class Guard:
             return await self.app(scope, receive, send)
         if self.key is not None and scope["path"] not in OPEN_PATHS and not self._authorized(scope):
             return await send_json(send, 401, {"error": "missing or wrong bearer token (Authorization: Bearer ...)"},
-                                   {"WWW-Authenticate": "Bearer"})
+                                   headers={"WWW-Authenticate": "Bearer"})
         length = _header(scope, b"content-length")
         if length is not None and (not length.isdigit() or int(length) > self.limit):
             if not length.isdigit():
@@ -103,8 +104,11 @@ class Observe:
             if msg["type"] == "http.response.start":
                 status[0] = msg["status"]
             await send(msg)
+        judged = scope["path"] in JUDGED
+        self.metrics.taken(judged)
         try:
             await self.app(scope, receive, watched)
         finally:
+            self.metrics.taken(-judged)
             path = scope["path"] if scope["path"] in ROUTES else "other"
             self.metrics.answered(path, status[0], time.perf_counter() - t0)

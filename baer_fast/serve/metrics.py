@@ -26,6 +26,9 @@ class Metrics:
         self.latency = Histogram("baer_request_latency_seconds", "request latency (arrival to answer)",
                                  ["endpoint"], buckets=LATENCY_BUCKETS, registry=r)
         self.requests = Counter("baer_requests", "requests answered", ["endpoint", "status"], registry=r)
+        self.in_flight_gauge = Gauge("baer_requests_in_flight", "judge requests taken and not yet answered",
+                                     registry=r)
+        self.in_flight = 0
         self._recent: deque = deque()          # (finish time, pairs)
 
     def batch_done(self, n_pairs: int, n_requests: int, seconds: float) -> None:
@@ -38,6 +41,10 @@ class Metrics:
         while self._recent and self._recent[0][0] < now - WINDOW_S:
             self._recent.popleft()
         self.pairs_per_s.set(sum(n for _, n in self._recent) / WINDOW_S)
+
+    def taken(self, delta: int) -> None:
+        self.in_flight += delta
+        self.in_flight_gauge.set(self.in_flight)
 
     def answered(self, endpoint: str, status: int, seconds: float) -> None:
         self.requests.labels(endpoint=endpoint, status=str(status)).inc()

@@ -32,7 +32,7 @@ def test_sigterm_mid_load_answers_every_taken_request_and_exits_0(model_dir):
     url = f"http://127.0.0.1:{port}"
     env = {**os.environ, "BAER_TEST_KEY": "k3y"}
     proc = subprocess.Popen([sys.executable, "-m", "baer_fast.cli", "-q", "serve", "--model", model_dir,
-                             "--port", str(port), "--kernels", "torch", "--max-wait-ms", "3000",
+                             "--port", str(port), "--kernels", "torch", "--max-wait-ms", "5000",
                              "--api-key-env", "BAER_TEST_KEY"],
                             env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
@@ -50,8 +50,11 @@ def test_sigterm_mid_load_answers_every_taken_request_and_exits_0(model_dir):
         threads = [threading.Thread(target=send, args=(i,)) for i in range(24)]
         for t in threads:
             t.start()
-        time.sleep(1.5)                   # all sent; held by the 3 s batching wait
-        proc.send_signal(signal.SIGTERM)
+        deadline = time.monotonic() + 60
+        while httpx.get(url + "/health", timeout=10).json()["in_flight"] < 24:     # all 24 taken
+            assert time.monotonic() < deadline, "the requests never reached the server"
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGTERM)  # they are held by the 5 s batching wait, or being judged
         for t in threads:
             t.join(60)
         code = proc.wait(60)
