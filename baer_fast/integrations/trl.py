@@ -7,7 +7,9 @@ TRL >= 1.1 has no judge classes: a judge enters training as a reward function.
 - GRPO calls `f(prompts, completions, completion_ids, **columns)` with each prompt's
   `num_generations` completions consecutive. `grpo_reward` judges every pair inside a group
   (round robin, both orders by construction) and returns a mean-win or Bradley-Terry reward.
-Prompts and completions may be plain strings or conversational message lists.
+Prompts and completions may be plain strings or conversational message lists. `remote_reward`
+gives the same functions judged by a `baer-fast serve` (sync or async); the server's /get_reward
+and the veRL adapter reuse the round robin and the group rewards below.
 Nothing here imports trl itself: the functions only follow its calling convention.
 """
 from __future__ import annotations
