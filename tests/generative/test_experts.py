@@ -78,6 +78,8 @@ def test_generations_are_counted_once_per_pair(bank):
 
 class CountingDecoder:
     """Wraps the real decoder and records every prompt it is asked to decode."""
+    reads_prompts = exports_prefixes = False      # interfaces.Decoder: a plain decoder
+    stats = None
 
     def __init__(self, loaded):
         from baer_fast.runtime.decode import Decoder
