@@ -163,6 +163,5 @@ def run_experts(model, pairs: list[Pair], *, experts=None, config: EngineConfig 
     if derived:
         report.derived_params = dict(derived_params) if derived_params else fit_derived(
             [(p, r["runs"]) for p, r in zip(pairs, rows)], derived)
-    engine_name = getattr(engine, "kind", "naive" if naive else "prefix")
-    return [to_signals(p, apply_derived(r["runs"], derived, report.derived_params), r, names, engine_name)
+    return [to_signals(p, apply_derived(r["runs"], derived, report.derived_params), r, names, engine.kind)
             for p, r in zip(pairs, rows)]

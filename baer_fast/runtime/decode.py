@@ -47,6 +47,7 @@ import time
 from collections import deque
 from dataclasses import dataclass, field
 
+from baer_fast.runtime.config import DECODER
 from baer_fast.runtime.plan import width_groups
 from baer_fast.runtime.plan.chunks import QUERY_SLICE, flop_chunks
 from baer_fast.runtime.model.masks import layer_masks
@@ -172,9 +173,11 @@ class Decoder:
     reads_prompts = True          # takes GenRequest.reads_prompt requests (run_generative asks)
     exports_prefixes = True       # generate(export=...) hands out prompt-prefix KV (run_generative asks)
 
-    def __init__(self, loaded, *, max_rows: int = 256, memory_budget_bytes: int = 4 << 30,
-                 prefill_tokens: int = 8192, eos_ids=None, group_columns: int | None = None,
-                 split_attention: bool = True):
+    def __init__(self, loaded, *, max_rows: int = DECODER.max_rows,
+                 memory_budget_bytes: int = DECODER.memory_budget_bytes,
+                 prefill_tokens: int = DECODER.prefill_tokens, eos_ids=None,
+                 group_columns: int | None = DECODER.group_columns,
+                 split_attention: bool = DECODER.split_attention):
         self.loaded = loaded
         self.max_rows, self.prefill_tokens, self.memory_budget_bytes = max_rows, prefill_tokens, memory_budget_bytes
         self.eos = frozenset(eos_ids) if eos_ids is not None else eos_token_ids(loaded)

@@ -1,44 +1,14 @@
 """Prefix-shared batched engine: token ids in, verdict log-probabilities out.
 
 Knows nothing about prompts or labels. Each group of queries (one pair's prompts) becomes a
-radix tree over token ids (prefix_tree.py); every node is computed once, over the KV of its
-ancestors, which is held per node and never recomputed.
-
-Rows. A batch row computes one node, or several siblings packed together ("sibling packing"),
-each optionally with its whole subtree: the row's past is the siblings' shared ancestor chain,
-written once; its new tokens are the packed nodes one after another in depth-first order, each
-token at its own tree position (node.past + offset). A 4-D additive mask lets a token see the
-row's real past, the packed nodes that are its ancestors, and the earlier tokens of its own
-node, nothing else; masked keys get exactly zero weight, so every token sees exactly its own
-prefix. Whether to pack is decided per tree from a cost model (attention scores computed plus
-past tokens copied): short suffixes over a long past pack into one row, long siblings whose
-packed square would mostly compute masked scores stay apart.
-
-Levels. Rows are grouped by the depth of their first node and computed level by level; rows of
-one level are batched with the past left-padded to the longest and new tokens right-padded
-(padding is masked too). Rows sorted by length join a chunk while its model FLOPs (every row
-through the chunk's longest new tokens, its queries over the longest past: queries.FlopModel)
-stay within PAD_SLACK of what the rows would cost alone; on real data, where pasts differ
-widely, a token count alone let past padding double the attention scores. Only a chunk of
-unpacked roots goes maskless, on SDPA's causal path.
-A masked attention is dense, so masked forwards feed their new tokens in query slices of at
-most QUERY_SLICE into one growing cache: a slice never computes scores for keys after its own
-last query. Within a slice, rows (widest first) attend in width groups (width_groups.py): each
-contiguous range of rows over its own widest row's past and new tokens, so a short-past row in
-a chunk with a long-past one does not score the long one's columns. Verdicts are read at node ends from the final normed hidden state and the gathered
-LM-head rows only.
-
-Memory: groups are taken in waves whose held KV (nodes whose children are computed in other
-rows) fits `kv_budget_bytes`; packed rows and the chunks of a level are bounded so one forward
-(activations, scores, mask, past) fits `activation_budget_bytes` (and `batch_tokens`). A single
-node larger than that is still computed, alone.
-
-Handed-in KV: run(groups, given) takes, per group, prefixes whose KV was computed elsewhere (the
-decoder's prefill of a pair's [system][question][A][B], for the verdict prompts that embed
-generated text after it). The tree is rebuilt with each prefix's end as a node boundary; the
-nodes on its path are not computed and their KV is sliced from the given tensors. It is held
-with the wave's KV: the caller bounds it (run_generative: by kv_budget_bytes). A prefix on
-whose path a query ends is not used, since that query's verdict needs a hidden state.
+radix tree over token ids (plan/prefix_tree.py); every node is computed once, over the KV of its
+ancestors, which is held per node and never recomputed. A row computes one node or several
+packed siblings (a 4-D mask keeps every token to its own prefix), rows run level by level in
+chunks bounded by model FLOPs (plan/chunks.py), masked forwards in query slices and width groups
+(plan/width_groups.py); verdicts are read at node ends from the gathered LM-head rows only.
+Groups run in waves whose held KV fits `kv_budget_bytes`; one forward fits
+`activation_budget_bytes`. `run(groups, given)` also takes prefix KV computed elsewhere (the
+decoder's [system][question][A][B]). The design in full: docs/architecture.md.
 """
 from __future__ import annotations
 
@@ -76,7 +46,9 @@ class _Row:
 
 
 class PrefixEngine:
+    kind = "prefix"              # capabilities: see interfaces.Engine
     takes_prefix_kv = True        # run(groups, given=...): handed-in prefix KV (run_generative asks)
+    shares_prefixes = True
 
     def __init__(self, loaded, config: EngineConfig = EngineConfig()):
         self.loaded, self.config = loaded, config

@@ -13,11 +13,6 @@ A = ["the sum is 10", "yes the python code returns the sum", "", "three"]
 B = ["it returns a list", "no", "because the answer is correct", "3 words"]
 
 
-@pytest.fixture(scope="module")
-def default_judge(judge_dir):
-    return Judge.from_pretrained(judge_dir, kernels="torch")
-
-
 def test_default_head_scores_antisymmetrically_without_a_head_file(default_judge):
     s, swapped = default_judge.score(Q, A, B), default_judge.score(Q, B, A)
     assert s.shape == (4,) and s.dtype == torch.float64 and torch.all(torch.isfinite(s))

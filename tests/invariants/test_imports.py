@@ -11,6 +11,11 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 MAX_LINES = 450
 # runtime/decode.py is being split by the decoding work (issue #21); it leaves this list then.
 OVER_LIMIT_ALLOWED = {"baer_fast/runtime/decode.py"}
+MAX_DOC_LINES = 15
+# Module docstrings over MAX_DOC_LINES in modules other work owns right now: decode.py (#21),
+# features/reliability.py (#18), protocols/calibraeval.py (#19). They leave this list as they shrink.
+LONG_DOC_ALLOWED = {"baer_fast/runtime/decode.py", "baer_fast/features/reliability.py",
+                    "baer_fast/protocols/calibraeval.py"}
 
 
 def test_no_import_cycles():
@@ -24,6 +29,8 @@ def test_no_import_against_the_layer_order():
 def test_every_module_sits_in_a_room():
     rooms = set(graph.LAYERS) | set(graph.WIRING)
     loose = [m for m in graph.module_files(ROOT) if m not in graph.GROUND and graph.room(m) not in rooms]
+    loose += [m for m in graph.module_files(ROOT) if graph.room(m) == "runtime" and m != "baer_fast.runtime"
+              and m.split(".")[2] not in graph.RUNTIME]
     assert loose == []
 
 
@@ -31,6 +38,16 @@ def test_no_module_over_the_size_limit():
     over = {os.path.relpath(p, ROOT): n for p in graph.module_files(ROOT).values()
             if (n := sum(1 for _ in open(p, encoding="utf-8"))) > MAX_LINES}
     assert set(over) <= OVER_LIMIT_ALLOWED, over
+
+
+def test_module_docstrings_state_the_boundary_briefly():
+    import ast
+    long = {}
+    for path in graph.module_files(ROOT).values():
+        doc = ast.get_docstring(ast.parse(open(path, encoding="utf-8").read()), clean=False)
+        if doc and doc.count("\n") + 1 > MAX_DOC_LINES:
+            long[os.path.relpath(path, ROOT)] = doc.count("\n") + 1
+    assert set(long) <= LONG_DOC_ALLOWED, long
 
 
 def _checkout(tmp_path, files: dict[str, str]) -> str:

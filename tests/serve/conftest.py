@@ -1,5 +1,5 @@
-"""A tiny judge model (tests/fixtures/tiny_models.py), the in-process Judge with the default head,
-and servers on free loopback ports: uvicorn in a thread for the route tests."""
+"""Servers on free loopback ports (uvicorn in a thread) for the route tests; the model and the
+default-head Judge are the root conftest's `judge_dir` and `default_judge`."""
 from __future__ import annotations
 
 import socket
@@ -9,8 +9,6 @@ import time
 import pytest
 
 pytest.importorskip("fastapi", reason="the server needs the [serve] extra (in [dev])")
-
-from tests.fixtures.tiny_models import build_model_dir
 
 WORDS = "the answer is correct because python code returns the sum of a list of numbers".split()
 
@@ -27,17 +25,6 @@ def texts(i: int, k: int = 3) -> tuple[str, list[str]]:
     rng = random.Random(i)
     q = f"q{i} " + " ".join(rng.choice(WORDS) for _ in range(rng.randint(3, 8))) + "?"
     return q, [f"c{j} " + " ".join(rng.choice(WORDS) for _ in range(rng.randint(1, 12))) for j in range(k)]
-
-
-@pytest.fixture(scope="session")
-def model_dir(tmp_path_factory):
-    return build_model_dir(str(tmp_path_factory.mktemp("serve-judge")), arch="qwen3", seed=1, max_pos=512)
-
-
-@pytest.fixture(scope="session")
-def judge(model_dir):
-    from baer_fast.api import Judge
-    return Judge.from_pretrained(model_dir, kernels="torch")
 
 
 class Running:

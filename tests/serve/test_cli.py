@@ -10,7 +10,7 @@ from baer_fast.cli import main
     (["--model", "MODEL", "--max-queue", "0"], "max_queue must be at least 1"),
     (["--model", "MODEL", "--tensor-parallel-size", "2"], "only apply to --backend vllm"),
 ])
-def test_bad_settings_exit_2(argv, needle, model_dir, capsys, monkeypatch):
+def test_bad_settings_exit_2(argv, needle, judge_dir, capsys, monkeypatch):
     monkeypatch.delenv("BAER_TEST_UNSET_VAR", raising=False)
-    assert main(["serve", *[model_dir if a == "MODEL" else a for a in argv]]) == 2
+    assert main(["serve", *[judge_dir if a == "MODEL" else a for a in argv]]) == 2
     assert needle in capsys.readouterr().err

