@@ -166,10 +166,11 @@ def plot_consistency(cons: dict, path: str) -> None:
 def plot_lambda(table: list, path: str) -> None:
     fig = _figure(5, 3.5)
     ax = fig.add_subplot()
-    ax.semilogx([r["lambda"] for r in table], [100 * r["calibration_accuracy"] for r in table], marker="o")
+    key = "cv_accuracy" if "cv_accuracy" in table[0] else "calibration_accuracy"    # older artifacts
+    ax.semilogx([r["lambda"] for r in table], [100 * r[key] for r in table], marker="o")
     ax.set_xlabel("λ")
-    ax.set_ylabel("calibration accuracy (%)")
-    ax.set_title("Stack head: λ chosen on the calibration split")
+    ax.set_ylabel("cross-validated accuracy (%)" if key == "cv_accuracy" else "calibration accuracy (%)")
+    ax.set_title("Stack head: λ chosen by cross-validation on the non-test rows")
     _save_png(fig, path)
 
 
