@@ -27,7 +27,7 @@ from baer_fast.heads.router import CV_TREES, choose_model, fit_model, routing_ta
 from baer_fast.heads.stack import LAMBDAS, cv_lambda, fit_stack_weights
 
 N_FOLDS = 5
-N_REPEATS = 3
+N_REPEATS = 2
 INNER_FOLDS = 3
 SALT = "baer-nested"
 CANDIDATES = ("constant", "stack", "route")     # simplest first: the order of the selection rule
