@@ -91,7 +91,7 @@ def run_cell(args: tuple) -> dict:
     from baer_fast.artifact import deployed_head
     from baer_fast.heads.stack import StackHead
     from baer_fast.selection.fit import fit_condition
-    from baer_fast.selection.splits import SplitSpec, roles
+    from baer_fast.io.splits import SplitSpec, roles
 
     name, i = args
     c = _CONDITIONS[name]

@@ -2,9 +2,7 @@
 
 pairs:   {"id", "question", "response_a", "response_b", "label"?, "subset"?, "category"?, "split"?, "meta"?}
 signals: {"id", "subset", "category"?, "label"?, "split"?, "meta", "experts": {name: [u_1, ..., u_M]}}
-
-`subset` and the optional `category` (a task type: RewardBench section, JudgeBench category)
-are candidate-invariant groups; each value gives an interaction block of the stack (Eq. 5).
+`subset` and the optional `category` (a task type) each give interaction blocks (Eq. 5).
 
 Every `u` is P(response a is better) in the canonical frame (already mapped back
 from the display order it was run in); `null` is a missing or unparsed run.

@@ -29,7 +29,7 @@ from baer_fast.selection.gates import HEAD_CHOICES, decide, head_correct, refere
 from baer_fast.selection.nested import (CANDIDATES, INNER_FOLDS, N_FOLDS, N_REPEATS, SALT, DevData, best_constant,
                                         dev_data, fold_accuracy, fold_assignments, oof_scores)
 from baer_fast.selection.rule import one_se_choice
-from baer_fast.selection.splits import SplitSpec, roles as split_roles
+from baer_fast.io.splits import SplitSpec, roles as split_roles
 
 log = logging.getLogger("baer_fast")
 

@@ -9,7 +9,7 @@ import numpy as np
 from baer_fast import artifact
 from baer_fast.selection.fit import fit_condition
 from baer_fast.selection.nested import dev_data, fold_accuracy, fold_assignments, oof_scores
-from baer_fast.selection.splits import roles
+from baer_fast.io.splits import roles
 
 from heads.synth import specialist_signals
 
