@@ -197,8 +197,9 @@ def _fit(records, *, condition, spec, lambdas, eps, head, reference_expert, poin
     candidates = {name: {**split_accuracy(head_correct(h.score(rows), y), roles), "in_sample": True,
                          **figures.get(name, {})} for name, h in fitted.items()}
     gates = {"rule": {"order": list(CANDIDATES), "steps": steps, "choice": choice,
-                      "rule": "a more complex head replaces the simpler choice only if its mean paired per-fold "
-                              "out-of-fold gain exceeds one standard error (nested, repeated CV on non-test rows)"}}
+                      "rule": "a later head (order: lowest variance first) replaces the current choice only if "
+                              "its mean paired per-fold out-of-fold gain exceeds one standard error "
+                              "(nested, repeated CV on non-test rows)"}}
     if ref is not None:
         ref_head = ReferenceHead(ref, eps)
         ref_correct = head_correct(ref_head.score(rows), y)

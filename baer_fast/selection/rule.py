@@ -1,9 +1,9 @@
-"""The head-choice rule: the simpler head unless a more complex one wins by more than its noise.
+"""The head-choice rule: the steadier head unless a riskier one wins by more than its noise.
 
 Fold accuracies in ([R repeats, F folds] per candidate, all on the same held-out folds),
-a decision out. Candidates are taken simplest first (constant < stack < route); the
-current choice starts at the simplest; each more complex candidate replaces it only if
-its mean paired per-fold gain exceeds one standard error of that gain:
+a decision out. Candidates come in the caller's order, lowest variance first (`fit`:
+stack < constant < route); the current choice starts at the first; each later candidate
+replaces it only if its mean paired per-fold gain exceeds one standard error of that gain:
 
     d[r, f] = acc_c[r, f] - acc_current[r, f]
     SE      = sqrt(mean_r var_f(d[r, :], ddof=1) / F)
