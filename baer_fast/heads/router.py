@@ -3,14 +3,13 @@
 A reliability model R maps each expert's feature row rho_ik to P(expert k is right on
 pair i); k* = argmax_k R, ties going to the first expert in the head's fixed (sorted)
 expert order. rho is candidate-invariant, so a swap keeps k* and negates z_{k*}.
-R is a logistic regression or a depth-5 random forest, compared by deterministic
-5-fold cross-validation over PAIRS of routed accuracy (not reliability AUC); the
-winner is refitted on all rows it is given. Knows nothing about splits or files:
-callers pass only rows they may read.
+R is a logistic regression or a depth-5 random forest, compared by cross-validation
+over PAIRS (folds from the caller) of routed accuracy, not reliability AUC; the winner
+is refitted on all rows it is given. Knows nothing about splits or files: callers pass
+only rows they may read.
 """
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass, field
 from typing import Sequence
 
@@ -21,8 +20,6 @@ from baer_fast.features.reliability import reliability_feature_names, reliabilit
 from baer_fast.heads.forest import CompiledForest
 from baer_fast.heads.logistic import newton_logistic
 
-N_FOLDS = 5
-FOLD_SALT = "baer-router-cv"
 FOREST_PARAMS = {"n_estimators": 100, "max_depth": 5, "min_samples_leaf": 8, "random_state": 0}
 CV_TREES = 16        # trees of the forests fitted inside cross-validation (the deployed one has 100)
 LOGISTIC_C = 1.0
@@ -150,19 +147,6 @@ def routing_targets(records: Sequence, experts: Sequence[str], y: np.ndarray, ep
     """t [N, K] = 1[sign(p_k - 0.5) == y_i]; an undecided expert counts as wrong."""
     p, _, _, _ = evidence(runs_tensor(records, experts), eps)
     return (signs(p) == y[:, None]).astype(np.int64)
-
-
-def cv_folds(ids: Sequence[str], n_folds: int = N_FOLDS) -> np.ndarray:
-    """[N] fold of each pair: pairs ordered by sha256(salt:id), cut into n_folds contiguous blocks.
-
-    Depends only on the ids (not on file order or labels), and the blocks are balanced.
-    """
-    keys = [hashlib.sha256(f"{FOLD_SALT}:{i}".encode("utf-8")).hexdigest() for i in ids]
-    order = sorted(range(len(ids)), key=lambda j: keys[j])
-    folds = np.empty(len(ids), np.int64)
-    for f, block in enumerate(np.array_split(np.asarray(order, np.int64), n_folds)):
-        folds[block] = f
-    return folds
 
 
 def fit_model(kind: str, rho: np.ndarray, t: np.ndarray, n_trees: int | None = None):
