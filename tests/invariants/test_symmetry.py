@@ -6,7 +6,7 @@ from baer_fast.features.evidence import evidence, runs_tensor
 from baer_fast.heads.stack import StackHead, fit_stack_weights
 from baer_fast.io.records import Signals
 
-from .conftest import make_signals
+from tests.fixtures.data import make_signals
 
 EXPERTS = ["e1", "e2", "e3", "e4"]
 _HEAD = None
