@@ -11,7 +11,7 @@ from baer_fast.selection.fit import fit_condition
 from baer_fast.selection.nested import dev_data, fold_accuracy, fold_assignments, oof_scores
 from baer_fast.io.splits import roles
 
-from heads.synth import specialist_signals
+from tests.heads.synth import specialist_signals
 
 N = 140
 
