@@ -1,7 +1,11 @@
 """Pair and signals records: the two interchange formats every stage reads.
 
-pairs:   {"id", "question", "response_a", "response_b", "label"?, "subset"?, "split"?, "meta"?}
-signals: {"id", "subset", "label"?, "split"?, "meta", "experts": {name: [u_1, ..., u_M]}}
+pairs:   {"id", "question", "response_a", "response_b", "label"?, "subset"?, "category"?, "split"?, "meta"?}
+signals: {"id", "subset", "category"?, "label"?, "split"?, "meta", "experts": {name: [u_1, ..., u_M]}}
+
+`question` is a string, or a conversation: a list of {"role": "user"|"assistant", "content"}
+messages that alternate, open and end with a user turn; the two responses are the candidate
+next assistant turns. In memory a conversation is a tuple of (role, content) tuples.
 
 Every `u` is P(response a is better) in the canonical frame (already mapped back
 from the display order it was run in); `null` is a missing or unparsed run.
@@ -37,20 +41,29 @@ class Pair:
     subset: str = "default"     # category g(x) used by the stack's interaction block
     split: str | None = None    # explicit role; wins over the id hash
     meta: dict = field(default_factory=dict)
+    category: str | None = None  # coarse section (RewardBench's chat/safety/..., JudgeBench's math/...)
     line: int = field(default=0, compare=False, repr=False)   # source line; not part of the format
+
+    def __post_init__(self):
+        if not isinstance(self.question, str):
+            object.__setattr__(self, "question", as_conversation(self.question))
 
     def swapped(self) -> "Pair":
         """Tx: the same pair with the candidates exchanged (label follows its response)."""
         label = {"a": "b", "b": "a"}.get(self.label, self.label)
         return Pair(self.id, self.question, self.response_b, self.response_a, label,
-                    self.subset, self.split, dict(self.meta))
+                    self.subset, self.split, dict(self.meta), self.category)
 
     def to_json(self) -> dict:
-        out = {"id": self.id, "question": self.question, "response_a": self.response_a,
+        question = self.question if isinstance(self.question, str) else \
+            [{"role": r, "content": c} for r, c in self.question]
+        out = {"id": self.id, "question": question, "response_a": self.response_a,
                "response_b": self.response_b}
         if self.label is not None:
             out["label"] = self.label
         out["subset"] = self.subset
+        if self.category is not None:
+            out["category"] = self.category
         if self.split is not None:
             out["split"] = self.split
         if self.meta:
@@ -66,16 +79,19 @@ class Signals:
     label: str | None = None
     split: str | None = None
     meta: dict = field(default_factory=dict)
+    category: str | None = None
     line: int = field(default=0, compare=False, repr=False)   # source line; not part of the format
 
     def swapped(self) -> "Signals":
         """Tx: u -> 1-u; runs of the two display orders exchange places (pairs of runs)."""
         experts = {k: _swap_runs(v) for k, v in self.experts.items()}
         label = {"a": "b", "b": "a"}.get(self.label, self.label)
-        return Signals(self.id, experts, self.subset, label, self.split, swap_meta(self.meta))
+        return Signals(self.id, experts, self.subset, label, self.split, swap_meta(self.meta), self.category)
 
     def to_json(self) -> dict:
         out = {"id": self.id, "subset": self.subset}
+        if self.category is not None:
+            out["category"] = self.category
         if self.label is not None:
             out["label"] = self.label
         if self.split is not None:
@@ -152,8 +168,46 @@ def _opt_dict(obj: dict, name: str, *, path: str, line: int) -> dict:
     return val
 
 
-PAIR_FIELDS = {"id", "question", "response_a", "response_b", "label", "subset", "split", "meta"}
-SIGNAL_FIELDS = {"id", "subset", "label", "split", "meta", "experts"}
+PAIR_FIELDS = {"id", "question", "response_a", "response_b", "label", "subset", "category", "split", "meta"}
+SIGNAL_FIELDS = {"id", "subset", "category", "label", "split", "meta", "experts"}
+ROLES = ("user", "assistant")
+
+
+def as_conversation(messages) -> tuple:
+    """A conversation as a tuple of (role, content) tuples; ValueError naming the first bad turn.
+
+    Accepts {"role", "content"} mappings or (role, content) pairs. Turns alternate, opening and
+    ending with a user turn (the responses are the next assistant turn)."""
+    if isinstance(messages, (str, bytes)) or not hasattr(messages, "__iter__"):
+        raise ValueError("expected a string or a list of {role, content} messages")
+    out = []
+    for i, m in enumerate(messages):
+        role, content = (m.get("role"), m.get("content")) if isinstance(m, dict) else tuple(m)
+        want = ROLES[i % 2]
+        if role not in ROLES:
+            raise ValueError(f"message {i}: role {role!r} is not one of 'user', 'assistant'")
+        if role != want:
+            raise ValueError(f"message {i}: expected a {want!r} turn (turns alternate, the first is 'user')")
+        if not isinstance(content, str):
+            raise ValueError(f"message {i}: content must be a string, got {type(content).__name__}")
+        out.append((role, content))
+    if not out or out[-1][0] != "user":
+        raise ValueError("a conversation must end with the user turn the two responses answer")
+    return tuple(out)
+
+
+def question_text(question) -> str:
+    """All the text of a question (a string, or a conversation's turns joined by blank lines)."""
+    return question if isinstance(question, str) else "\n\n".join(c for _, c in question)
+
+
+def _question(obj: dict, *, path: str, line: int):
+    if isinstance(obj.get("question"), list):
+        try:
+            return as_conversation(obj["question"])
+        except (ValueError, TypeError, AttributeError) as e:
+            raise InputError(str(e), path=path, line=line, field="question") from None
+    return _need(obj, "question", str, path=path, line=line)
 
 
 def _check_extra(obj: dict, allowed: set, *, path: str, line: int):
@@ -166,14 +220,15 @@ def _check_extra(obj: dict, allowed: set, *, path: str, line: int):
 def pair_from_json(obj: dict, *, path: str = "<pairs>", line: int = 0) -> Pair:
     _check_extra(obj, PAIR_FIELDS, path=path, line=line)
     pid = _need(obj, "id", str, path=path, line=line, allow_empty=False)
-    question = _need(obj, "question", str, path=path, line=line)
+    question = _question(obj, path=path, line=line)
     ra = _need(obj, "response_a", str, path=path, line=line)
     rb = _need(obj, "response_b", str, path=path, line=line)
     return Pair(pid, question, ra, rb,
                 label=_opt_choice(obj, "label", LABELS, path=path, line=line),
                 subset=_opt_str(obj, "subset", "default", path=path, line=line),
                 split=_opt_choice(obj, "split", SPLITS, path=path, line=line),
-                meta=_opt_dict(obj, "meta", path=path, line=line), line=line)
+                meta=_opt_dict(obj, "meta", path=path, line=line),
+                category=_opt_str(obj, "category", None, path=path, line=line), line=line)
 
 
 def signals_from_json(obj: dict, *, path: str = "<signals>", line: int = 0) -> Signals:
@@ -186,7 +241,8 @@ def signals_from_json(obj: dict, *, path: str = "<signals>", line: int = 0) -> S
                    subset=_opt_str(obj, "subset", "default", path=path, line=line),
                    label=_opt_choice(obj, "label", LABELS, path=path, line=line),
                    split=_opt_choice(obj, "split", SPLITS, path=path, line=line),
-                   meta=_opt_dict(obj, "meta", path=path, line=line), line=line)
+                   meta=_opt_dict(obj, "meta", path=path, line=line),
+                   category=_opt_str(obj, "category", None, path=path, line=line), line=line)
 
 
 def _check_runs(name: str, runs, *, path: str, line: int) -> None:

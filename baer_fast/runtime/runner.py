@@ -201,12 +201,13 @@ def apply_derived(runs: dict, names: list[str], params: dict) -> dict:
 
 
 def pair_meta(pair: Pair) -> dict:
+    from baer_fast.io.records import question_text
     try:
         from baer_fast.features.text_stats import pair_meta as stats
         meta = stats(pair.question, pair.response_a, pair.response_b)
     except ImportError:
-        meta = {"len_q": len(pair.question)}
-    meta.update(len_q=len(pair.question), len_a=len(pair.response_a), len_b=len(pair.response_b))
+        meta = {}
+    meta.update(len_q=len(question_text(pair.question)), len_a=len(pair.response_a), len_b=len(pair.response_b))
     return meta
 
 
@@ -215,7 +216,7 @@ def to_signals(pair: Pair, runs: dict, row: dict, names: list[str], engine_name:
             "tokens_naive": row["tokens_naive"], "engine": engine_name}
     if "generation" in row:
         meta["generation"] = row["generation"]
-    return Signals(pair.id, {n: runs[n] for n in names}, pair.subset, pair.label, pair.split, meta)
+    return Signals(pair.id, {n: runs[n] for n in names}, pair.subset, pair.label, pair.split, meta, pair.category)
 
 
 def run_experts(model, pairs: list[Pair], *, experts=None, config: EngineConfig = EngineConfig(),

@@ -35,5 +35,6 @@ def bank_signals(pairs, runs_by_expert: dict[str, list], condition: str) -> list
     for i, p in enumerate(pairs):
         experts = {name: runs[i] for name, runs in runs_by_expert.items()}
         meta = {"condition": condition, **pair_meta(p.question, p.response_a, p.response_b), **p.meta}
-        out.append(Signals(p.id, experts, subset=p.subset, label=p.label, split=p.split, meta=meta))
+        out.append(Signals(p.id, experts, subset=p.subset, label=p.label, split=p.split, meta=meta,
+                           category=p.category))
     return out
