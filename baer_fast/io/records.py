@@ -52,7 +52,7 @@ class Pair:
         """Tx: the same pair with the candidates exchanged (label follows its response)."""
         label = {"a": "b", "b": "a"}.get(self.label, self.label)
         return Pair(self.id, self.question, self.response_b, self.response_a, label,
-                    self.subset, self.split, dict(self.meta), self.category)
+                    self.subset, self.split, swap_meta(self.meta), self.category)
 
     def to_json(self) -> dict:
         question = self.question if isinstance(self.question, str) else \
