@@ -33,8 +33,8 @@ def position_consistency(records, experts, rows) -> dict:
                 n_dec += (u_ab != 0.5) + (u_ba != 0.5)
                 n_first += (u_ab > 0.5) + (u_ba < 0.5)
         out[name] = {"n_run_pairs": n, "disagree": int(n_dis),
-                     "consistency": (1.0 - n_dis / n) if n else None,
-                     "first_shown_rate": (n_first / n_dec) if n_dec else None}
+                     "consistency": float(1.0 - n_dis / n) if n else None,
+                     "first_shown_rate": float(n_first / n_dec) if n_dec else None}
     return out
 
 

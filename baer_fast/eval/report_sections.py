@@ -76,7 +76,7 @@ def _bias(b: dict, out_dir: str) -> list:
                        [[k, v["n"], _pct(v["rate"])] for k, v in length["prefers_longer"].items()]))
     methods = list(length["bins"][0]["accuracy"])
     parts.append(table(["(len winner − len loser) / max", "n"] + [f"{m} %" for m in methods],
-                       [[f"[{x['lo']:+.2f}, {x['hi']:+.2f})", x["n"]] + [_pct(x["accuracy"][m]) for m in methods]
+                       [[f"{x['lo']:+.2f} to {x['hi']:+.2f}", x["n"]] + [_pct(x["accuracy"][m]) for m in methods]
                         for x in length["bins"]]))
     fig = _figure(7, 3.5)
     ax = fig.add_subplot()
