@@ -32,7 +32,7 @@ def _groups(title: str, groups: dict) -> list:
         return []
     experts = sorted(next(iter(groups.values()))["experts"])
     rows = [[g, v["n"], _pct(v["accuracy"])] + [_pct(v["experts"][e]) for e in experts] for g, v in groups.items()]
-    return [f"<h2>Accuracy per {title}</h2>", table([title, "n", "BAER %"] + experts, rows)]
+    return [f"<h2>Accuracy per {title}: BAER and each expert (%)</h2>", table([title, "n", "BAER %"] + experts, rows)]
 
 
 def _ci(ci: dict) -> list:

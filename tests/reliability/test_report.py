@@ -38,8 +38,9 @@ def test_eval_report_writes_html_and_valid_pngs(llmbar, tmp_path, capsys):
         with Image.open(rep / src) as im:
             im.verify()
             assert im.format == "PNG"
-    for text in ("McNemar", "Head selection", "stack", "Position consistency", "coverage", "Accuracy per subset",
-                 "bootstrap intervals", "Brier", "first-shown rate", "Length bias"):
+    for text in ("McNemar", "Head selection", "stack", "Position consistency", "coverage",
+                 "Accuracy per subset: BAER and each expert", "bootstrap intervals", "Brier", "first-shown rate",
+                 "Length bias"):
         assert text in html
     cells = re.findall(r"<td>(.*?)</td>", html)
     assert cells and not [c for c in cells if c.lstrip().startswith(("{", "[", "&quot;"))]   # no raw JSON
