@@ -9,10 +9,10 @@ from hypothesis import given, settings, strategies as st
 from baer_fast import protocols
 from baer_fast.io.records import Pair, question_text
 from baer_fast.protocols.base import Prompt
-from baer_fast.runtime.generative import GenerationConfig
-from baer_fast.runtime.prompting import PromptEncoder
-from baer_fast.runtime.runner import run_experts
-from baer_fast.runtime.truncation import common_cap, fit_pair
+from baer_fast.bank.generative import GenerationConfig
+from baer_fast.bank.prompting import PromptEncoder
+from baer_fast.bank.runner import run_experts
+from baer_fast.bank.truncation import common_cap, fit_pair
 from tests.fixtures.tiny_models import make_pairs
 
 GEN = GenerationConfig(max_new_tokens={n: 4 for n in protocols.GENERATIVE}, seed=3)
