@@ -49,7 +49,7 @@ def load_scores(path: str, ids: list[str]):
 
 
 def run(args) -> int:
-    from baer_fast.eval.metrics import evaluate, format_table
+    from baer_fast.eval.metrics import evaluate
     from baer_fast.io.records import read_signals
     from baer_fast.io.splits import SplitSpec, roles
 

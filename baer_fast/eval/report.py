@@ -8,8 +8,6 @@ here only, with the Agg canvas (no display, no network, no global backend change
 from __future__ import annotations
 
 import html
-import io
-import math
 import os
 from typing import Sequence
 
@@ -17,6 +15,8 @@ import numpy as np
 
 from baer_fast.eval.bias import position_consistency  # noqa: F401  (re-exported: the report's table)
 from baer_fast.eval.calibration import reliability
+from baer_fast.eval.html_parts import figure as _figure, img as _img, pct as _pct, save_png as _save_png
+from baer_fast.eval.html_parts import table as _table
 from baer_fast.eval.metrics import expert_predictions, head_predictions, label_signs, mcnemar_exact
 from baer_fast.io.jsonl import atomic_open
 
@@ -68,19 +68,6 @@ def mcnemar_vs_experts(records, scores, experts, rows) -> dict:
 
 
 # ---------------------------------------------------------------- plots
-
-def _figure(w: float, h: float):
-    from matplotlib.figure import Figure     # Agg canvas via savefig; pyplot is never touched
-
-    return Figure(figsize=(w, h), dpi=100)
-
-
-def _save_png(fig, path: str) -> None:
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", bbox_inches="tight")
-    with atomic_open(path, "wb") as fh:
-        fh.write(buf.getvalue())
-
 
 def plot_subset_accuracy(acc: dict, baseline: str | None, path: str) -> None:
     methods = sorted(next(iter(acc.values())), key=lambda m: (m != "BAER", m != baseline, m)) if acc else []
@@ -142,23 +129,6 @@ def plot_lambda(table: list, path: str) -> None:
 
 
 # ---------------------------------------------------------------- HTML
-
-def _pct(x) -> str:
-    return "–" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{100 * x:.2f}"
-
-
-def _table(header: list, rows: list, bold_first: str | None = None) -> str:
-    th = "".join(f"<th>{html.escape(str(h))}</th>" for h in header)
-    body = []
-    for r in rows:
-        cls = ' class="baer"' if bold_first is not None and r[0] == bold_first else ""
-        body.append(f"<tr{cls}>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in r) + "</tr>")
-    return f"<table><tr>{th}</tr>{''.join(body)}</table>"
-
-
-def _img(name: str, alt: str) -> str:
-    return f'<p><img src="{html.escape(name)}" alt="{html.escape(alt)}"></p>'
-
 
 def _selection_html(art: dict | None) -> str:
     if art is None:

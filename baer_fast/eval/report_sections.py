@@ -12,19 +12,12 @@ import os
 
 import numpy as np
 
-
-def _pct(x) -> str:
-    return "–" if x is None else f"{100 * x:.2f}"
+from baer_fast.eval.html_parts import figure, img, save_png, table
+from baer_fast.eval.html_parts import pct as _pct
 
 
 def _num(x) -> str:
     return "–" if x is None else f"{x:.4f}"
-
-
-def table(header: list, rows: list) -> str:
-    from baer_fast.eval.report import _table
-
-    return _table(header, rows)
 
 
 def _groups(title: str, groups: dict) -> list:
@@ -56,8 +49,6 @@ def _calibration(cal: dict) -> list:
 
 
 def _bias(b: dict, out_dir: str) -> list:
-    from baer_fast.eval.report import _figure, _img, _save_png
-
     if not b:
         return []
     parts = ["<h2>Position bias</h2>"]
@@ -78,7 +69,7 @@ def _bias(b: dict, out_dir: str) -> list:
     parts.append(table(["(len winner − len loser) / max", "n"] + [f"{m} %" for m in methods],
                        [[f"{x['lo']:+.2f} to {x['hi']:+.2f}", x["n"]] + [_pct(x["accuracy"][m]) for m in methods]
                         for x in length["bins"]]))
-    fig = _figure(7, 3.5)
+    fig = figure(7, 3.5)
     ax = fig.add_subplot()
     centers = np.arange(len(length["bins"]))
     for m in ("BAER", "longer wins"):
@@ -88,8 +79,8 @@ def _bias(b: dict, out_dir: str) -> list:
     ax.set_xlabel("relative length difference, labelled winner minus loser")
     ax.set_ylabel("accuracy (%)")
     ax.legend(fontsize="small")
-    _save_png(fig, os.path.join(out_dir, "length_bias.png"))
-    return parts + [_img("length_bias.png", "accuracy by length difference")]
+    save_png(fig, os.path.join(out_dir, "length_bias.png"))
+    return parts + [img("length_bias.png", "accuracy by length difference")]
 
 
 def _leaderboard(board: dict) -> list:

@@ -3,18 +3,15 @@
 pairs:   {"id", "question", "response_a", "response_b", "label"?, "subset"?, "category"?, "split"?, "meta"?}
 signals: {"id", "subset", "category"?, "label"?, "split"?, "meta", "experts": {name: [u_1, ..., u_M]}}
 
-`question` is a string, or a conversation: a list of {"role": "user"|"assistant", "content"}
-messages that alternate, open and end with a user turn; the two responses are the candidate
-next assistant turns. In memory a conversation is a tuple of (role, content) tuples.
+`question`: a string, or a conversation ([{role: user|assistant, content}], alternating, ending
+with the user turn the responses answer; in memory a tuple of (role, content) tuples).
+Every `u` is P(response a is better) in the canonical frame (mapped back from the display
+order it ran in); `null` is a missing run. `label` is "a", "b" or "tie" (ties are kept but
+excluded from fitting and accuracy).
 
-Every `u` is P(response a is better) in the canonical frame (already mapped back
-from the display order it was run in); `null` is a missing or unparsed run.
-`label` is "a", "b" or "tie" (tie pairs are kept but excluded from fitting and accuracy).
-
-Readers take `rejects=` (see `io/rejects.py`): without it the first bad record raises
-an `InputError` naming file, line and field; with it bad records are skipped and kept
-there. Each record remembers the line it came from (`.line`, 0 when built in memory),
-so later whole-file checks can still point at a line.
+Readers take `rejects=` (`io/rejects.py`): without it the first bad record raises an
+`InputError` naming file, line and field; with it bad records are skipped and kept there.
+Each record remembers its source line (`.line`, 0 when built in memory).
 """
 from __future__ import annotations
 

@@ -14,7 +14,7 @@ from baer_fast.io.adapters._rows import a_is_chosen
 from baer_fast.io.records import read_pairs
 
 from tests.io.conftest import shared
-from tests.io.schemas import ARENA, MTBENCH, REWARDBENCH, ULTRAFEEDBACK, write_jsonl
+from tests.io.schemas import ARENA, MTBENCH, REWARDBENCH, write_jsonl
 
 HH = "hh_rlhf_helpful_base_test/helpful-base/test.jsonl.gz"
 
