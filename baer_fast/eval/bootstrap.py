@@ -8,6 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 LEVEL = 0.95
+BATCH = 100        # resamples held at once: memory n_pairs x BATCH floats, whatever N is
 
 
 def accuracy_interval(correct, *, n_resamples: int, seed: int, level: float = LEVEL) -> dict:
@@ -19,7 +20,7 @@ def accuracy_interval(correct, *, n_resamples: int, seed: int, level: float = LE
     if len(x) < 2 or n_resamples < 1:
         return {**out, "low": None, "high": None}
     res = bootstrap((x,), np.mean, n_resamples=n_resamples, confidence_level=level, method="percentile",
-                    vectorized=True, rng=np.random.default_rng(seed))
+                    vectorized=True, batch=BATCH, rng=np.random.default_rng(seed))
     return {**out, "low": float(res.confidence_interval.low), "high": float(res.confidence_interval.high)}
 
 

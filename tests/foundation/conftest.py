@@ -3,22 +3,17 @@ from __future__ import annotations
 
 import os
 import random
-from pathlib import Path
+import sys
 
 import pytest
 
 from baer_fast.cli import main
 from baer_fast.io.records import Signals
 
-REPO = Path(__file__).resolve().parents[2]
-SHARED_DATA = Path(os.environ.get("BAER_SHARED_DATA", REPO.parent / "shared" / "data"))
-
-
-def shared(rel: str) -> Path:
-    path = SHARED_DATA / rel
-    if not path.exists():
-        pytest.skip(f"real data not found at {path} (set BAER_SHARED_DATA)")
-    return path
+_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+if _ROOT not in sys.path:      # `tests` is not a package of its own (as in tests/runtime/conftest.py)
+    sys.path.insert(0, _ROOT)
+from tests.fixtures.data import shared  # noqa: E402,F401  (test_import_real imports it from here)
 
 
 def make_signals(n: int, *, experts=("e1", "e2", "e3", "e4"), seed: int = 0, subsets=("chat", "math"),

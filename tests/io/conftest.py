@@ -3,7 +3,6 @@ layout (RewardBench filtered, UltraFeedback, FastChat MT-Bench human judgments, 
 conversations), the real files in ../shared/data, and one tiny judge model."""
 from __future__ import annotations
 
-import os
 import sys
 from pathlib import Path
 
@@ -13,16 +12,9 @@ _ROOT = Path(__file__).resolve().parents[2]
 if str(_ROOT) not in sys.path:
     sys.path.insert(0, str(_ROOT))
 
+from tests.fixtures.data import shared  # noqa: E402,F401  (the tests here import it from this conftest)
 from tests.io.schemas import ARENA, MTBENCH, REWARDBENCH, ULTRAFEEDBACK, write_jsonl  # noqa: E402
 
-SHARED_DATA = Path(os.environ.get("BAER_SHARED_DATA", _ROOT.parent / "shared" / "data"))
-
-
-def shared(rel: str) -> Path:
-    path = SHARED_DATA / rel
-    if not path.exists():
-        pytest.skip(f"real data not found at {path} (set BAER_SHARED_DATA)")
-    return path
 
 
 @pytest.fixture
