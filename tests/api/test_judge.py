@@ -76,7 +76,7 @@ def test_vllm_options_reach_the_engine(judge_dir, head_path, monkeypatch):
 
 def test_head_from_published_bank_is_refused(judge_dir, tmp_path):
     from baer_fast.selection.fit import fit_condition
-    from tests.foundation.conftest import make_signals
+    from tests.fixtures.data import make_signals
     art = fit_condition(make_signals(120), condition="bank")
     with pytest.raises(BaerError, match="cannot run"):
         Judge.from_pretrained(judge_dir, head=art)

@@ -39,12 +39,12 @@ RUNTIME = {
     "config": (),
     "queries": (),
     "model": ("plan", "config", "queries"),
-    "prefill": ("plan", "model", "config", "queries"),
-    "naive": ("plan", "model", "config", "queries"),
-    "decode": ("plan", "model", "config", "queries"),
-    "sampling": ("plan", "model", "config", "queries"),
-    "probes": ("plan", "model", "config", "queries", "prefill", "naive", "decode", "sampling"),
-    "vllm": ("plan", "model", "config", "queries", "decode", "sampling"),
+    "prefill": ("plan", "model", "config", "queries", "interfaces"),
+    "naive": ("plan", "model", "config", "queries", "interfaces"),
+    "decode": ("plan", "model", "config", "queries", "interfaces", "sampling"),
+    "sampling": ("plan", "model", "config", "queries", "interfaces"),
+    "probes": ("plan", "model", "config", "queries", "interfaces", "prefill", "naive", "decode", "sampling"),
+    "vllm": ("plan", "model", "config", "queries", "interfaces", "decode", "sampling"),
     "interfaces": ("config", "queries"),
     "open": ("plan", "model", "config", "queries", "prefill", "naive", "decode", "sampling",
              "probes", "vllm", "interfaces"),
@@ -180,7 +180,12 @@ def violations(graph_edges: list[Edge]) -> list[str]:
         else:
             ok = dst in LAYERS[src]
         if not ok:
-            bad.append(f"{e.path}:{e.line}: {e.src} -> {e.dst}")
+            hint = ""
+            if src == dst == "runtime" and _runtime_part(e.src) not in RUNTIME:
+                hint = " (a new runtime module: give it its place in RUNTIME, import_graph.py)"
+            elif src not in LAYERS and src not in WIRING:
+                hint = " (a module outside every room: place it in LAYERS or WIRING, import_graph.py)"
+            bad.append(f"{e.path}:{e.line}: {e.src} -> {e.dst}{hint}")
     return sorted(set(bad))
 
 

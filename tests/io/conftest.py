@@ -1,20 +1,11 @@
 """Fixtures for the pair importers: small files written from each source's published record
 layout (RewardBench filtered, UltraFeedback, FastChat MT-Bench human judgments, Chatbot Arena
-conversations), the real files in ../shared/data, and one tiny judge model."""
+conversations)."""
 from __future__ import annotations
-
-import sys
-from pathlib import Path
 
 import pytest
 
-_ROOT = Path(__file__).resolve().parents[2]
-if str(_ROOT) not in sys.path:
-    sys.path.insert(0, str(_ROOT))
-
-from tests.fixtures.data import shared  # noqa: E402,F401  (the tests here import it from this conftest)
-from tests.io.schemas import ARENA, MTBENCH, REWARDBENCH, ULTRAFEEDBACK, write_jsonl  # noqa: E402
-
+from tests.io.schemas import ARENA, MTBENCH, REWARDBENCH, ULTRAFEEDBACK, write_jsonl
 
 
 @pytest.fixture
@@ -37,10 +28,3 @@ def sources(tmp_path) -> dict:
         "table": (table_csv, ["--question-col", "q", "--chosen-col", "good", "--rejected-col", "bad",
                               "--subset-col", "grp"]),
     }
-
-
-@pytest.fixture(scope="session")
-def tiny_qwen(tmp_path_factory):
-    from tests.fixtures.tiny_models import build_model_dir
-
-    return build_model_dir(str(tmp_path_factory.mktemp("qwen3_io")), arch="qwen3")

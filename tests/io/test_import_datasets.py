@@ -13,7 +13,7 @@ from baer_fast.io.adapters import load
 from baer_fast.io.adapters._rows import a_is_chosen
 from baer_fast.io.records import read_pairs
 
-from tests.io.conftest import shared
+from tests.fixtures.data import shared
 from tests.io.schemas import ARENA, MTBENCH, REWARDBENCH, write_jsonl
 
 HH = "hh_rlhf_helpful_base_test/helpful-base/test.jsonl.gz"

@@ -7,7 +7,7 @@ import json
 
 from baer_fast.cli import main
 from baer_fast.io.records import read_pairs, read_signals, write_pairs
-from tests.io.conftest import shared
+from tests.fixtures.data import shared
 
 FORMATS = ("rewardbench", "ultrafeedback", "mtbench-human", "arena", "table")
 FIGURES = ("per_subset", "per_category", "bias", "calibration", "accuracy_ci")
@@ -22,7 +22,7 @@ def _hh_slice(tmp_path, n: int = 8):
     return tmp_path / "hh"
 
 
-def test_every_importer_into_experts_and_eval(sources, tiny_qwen, tmp_path, capsys):
+def test_every_importer_into_experts_and_eval(sources, qwen_dir, tmp_path, capsys):
     runs = {fmt: sources[fmt] for fmt in FORMATS}
     runs["hh-rlhf"] = (_hh_slice(tmp_path), [])
     everything = []
@@ -33,7 +33,7 @@ def test_every_importer_into_experts_and_eval(sources, tiny_qwen, tmp_path, caps
     pairs = tmp_path / "all.jsonl"
     write_pairs(str(pairs), everything)
     signals = tmp_path / "signals.jsonl"
-    assert main(["-q", "experts", "--model", tiny_qwen, "--input", str(pairs), "--out", str(signals),
+    assert main(["-q", "experts", "--model", qwen_dir, "--input", str(pairs), "--out", str(signals),
                  "--experts", "direct,pointwise"]) == 0
     recs = read_signals(str(signals))
     assert [r.id for r in recs] == [p.id for p in everything]

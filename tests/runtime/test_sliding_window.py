@@ -63,7 +63,7 @@ def test_the_window_matters_here(sliding, monkeypatch):
 
 
 def test_decoder_equals_generate(sliding):
-    from tests.generative.conftest import bank_tree_prompts
+    from tests.fixtures.prompts import bank_tree_prompts
     prompts = bank_tree_prompts(sliding)[:8]
     assert min(len(p) for p in prompts) > WINDOW
     assert_decoder_equals_generate(sliding, prompts, 12, max_rows=4)

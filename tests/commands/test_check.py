@@ -49,7 +49,7 @@ def test_the_overhead_is_what_a_pair_adds_to(capsys, qwen_dir, loaded_models):
 
 
 def test_a_template_without_a_system_role(capsys, tmp_path):
-    from tests.runtime.test_chat_templates import NO_SYSTEM
+    from tests.bank.test_chat_templates import NO_SYSTEM
     path = build_model_dir(str(tmp_path / "check_nosys"), arch="llama", seed=5, chat_template=NO_SYSTEM)
     rc, out, _ = _check(capsys, path, "--json")
     assert rc == 0 and json.loads(out)["system_role"] is False

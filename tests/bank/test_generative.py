@@ -7,7 +7,7 @@ from baer_fast import protocols
 from baer_fast.bank.generative import GenerationConfig, GenerativeReport, run_generative
 from baer_fast.bank.runner import RunReport, run_experts
 from baer_fast.runtime.open import open_engine
-from tests.generative.conftest import pairs as make_pairs
+from tests.fixtures.prompts import pairs as make_pairs
 
 BUDGET = 8
 GEN = GenerationConfig(max_new_tokens={n: BUDGET for n in protocols.GENERATIVE}, seed=7)
