@@ -142,7 +142,8 @@ def to_signals(pair: Pair, runs: dict, row: dict, names: list[str], engine_name:
             "tokens_naive": row["tokens_naive"], "engine": engine_name}
     if "generation" in row:
         meta["generation"] = row["generation"]
-    return Signals(pair.id, {n: runs[n] for n in names}, pair.subset, pair.label, pair.split, meta, pair.category)
+    return Signals(pair.id, {n: runs[n] for n in names}, pair.subset, pair.label, pair.split, meta,
+                   category=pair.category)
 
 
 def run_experts(model, pairs: list[Pair], *, experts=None, config: EngineConfig = EngineConfig(),

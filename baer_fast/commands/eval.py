@@ -1,4 +1,4 @@
-"""`baer-fast eval --signals S --scores scores.jsonl [--json] [--split test|dev|all] [--report DIR]`."""
+"""`baer-fast eval --signals S --scores scores.jsonl [--json] [--split test|dev|all] [--report DIR] [--baselines A,B]`."""
 from __future__ import annotations
 
 import json
@@ -18,6 +18,11 @@ def add_arguments(p) -> None:
     p.add_argument("--bootstrap-seed", type=int, default=0, help="seed of the bootstrap resampling")
     p.add_argument("--leaderboard", choices=("rewardbench",),
                    help="also compute a benchmark's leaderboard scores (rewardbench: section scores)")
+    p.add_argument("--baselines", metavar="A,B,...",
+                   help="the baseline pool (comma-separated experts); default: every expert except reference, "
+                        "pointwise, deliberate and any --internal")
+    p.add_argument("--internal", action="append", default=[], metavar="EXPERT",
+                   help="also keep EXPERT out of the default baseline pool (BAER's own expert); repeatable")
 
 
 def load_scores(path: str, ids: list[str]):
@@ -61,7 +66,13 @@ def run(args) -> int:
     records = read_signals(args.signals)
     scores, head = load_scores(args.scores, [r.id for r in records])
     row_roles = roles(records, SplitSpec(seed=args.split_seed))
-    report = evaluate(records, scores, row_roles, split=args.split)
+    baselines = [b.strip() for b in args.baselines.split(",") if b.strip()] if args.baselines else None
+    try:
+        report = evaluate(records, scores, row_roles, split=args.split, baselines=baselines, internal=args.internal)
+    except ValueError as e:
+        from baer_fast.errors import InputError
+
+        raise InputError(str(e), field="--baselines") from None
     report["head"] = head or (art["head"] if art else "head")
     report.update(_figures(args, records, scores, row_roles, report))
     if args.report:

@@ -224,7 +224,7 @@ def _finish_derived(args, names, derived, raw_path) -> None:
     raw = read_signals(raw_path)
     params = fit_derived([(s, s.experts) for s in raw], derived)
     out = [Signals(s.id, {n: apply_derived(s.experts, derived, params)[n] for n in names}, s.subset, s.label,
-                   s.split, s.meta, s.category) for s in raw]
+                   s.split, s.meta, category=s.category) for s in raw]
     with atomic_open(args.out + ".derived.json") as fh:
         fh.write(json.dumps(params, indent=1) + "\n")
     write_signals(args.out, out)

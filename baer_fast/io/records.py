@@ -2,6 +2,7 @@
 
 pairs:   {"id", "question", "response_a", "response_b", "label"?, "subset"?, "category"?, "split"?, "meta"?}
 signals: {"id", "subset", "category"?, "label"?, "split"?, "meta", "experts": {name: [u_1, ..., u_M]}}
+`subset` and the optional `category` (a task type) each give interaction blocks (Eq. 5).
 
 `question`: a string, or a conversation ([{role: user|assistant, content}], alternating, ending
 with the user turn the responses answer; in memory a tuple of (role, content) tuples).
@@ -38,7 +39,7 @@ class Pair:
     subset: str = "default"     # category g(x) used by the stack's interaction block
     split: str | None = None    # explicit role; wins over the id hash
     meta: dict = field(default_factory=dict)
-    category: str | None = None  # coarse section (RewardBench's chat/safety/..., JudgeBench's math/...)
+    category: str | None = None  # optional task-type group g(x), a second interaction block
     line: int = field(default=0, compare=False, repr=False)   # source line; not part of the format
 
     def __post_init__(self):
@@ -76,7 +77,7 @@ class Signals:
     label: str | None = None
     split: str | None = None
     meta: dict = field(default_factory=dict)
-    category: str | None = None
+    category: str | None = None  # optional task-type group, as in Pair
     line: int = field(default=0, compare=False, repr=False)   # source line; not part of the format
 
     def swapped(self) -> "Signals":
