@@ -6,9 +6,8 @@ signals: {"id", "subset", "category"?, "label"?, "split"?, "meta", "experts": {n
 
 `question`: a string, or a conversation ([{role: user|assistant, content}], alternating, ending
 with the user turn the responses answer; in memory a tuple of (role, content) tuples).
-Every `u` is P(response a is better) in the canonical frame (mapped back from the display
-order it ran in); `null` is a missing run. `label` is "a", "b" or "tie" (ties are kept but
-excluded from fitting and accuracy).
+`u` = P(response a is better), canonical frame; `null` = missing run. `label`: "a", "b" or
+"tie" (ties are kept but excluded from fitting and accuracy).
 
 Readers take `rejects=` (`io/rejects.py`): without it the first bad record raises an
 `InputError` naming file, line and field; with it bad records are skipped and kept there.
