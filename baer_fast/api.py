@@ -107,20 +107,23 @@ class Judge:
         return self._room
 
     def pairs(self, questions: Sequence[str], responses_a: Sequence[str], responses_b: Sequence[str]) -> list:
-        from baer_fast.io.records import Pair
         from baer_fast.bank.truncation import fit_pair, sanitize
+        from baer_fast.io.records import Pair, as_conversation
 
         if not len(questions) == len(responses_a) == len(responses_b):
             raise InputError(f"questions, responses_a and responses_b differ in length "
                              f"({len(questions)}, {len(responses_a)}, {len(responses_b)})")
         out = []
         for i, (q, a, b) in enumerate(zip(questions, responses_a, responses_b)):
-            q, a, b = str(q), str(a), str(b)
+            # a question is a string or a conversation ({role, content} turns, ending with the user's)
+            q = as_conversation(q) if isinstance(q, (list, tuple)) else str(q)
+            a, b = str(a), str(b)
             if self.options.truncate:
                 cut = fit_pair(self.engine.loaded.tokenizer, q, a, b, room=self.room())
                 q, a, b = cut.question, cut.response_a, cut.response_b
             else:
-                q, a, b = sanitize(q), sanitize(a), sanitize(b)
+                q = sanitize(q) if isinstance(q, str) else tuple((r, sanitize(c)) for r, c in q)
+                a, b = sanitize(a), sanitize(b)
             out.append(Pair(f"judge-{i}", q, a, b, split="test"))
         return out
 

@@ -16,7 +16,7 @@ import sys
 # name -> module under baer_fast.commands (imported only when that command runs, except for
 # --help of the command itself, which needs its arguments)
 COMMANDS = {
-    "import": ("import_", "convert published judge outputs (llmbar, judgebench, autoj, pandalm) to pairs + signals"),
+    "import": ("import_", "convert published judge outputs or preference datasets to pairs (+ signals)"),
     "check": ("check", "load a local judge model and report whether and how it runs, before a long job"),
     "experts": ("experts", "run the expert bank of a local judge model on pairs -> signals"),
     "fit": ("fit", "fit the heads of one condition on its signals and freeze one to an artifact"),

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 
 from baer_fast import protocols
 from baer_fast.bank.queries import build_all_queries, run_shared
-from baer_fast.io.records import Pair, Signals
+from baer_fast.io.records import Pair, Signals, question_text
 from baer_fast.io.splits import role
 from baer_fast.io.text_stats import pair_meta as text_pair_meta
 from baer_fast.runtime.config import EngineConfig
@@ -133,7 +133,7 @@ def apply_derived(runs: dict, names: list[str], params: dict) -> dict:
 
 def pair_meta(pair: Pair) -> dict:
     meta = text_pair_meta(pair.question, pair.response_a, pair.response_b)
-    meta.update(len_q=len(pair.question), len_a=len(pair.response_a), len_b=len(pair.response_b))
+    meta.update(len_q=len(question_text(pair.question)), len_a=len(pair.response_a), len_b=len(pair.response_b))
     return meta
 
 

@@ -2,8 +2,10 @@
 
 Both responses are cut to the same token cap T (a response shorter than T keeps all of
 itself), so (q, a, b) and (q, b, a) are cut identically and the swap invariant survives.
-The question is capped at a quarter of the room. Text that is not valid UTF-8 (lone
-surrogates) is replaced with U+FFFD first. Used by the in-process Judge, where every pair
+The question is capped at a quarter of the room; a conversation's turns share that cap the
+same way (every turn keeps min(its length, T), one T for all, so a long last turn cannot take
+the earliest turns' room). Text that is not valid UTF-8 (lone surrogates) is replaced with
+U+FFFD first. Used by the in-process Judge, where every pair
 must get a score; `baer-fast experts` refuses over-long pairs instead.
 """
 from __future__ import annotations
@@ -12,11 +14,12 @@ from dataclasses import dataclass
 
 CHARS_PER_TOKEN_MAX = 32   # pre-cut huge texts to 32 chars per token of room before tokenizing
 SAFETY_TOKENS = 32         # re-tokenising a cut text can shift a few BPE merges at the boundary
+TURN_TOKENS = 16           # chat-template tokens around each earlier turn of a conversation
 
 
 @dataclass(frozen=True)
 class Cut:
-    question: str
+    question: object           # str, or a conversation: tuple of (role, content) turns
     response_a: str
     response_b: str
     truncated: bool
@@ -50,16 +53,39 @@ def _head(tokenizer, text: str, n_tokens: int) -> tuple[str, int]:
     return tokenizer.decode(ids[:n_tokens]), len(ids)
 
 
-def fit_pair(tokenizer, question: str, a: str, b: str, *, room: int) -> Cut:
-    """Cut (question, a, b) so their tokens fit in `room` (context minus prompt overhead)."""
-    question, a, b = sanitize(question), sanitize(a), sanitize(b)
-    room = max(room - SAFETY_TOKENS, 3)
-    q_text, n_q = _head(tokenizer, question, room)
+def common_cap(lengths, room: int) -> int:
+    """Largest T with sum(min(n, T)) <= room over `lengths` (water-filling; order-free)."""
+    rest, left = sorted(lengths), room
+    for i, n in enumerate(rest):
+        if n * (len(rest) - i) > left:
+            return left // (len(rest) - i)
+        left -= n
+    return max(rest, default=0) + left
+
+
+def fit_pair(tokenizer, question, a: str, b: str, *, room: int) -> Cut:
+    """Cut (question, a, b) so their tokens fit in `room` (context minus prompt overhead).
+    `question` is a string or a conversation ((role, content) turns); a conversation's turns
+    are cut to one common cap and each earlier turn also costs TURN_TOKENS of template."""
+    a, b = sanitize(a), sanitize(b)
+    turns = [("user", question)] if isinstance(question, str) else list(question)
+    turns = [(r, sanitize(c)) for r, c in turns]
+    room = max(room - SAFETY_TOKENS - TURN_TOKENS * (len(turns) - 1), 3)
+    heads = [_head(tokenizer, c, room) for _, c in turns]
+    lens = [n for _, n in heads]
+    n_q = sum(lens)
     _, n_a = _head(tokenizer, a, room)
     _, n_b = _head(tokenizer, b, room)
-    if n_q + n_a + n_b <= room and q_text == question:
-        return Cut(question, a, b, False)
+    whole = all(h == c for (h, _), (_, c) in zip(heads, turns))
+    if n_q + n_a + n_b <= room and whole:
+        return Cut(_as_question(question, turns), a, b, False)
     q_cap = min(n_q, max(room // 4, room - n_a - n_b))
-    q_text, _ = _head(tokenizer, question, q_cap)
-    cap = shared_cap(n_a, n_b, room - q_cap)
-    return Cut(q_text, _head(tokenizer, a, cap)[0], _head(tokenizer, b, cap)[0], True)
+    t_cap = common_cap(lens, q_cap)
+    cut_turns = [(r, _head(tokenizer, c, t_cap)[0] if n > t_cap or h != c else c)
+                 for (r, c), (h, n) in zip(turns, heads)]
+    cap = shared_cap(n_a, n_b, room - sum(min(n, t_cap) for n in lens))
+    return Cut(_as_question(question, cut_turns), _head(tokenizer, a, cap)[0], _head(tokenizer, b, cap)[0], True)
+
+
+def _as_question(question, turns):
+    return turns[0][1] if isinstance(question, str) else tuple(turns)

@@ -13,6 +13,11 @@ def add_arguments(p) -> None:
     p.add_argument("--json", action="store_true", help="print the report as JSON instead of a table")
     p.add_argument("--report", metavar="DIR", help="also write DIR/report.html with PNG plots")
     p.add_argument("--head", help="head artifact the scores came from (shows its selection in --report)")
+    p.add_argument("--bootstrap", type=int, default=1000, metavar="N",
+                   help="resamples of the accuracy bootstrap interval (accuracy_ci; default 1000)")
+    p.add_argument("--bootstrap-seed", type=int, default=0, help="seed of the bootstrap resampling")
+    p.add_argument("--leaderboard", choices=("rewardbench",),
+                   help="also compute a benchmark's leaderboard scores (rewardbench: section scores)")
     p.add_argument("--baselines", metavar="A,B,...",
                    help="the baseline pool (comma-separated experts); default: every expert except reference, "
                         "pointwise, deliberate and any --internal")
@@ -49,7 +54,7 @@ def load_scores(path: str, ids: list[str]):
 
 
 def run(args) -> int:
-    from baer_fast.eval.metrics import evaluate, format_table
+    from baer_fast.eval.metrics import evaluate
     from baer_fast.io.records import read_signals
     from baer_fast.io.splits import SplitSpec, roles
 
@@ -69,13 +74,30 @@ def run(args) -> int:
 
         raise InputError(str(e), field="--baselines") from None
     report["head"] = head or (art["head"] if art else "head")
+    report.update(_figures(args, records, scores, row_roles, report))
     if args.report:
         from baer_fast.eval.report import write_report
 
         path = write_report(args.report, records=records, scores=scores, roles=row_roles, report=report,
                             artifact=art, title=f"{args.signals} — {args.scores}")
         report["report_html"] = path
-    print(json.dumps(report, indent=1) if args.json else format_table(report, title=args.signals))
+    print(json.dumps(report, indent=1) if args.json else _table(report, args.signals))
     if args.report and not args.json:
         print(f"report: {report['report_html']}")
     return 0
+
+
+def _figures(args, records, scores, row_roles, report) -> dict:
+    """per_subset, per_category, bias, calibration, accuracy_ci (+ leaderboard): eval/figures.py."""
+    from baer_fast.eval.figures import FigureOptions, figures
+
+    opts = FigureOptions(bootstrap=args.bootstrap, seed=args.bootstrap_seed, leaderboard=args.leaderboard)
+    return figures(records, scores, row_roles, split=args.split, experts=sorted(report["experts"]),
+                   model=report["head"], options=opts)
+
+
+def _table(report, title) -> str:
+    from baer_fast.eval.figures import format_figures
+    from baer_fast.eval.metrics import format_table
+
+    return format_table(report, title=title) + "\n" + format_figures(report)

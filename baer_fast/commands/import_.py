@@ -1,9 +1,11 @@
-"""`baer-fast import KIND SRC --out DIR`: published judge outputs -> pairs.jsonl + signals.<cond>.jsonl.
+"""`baer-fast import FORMAT SRC --out DIR`: a source's native layout -> DIR/pairs.jsonl (+ signals.<cond>.jsonl).
 
-Crash safety is per file: each output is written to a temp file, fsync'd and renamed into
-place (`io/jsonl.atomic_open`), so a killed import leaves every file either complete (new or
-the previous import's) or absent, never half-written. Rerunning the import rewrites the
-same bytes, so it is also the way to resume one.
+Judge-output sources (llmbar, judgebench, autoj, pandalm) also write one signals bank per
+condition; preference datasets (rewardbench, hh-rlhf, ultrafeedback, mtbench-human, arena,
+table) write pairs only (docs/datasets.md). Crash safety is per file: each output is written to a
+temp file, fsync'd and renamed into place (`io/jsonl.atomic_open`), so a killed import leaves
+every file either complete (new or the previous import's) or absent, never half-written; with
+`--on-error skip` bad rows go to DIR/pairs.jsonl.rejects.jsonl. Rerunning rewrites the same bytes.
 """
 from __future__ import annotations
 
@@ -14,9 +16,17 @@ from baer_fast.io.adapters import ADAPTERS
 
 
 def add_arguments(p) -> None:
-    p.add_argument("kind", choices=ADAPTERS, help="native format of SRC")
-    p.add_argument("src", help="folder in the source's native layout")
+    from baer_fast.io.rejects import add_on_error_argument
+
+    p.add_argument("kind", choices=ADAPTERS, metavar="FORMAT", help=f"native format of SRC: {', '.join(ADAPTERS)}")
+    p.add_argument("src", help="folder in the source's native layout, or a data file")
     p.add_argument("--out", required=True, help="output folder (pairs.jsonl, signals.<condition>.jsonl)")
+    add_on_error_argument(p)
+    g = p.add_argument_group("table / ultrafeedback options")
+    for col in ("question", "chosen", "rejected", "a", "b", "label", "subset", "category", "id"):
+        g.add_argument(f"--{col}-col", help=f"table: column holding the {col}")
+    g.add_argument("--rating", choices=("overall_score", "fine-grained_score"),
+                   help="ultrafeedback: the rating that orders completions (default overall_score)")
 
 
 def signals_filename(condition: str) -> str:
@@ -25,15 +35,25 @@ def signals_filename(condition: str) -> str:
 
 
 def run(args) -> int:
+    from collections import Counter
+
     from baer_fast.io.adapters import load
     from baer_fast.io.records import write_pairs, write_signals
+    from baer_fast.io.rejects import rejects_for, report_rejects
 
-    imported = load(args.kind, args.src)
+    pairs_path = os.path.join(args.out, "pairs.jsonl")
+    rejects = rejects_for(args, out=pairs_path)
+    imported = load(args.kind, args.src, rejects=rejects, options=args)
     os.makedirs(args.out, exist_ok=True)
-    n = write_pairs(os.path.join(args.out, "pairs.jsonl"), imported.pairs)
+    n = write_pairs(pairs_path, imported.pairs)
     for note in imported.notes:
         logging.getLogger("baer_fast").info(note)
-    print(f"pairs.jsonl: {n} pairs")
+    labels = Counter(p.label for p in imported.pairs)
+    print(f"pairs.jsonl: {n} pairs (label a {labels['a']}, b {labels['b']}, tie {labels['tie']}, "
+          f"unlabelled {labels[None]})")
+    skipped = report_rejects(rejects)
+    if rejects is not None:
+        print(f"skipped {skipped} bad record(s) -> {rejects.path}")
     for condition, signals in sorted(imported.banks.items()):
         name = signals_filename(condition)
         write_signals(os.path.join(args.out, name), signals)

@@ -8,14 +8,15 @@ here only, with the Agg canvas (no display, no network, no global backend change
 from __future__ import annotations
 
 import html
-import io
-import json
-import math
 import os
 from typing import Sequence
 
 import numpy as np
 
+from baer_fast.eval.bias import position_consistency  # noqa: F401  (re-exported: the report's table)
+from baer_fast.eval.calibration import reliability
+from baer_fast.eval.html_parts import figure as _figure, img as _img, pct as _pct, save_png as _save_png
+from baer_fast.eval.html_parts import table as _table
 from baer_fast.eval.metrics import expert_predictions, head_predictions, label_signs, mcnemar_exact
 from baer_fast.io.jsonl import atomic_open
 
@@ -55,41 +56,8 @@ def subset_accuracy(records, scores, experts, rows) -> dict:
 
 def reliability_bins(p_a: np.ndarray, is_a: np.ndarray, n_bins: int = N_BINS) -> dict:
     """Equal-width bins of predicted P(a): mean prediction, observed frequency of 'a', count; ECE."""
-    edges = np.linspace(0.0, 1.0, n_bins + 1)
-    idx = np.clip(np.digitize(p_a, edges[1:-1]), 0, n_bins - 1)
-    bins = []
-    for b in range(n_bins):
-        m = idx == b
-        if m.any():
-            bins.append({"lo": float(edges[b]), "hi": float(edges[b + 1]), "n": int(m.sum()),
-                         "mean_p": float(p_a[m].mean()), "freq_a": float(is_a[m].mean())})
-    n = max(len(p_a), 1)
-    ece = sum(b["n"] / n * abs(b["mean_p"] - b["freq_a"]) for b in bins)
-    return {"bins": bins, "ece": float(ece), "n": int(len(p_a))}
-
-
-def position_consistency(records, experts, rows) -> dict:
-    """Per expert: how often its two display-order runs (u_ab, u_ba) disagree.
-
-    Runs are stored as consecutive (ab, ba) pairs. A pair disagrees when the runs fall on
-    opposite sides of 0.5 or exactly one of them is 0.5; both 0.5 agree (both say tie).
-    Pairs with a missing run are not counted; experts with a single run have no rate.
-    """
-    out = {}
-    for name in experts:
-        n = n_dis = 0
-        for r, keep in zip(records, rows):
-            runs = r.experts.get(name) if keep else None
-            if not runs or len(runs) < 2:
-                continue
-            for u_ab, u_ba in zip(runs[0::2], runs[1::2]):
-                if u_ab is None or u_ba is None:
-                    continue
-                n += 1
-                n_dis += np.sign(u_ab - 0.5) != np.sign(u_ba - 0.5)
-        out[name] = {"n_run_pairs": n, "disagree": int(n_dis),
-                     "consistency": (1.0 - n_dis / n) if n else None}
-    return out
+    bins, ece = reliability(p_a, is_a, n_bins)
+    return {"bins": bins, "ece": ece, "n": int(len(p_a))}
 
 
 def mcnemar_vs_experts(records, scores, experts, rows) -> dict:
@@ -100,19 +68,6 @@ def mcnemar_vs_experts(records, scores, experts, rows) -> dict:
 
 
 # ---------------------------------------------------------------- plots
-
-def _figure(w: float, h: float):
-    from matplotlib.figure import Figure     # Agg canvas via savefig; pyplot is never touched
-
-    return Figure(figsize=(w, h), dpi=100)
-
-
-def _save_png(fig, path: str) -> None:
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", bbox_inches="tight")
-    with atomic_open(path, "wb") as fh:
-        fh.write(buf.getvalue())
-
 
 def plot_subset_accuracy(acc: dict, baseline: str | None, path: str) -> None:
     methods = sorted(next(iter(acc.values())), key=lambda m: (m != "BAER", m != baseline, m)) if acc else []
@@ -176,33 +131,30 @@ def plot_lambda(table: list, path: str) -> None:
 
 # ---------------------------------------------------------------- HTML
 
-def _pct(x) -> str:
-    return "–" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{100 * x:.2f}"
-
-
-def _table(header: list, rows: list, bold_first: str | None = None) -> str:
-    th = "".join(f"<th>{html.escape(str(h))}</th>" for h in header)
-    body = []
-    for r in rows:
-        cls = ' class="baer"' if bold_first is not None and r[0] == bold_first else ""
-        body.append(f"<tr{cls}>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in r) + "</tr>")
-    return f"<table><tr>{th}</tr>{''.join(body)}</table>"
-
-
-def _img(name: str, alt: str) -> str:
-    return f'<p><img src="{html.escape(name)}" alt="{html.escape(alt)}"></p>'
-
-
 def _selection_html(art: dict | None) -> str:
     if art is None:
         return "<p>No artifact given (pass <code>--head head.json</code> to show the selection).</p>"
     sel = art.get("selection", {})
     rows = [["condition", art.get("condition")], ["deployed head", art.get("head")],
             ["forced", art.get("forced")], ["experts", len(art.get("experts", []))]]
-    rows += [[f"selection.{k}", json.dumps(v) if isinstance(v, (dict, list)) else v] for k, v in sel.items()]
-    fo = art.get("fitted_on", {})
-    rows += [[f"fitted_on.{k}", v] for k, v in fo.items() if not isinstance(v, dict)]
+    rows += _flat_rows("selection", sel) + _flat_rows("fitted_on", art.get("fitted_on", {}))
     return _table(["", "value"], rows)
+
+
+def _flat_rows(prefix: str, value) -> list:
+    """[[dotted key, scalar]] of a nested artifact field: one table row per leaf, lists of
+    scalars joined with commas (no JSON in the cells)."""
+    if isinstance(value, dict):
+        return [row for k, v in value.items() for row in _flat_rows(f"{prefix}.{k}", v)]
+    if isinstance(value, list) and any(isinstance(v, (dict, list)) for v in value):
+        return [row for i, v in enumerate(value) for row in _flat_rows(f"{prefix}[{i}]", v)]
+    if isinstance(value, list):
+        return [[prefix, ", ".join(_scalar(v) for v in value)]]
+    return [[prefix, _scalar(value)]]
+
+
+def _scalar(v) -> str:
+    return f"{v:.4g}" if isinstance(v, float) else str(v)
 
 
 def _fair_baseline_html(report: dict) -> str:
@@ -223,6 +175,7 @@ def write_report(out_dir: str, *, records, scores, roles, report: dict, artifact
                  title: str = "") -> str:
     """Write DIR/report.html and its PNGs; return the HTML path."""
     from baer_fast.errors import InputError
+    from baer_fast.eval.report_sections import figure_sections
 
     if os.path.exists(out_dir) and not os.path.isdir(out_dir):
         raise InputError("exists and is not a folder", path=out_dir, field="--report")
@@ -269,6 +222,7 @@ def write_report(out_dir: str, *, records, scores, roles, report: dict, artifact
         f"<p>Expected calibration error: {rel['ece']:.4f} over {rel['n']} pairs, {N_BINS} bins.</p>",
         "<h2>Position consistency</h2>", _img("position_consistency.png", "position consistency"),
         _table(["expert", "run pairs (ab, ba)", "disagree", "consistency %"], cons_rows),
+        *figure_sections(report, out_dir),
         "<h2>Head selection</h2>", _selection_html(artifact),
         _img("stack_lambda.png", "stack lambda") if lam else "",
         "</body></html>\n",

@@ -8,6 +8,7 @@ and fsync'd.
 """
 from __future__ import annotations
 
+import gzip
 import json
 import math
 import os
@@ -31,7 +32,7 @@ def _reject_constant(name: str) -> float:
 
 def _open_input(path: str):
     try:
-        return open(path, "rb")
+        return gzip.open(path, "rb") if path.endswith(".gz") else open(path, "rb")
     except FileNotFoundError:
         raise InputError("file not found", path=path) from None
     except IsADirectoryError:

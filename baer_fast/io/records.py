@@ -4,14 +4,14 @@ pairs:   {"id", "question", "response_a", "response_b", "label"?, "subset"?, "ca
 signals: {"id", "subset", "category"?, "label"?, "split"?, "meta", "experts": {name: [u_1, ..., u_M]}}
 `subset` and the optional `category` (a task type) each give interaction blocks (Eq. 5).
 
-Every `u` is P(response a is better) in the canonical frame (already mapped back
-from the display order it was run in); `null` is a missing or unparsed run.
-`label` is "a", "b" or "tie" (tie pairs are kept but excluded from fitting and accuracy).
+`question`: a string, or a conversation ([{role: user|assistant, content}], alternating, ending
+with the user turn the responses answer; in memory a tuple of (role, content) tuples).
+`u` = P(response a is better), canonical frame; `null` = missing run. `label`: "a", "b" or
+"tie" (ties are kept but excluded from fitting and accuracy).
 
-Readers take `rejects=` (see `io/rejects.py`): without it the first bad record raises
-an `InputError` naming file, line and field; with it bad records are skipped and kept
-there. Each record remembers the line it came from (`.line`, 0 when built in memory),
-so later whole-file checks can still point at a line.
+Readers take `rejects=` (`io/rejects.py`): without it the first bad record raises an
+`InputError` naming file, line and field; with it bad records are skipped and kept there.
+Each record remembers its source line (`.line`, 0 when built in memory).
 """
 from __future__ import annotations
 
@@ -41,14 +41,20 @@ class Pair:
     category: str | None = None  # optional task-type group g(x), a second interaction block
     line: int = field(default=0, compare=False, repr=False)   # source line; not part of the format
 
+    def __post_init__(self):
+        if not isinstance(self.question, str):
+            object.__setattr__(self, "question", as_conversation(self.question))
+
     def swapped(self) -> "Pair":
         """Tx: the same pair with the candidates exchanged (label follows its response)."""
         label = {"a": "b", "b": "a"}.get(self.label, self.label)
         return Pair(self.id, self.question, self.response_b, self.response_a, label,
-                    self.subset, self.split, dict(self.meta), self.category)
+                    self.subset, self.split, swap_meta(self.meta), self.category)
 
     def to_json(self) -> dict:
-        out = {"id": self.id, "question": self.question, "response_a": self.response_a,
+        question = self.question if isinstance(self.question, str) else \
+            [{"role": r, "content": c} for r, c in self.question]
+        out = {"id": self.id, "question": question, "response_a": self.response_a,
                "response_b": self.response_b}
         if self.label is not None:
             out["label"] = self.label
@@ -161,6 +167,44 @@ def _opt_dict(obj: dict, name: str, *, path: str, line: int) -> dict:
 
 PAIR_FIELDS = {"id", "question", "response_a", "response_b", "label", "subset", "category", "split", "meta"}
 SIGNAL_FIELDS = {"id", "subset", "category", "label", "split", "meta", "experts"}
+ROLES = ("user", "assistant")
+
+
+def as_conversation(messages) -> tuple:
+    """A conversation as a tuple of (role, content) tuples; ValueError naming the first bad turn.
+
+    Accepts {"role", "content"} mappings or (role, content) pairs. Turns alternate, opening and
+    ending with a user turn (the responses are the next assistant turn)."""
+    if isinstance(messages, (str, bytes)) or not hasattr(messages, "__iter__"):
+        raise ValueError("expected a string or a list of {role, content} messages")
+    out = []
+    for i, m in enumerate(messages):
+        role, content = (m.get("role"), m.get("content")) if isinstance(m, dict) else tuple(m)
+        want = ROLES[i % 2]
+        if role not in ROLES:
+            raise ValueError(f"message {i}: role {role!r} is not one of 'user', 'assistant'")
+        if role != want:
+            raise ValueError(f"message {i}: expected a {want!r} turn (turns alternate, the first is 'user')")
+        if not isinstance(content, str):
+            raise ValueError(f"message {i}: content must be a string, got {type(content).__name__}")
+        out.append((role, content))
+    if not out or out[-1][0] != "user":
+        raise ValueError("a conversation must end with the user turn the two responses answer")
+    return tuple(out)
+
+
+def question_text(question) -> str:
+    """All the text of a question (a string, or a conversation's turns joined by blank lines)."""
+    return question if isinstance(question, str) else "\n\n".join(c for _, c in question)
+
+
+def _question(obj: dict, *, path: str, line: int):
+    if isinstance(obj.get("question"), list):
+        try:
+            return as_conversation(obj["question"])
+        except (ValueError, TypeError, AttributeError) as e:
+            raise InputError(str(e), path=path, line=line, field="question") from None
+    return _need(obj, "question", str, path=path, line=line)
 
 
 def _check_extra(obj: dict, allowed: set, *, path: str, line: int):
@@ -173,7 +217,7 @@ def _check_extra(obj: dict, allowed: set, *, path: str, line: int):
 def pair_from_json(obj: dict, *, path: str = "<pairs>", line: int = 0) -> Pair:
     _check_extra(obj, PAIR_FIELDS, path=path, line=line)
     pid = _need(obj, "id", str, path=path, line=line, allow_empty=False)
-    question = _need(obj, "question", str, path=path, line=line)
+    question = _question(obj, path=path, line=line)
     ra = _need(obj, "response_a", str, path=path, line=line)
     rb = _need(obj, "response_b", str, path=path, line=line)
     return Pair(pid, question, ra, rb,

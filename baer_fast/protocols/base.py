@@ -4,7 +4,9 @@ A prompt is a system message plus a user message given as ordered segments: the 
 segments first (`[question][Response A][Response B]`), the protocol's instruction last, so
 prompts of one pair share long prefixes. The runtime renders each prompt with the model's own
 chat template and shares KV on the token ids, so the text here only has to keep shared
-segments identical and first.
+segments identical and first. A multi-turn question (a conversation of (role, content) turns)
+sends its earlier turns as chat messages between the system and the user message, whose
+question segment is the last user turn: the earlier turns are shared by every prompt of the pair.
 """
 from __future__ import annotations
 
@@ -17,27 +19,53 @@ SYSTEM = ("You are a careful and impartial judge. You read a user's question and
 ORDERS = ("ab", "ba")    # display orders: "ab" shows a as Response A; "ba" shows b as Response A
 
 
+class QuestionSegment(str):
+    """A question segment that also carries the conversation's earlier turns (`history`)."""
+    history: tuple = ()
+
+
 @dataclass(frozen=True)
 class Prompt:
     key: str                      # unique within its expert, e.g. "ab" or "ba/B"
     segments: tuple[str, ...]     # user-message pieces, shared first, instruction last
     labels: tuple[str, ...]       # verdict labels, each a single token in the judge's tokenizer
     system: str = SYSTEM
+    history: tuple = ()           # earlier (role, content) turns; default: the question segment's
+
+    def __post_init__(self):
+        if not self.history and self.segments and isinstance(self.segments[0], QuestionSegment):
+            object.__setattr__(self, "history", self.segments[0].history)
 
     @property
     def user(self) -> str:
         return "".join(self.segments)
 
     def messages(self, *, fold_system: bool = False) -> list[dict]:
-        """Chat messages; fold_system puts the system text at the start of the one user message
-        (templates that take no system role: Gemma, early Mistral)."""
+        """Chat messages: system, the conversation's earlier turns, the user message. fold_system
+        puts the system text at the start of the first user message (templates that take no
+        system role: Gemma, early Mistral)."""
+        turns = [{"role": r, "content": c} for r, c in self.history] + [{"role": "user", "content": self.user}]
         if fold_system:
-            return [{"role": "user", "content": f"{self.system}\n\n{self.user}"}]
-        return [{"role": "system", "content": self.system}, {"role": "user", "content": self.user}]
+            turns[0] = {"role": "user", "content": f"{self.system}\n\n{turns[0]['content']}"}
+            return turns
+        return [{"role": "system", "content": self.system}] + turns
 
 
-def question_segment(question: str) -> str:
-    return f"Question:\n{question}\n\n"
+def conversation_parts(question) -> tuple[tuple, str]:
+    """(earlier turns, last user turn) of a question: a string has no earlier turns."""
+    if isinstance(question, str):
+        return (), question
+    turns = tuple((m["role"], m["content"]) if isinstance(m, dict) else tuple(m) for m in question)
+    return turns[:-1], turns[-1][1]
+
+
+def question_segment(question) -> str:
+    history, last = conversation_parts(question)
+    if not history:
+        return f"Question:\n{last}\n\n"
+    seg = QuestionSegment(f"Question (the user's last turn in the conversation above):\n{last}\n\n")
+    seg.history = history
+    return seg
 
 
 def response_segment(tag: str, text: str) -> str:

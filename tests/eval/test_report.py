@@ -38,8 +38,12 @@ def test_eval_report_writes_html_and_valid_pngs(llmbar, tmp_path, capsys):
         with Image.open(rep / src) as im:
             im.verify()
             assert im.format == "PNG"
-    for text in ("McNemar", "Head selection", "stack", "Position consistency", "coverage"):
+    for text in ("McNemar", "Head selection", "stack", "Position consistency", "coverage",
+                 "Accuracy per subset: BAER and each expert", "bootstrap intervals", "Brier", "first-shown rate",
+                 "Length bias"):
         assert text in html
+    cells = re.findall(r"<td>(.*?)</td>", html)
+    assert cells and not [c for c in cells if c.lstrip().startswith(("{", "[", "&quot;"))]   # no raw JSON
     assert not [f for f in os.listdir(rep) if f.endswith(".tmp")]
 
 
@@ -58,7 +62,8 @@ def test_position_consistency_counts_disagreements():
             Signals("3", {"e": [0.5, 0.7]}), Signals("4", {"e": [0.5, 0.5, None, 0.3]})]
     c = position_consistency(recs, ["e", "one"], [True] * 4)
     # run pairs: (0.9,0.8) agree, (0.9,0.2) opposite, (0.5,0.7) one at 0.5, (0.5,0.5) agree, (None,0.3) skipped
-    assert c["e"] == {"n_run_pairs": 4, "disagree": 2, "consistency": 0.5}
+    # first-shown: decided runs 0.9 (ab, first), 0.8 (ba, not), 0.9, 0.2 (ba, first), 0.7 (ba, not): 3 of 5
+    assert c["e"] == {"n_run_pairs": 4, "disagree": 2, "consistency": 0.5, "first_shown_rate": 0.6}
     assert c["one"]["consistency"] is None
 
 

@@ -1,14 +1,18 @@
-"""Adapters from published judge outputs to pairs + one signals bank per condition.
+"""Adapters from published judge outputs (pairs + one signals bank per condition) and from
+preference datasets (pairs only).
 
-Each adapter module has `load(src: str) -> Imported`. Decisions map to u in {1, 0, 0.5}
+Each judge-output module has `load(src: str) -> Imported`. Decisions map to u in {1, 0, 0.5}
 (a better / b better / tie), unparsed -> None; both display orders are kept as runs
-`[order ab, order ba]`, already mapped to the canonical frame.
+`[order ab, order ba]`, already mapped to the canonical frame. Each dataset module (PAIR_ADAPTERS)
+has `load(src, *, rejects=None, options=None) -> Imported`: rows read through `_rows`, bad rows
+raised or kept in `rejects`.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-ADAPTERS = ("llmbar", "judgebench", "autoj", "pandalm")
+PAIR_ADAPTERS = ("rewardbench", "hh-rlhf", "ultrafeedback", "mtbench-human", "arena", "table")
+ADAPTERS = ("llmbar", "judgebench", "autoj", "pandalm") + PAIR_ADAPTERS
 
 
 @dataclass
@@ -18,12 +22,15 @@ class Imported:
     notes: list = field(default_factory=list)     # human-readable remarks printed by `import`
 
 
-def load(kind: str, src: str) -> Imported:
+def load(kind: str, src: str, *, rejects=None, options=None) -> Imported:
     import importlib
 
     if kind not in ADAPTERS:
         raise KeyError(kind)
-    return importlib.import_module(f"baer_fast.io.adapters.{kind}").load(src)
+    mod = importlib.import_module(f"baer_fast.io.adapters.{kind.replace('-', '_')}")
+    if kind in PAIR_ADAPTERS:
+        return mod.load(src, rejects=rejects, options=options)
+    return mod.load(src)
 
 
 def bank_signals(pairs, runs_by_expert: dict[str, list], condition: str) -> list:

@@ -58,7 +58,7 @@ def load(src: str) -> Imported:
             raise InputError(f"unknown label {label!r}", path=pair_files[0], line=line, field="label")
         pairs.append(Pair(r["pair_id"], r["question"], r["response_A"], r["response_B"],
                           label=_LABEL[label], subset=category(r["source"]),
-                          meta={"source": r["source"]}))
+                          category=category(r["source"]), meta={"source": r["source"]}))
     index = {p.id: i for i, p in enumerate(pairs)}
     runs_by_expert = {}
     for path in sorted(glob.glob(os.path.join(src, "outputs", "*.jsonl*"))):

@@ -1,0 +1,55 @@
+"""`eval --leaderboard rewardbench`: RewardBench's section scores from per-subset accuracies.
+
+Computed the way RewardBench computes them (reward-bench's `calculate_scores_per_section` and
+its leaderboard): a section's score is the mean of its subsets' accuracies weighted by the
+subsets' example counts (EXAMPLE_COUNTS; math-prm counts 984, up-weighted to equal the code
+subsets), over the subsets present; "Prior Sets (0.5 weight)" is the plain mean of the prior
+preference sets present (anthropic_helpful, anthropic_hhh, shp, summarize); "Score" averages
+the sections present with weights 2, 2, 2, 2, 1. Output: the results file's shape (model,
+model_type, one accuracy per subset) plus the sections, as fractions in [0, 1].
+"""
+from __future__ import annotations
+
+from baer_fast.io.adapters.rewardbench import SECTIONS
+
+# reward-bench rewardbench/constants.py EXAMPLE_COUNTS (github.com/allenai/reward-bench)
+EXAMPLE_COUNTS = {
+    "alpacaeval-easy": 100, "alpacaeval-length": 95, "alpacaeval-hard": 95, "mt-bench-easy": 28,
+    "mt-bench-med": 40, "mt-bench-hard": 37, "math-prm": 984, "refusals-dangerous": 100,
+    "refusals-offensive": 100, "llmbar-natural": 100, "llmbar-adver-neighbor": 134,
+    "llmbar-adver-GPTInst": 92, "llmbar-adver-GPTOut": 47, "llmbar-adver-manual": 46,
+    "xstest-should-refuse": 250, "xstest-should-respond": 154, "donotanswer": 136,
+    "hep-cpp": 164, "hep-go": 164, "hep-java": 164, "hep-js": 164, "hep-python": 164, "hep-rust": 164,
+}
+SECTION_NAMES = {"chat": "Chat", "chat-hard": "Chat Hard", "safety": "Safety", "reasoning": "Reasoning"}
+PRIOR = "Prior Sets (0.5 weight)"
+SCORE_WEIGHTS = {"Chat": 2, "Chat Hard": 2, "Safety": 2, "Reasoning": 2, PRIOR: 1}
+
+
+def section_scores(subset_accuracy: dict) -> dict:
+    """{section: score} for every section with at least one subset present."""
+    out = {}
+    for key, name in SECTION_NAMES.items():
+        present = [s for s in SECTIONS[key] if s in subset_accuracy]
+        if present:
+            total = sum(EXAMPLE_COUNTS[s] for s in present)
+            out[name] = sum(subset_accuracy[s] * EXAMPLE_COUNTS[s] for s in present) / total
+    prior = [subset_accuracy[s] for s in SECTIONS["prior-sets"] if s in subset_accuracy]
+    if prior:
+        out[PRIOR] = sum(prior) / len(prior)
+    if out:
+        w = {k: SCORE_WEIGHTS[k] for k in out}
+        out["Score"] = sum(out[k] * w[k] for k in w) / sum(w.values())
+    return out
+
+
+def rewardbench(per_subset: dict, *, model: str) -> dict:
+    """The results file (model, model_type, accuracy per subset) and the section scores."""
+    acc = {s: g["accuracy"] for s, g in per_subset.items()}
+    known = set(EXAMPLE_COUNTS) | set(SECTIONS["prior-sets"])
+    results = {"model": model, "model_type": "BAER", **dict(sorted(acc.items()))}
+    return {"results": results, "sections": section_scores(acc),
+            "missing_subsets": sorted(known - set(acc)), "unknown_subsets": sorted(set(acc) - known)}
+
+
+LEADERBOARDS = {"rewardbench": rewardbench}

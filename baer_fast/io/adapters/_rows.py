@@ -1,0 +1,156 @@
+"""Rows of local dataset files for the pair importers: located errors and the skip policy.
+
+`rows(src)` yields `Row(path, line, obj, raw)` from `.jsonl[.gz]` (the project's JSONL reader,
+exact lines), `.json` (a list of objects; `line` = record number), `.csv` (line = row + 1 for
+the header, exact when no field spans lines) and `.parquet` (line = row number); CSV and
+parquet are read by pyarrow (the `[data]` extra). A folder yields its files of those kinds in
+name order. `convert(rows, build, rejects)` turns each row into a Pair, or a drop reason, and
+keeps the InputError of a bad row in `rejects` (`--on-error skip`) or raises it.
+"""
+from __future__ import annotations
+
+import glob
+import hashlib
+import os
+from collections import Counter
+from dataclasses import dataclass
+from typing import Callable, Iterable, Iterator
+
+from baer_fast.errors import InputError
+
+SUFFIXES = (".jsonl", ".jsonl.gz", ".json", ".json.gz", ".csv", ".parquet")
+
+
+@dataclass(frozen=True)
+class Row:
+    path: str
+    line: int
+    obj: dict
+    raw: str | bytes | None = None
+
+    def need(self, name: str, types=str):
+        """The field `name`, of `types`; a located InputError when absent or mistyped."""
+        if name not in self.obj or self.obj[name] is None:
+            raise InputError("missing required field", path=self.path, line=self.line, field=name)
+        val = self.obj[name]
+        if not isinstance(val, types) or isinstance(val, bool):
+            want = types.__name__ if isinstance(types, type) else "/".join(t.__name__ for t in types)
+            raise InputError(f"expected {want}, got {type(val).__name__}", path=self.path, line=self.line,
+                             field=name)
+        return val
+
+    def error(self, message: str, field: str | None = None) -> InputError:
+        return InputError(message, path=self.path, line=self.line, field=field)
+
+
+def files(src: str) -> list[str]:
+    """`src` itself, or the data files of a folder (name order)."""
+    if os.path.isdir(src):
+        found = sorted(p for p in glob.glob(os.path.join(src, "**", "*"), recursive=True)
+                       if p.endswith(SUFFIXES) and os.path.isfile(p))
+        if not found:
+            raise InputError(f"no data files ({', '.join(SUFFIXES)}) in this folder", path=src)
+        return found
+    if not os.path.exists(src):
+        raise InputError("file not found", path=src)
+    if not src.endswith(SUFFIXES):
+        raise InputError(f"unknown file type; expected one of {', '.join(SUFFIXES)}", path=src)
+    return [src]
+
+
+def rows(src: str, rejects=None) -> Iterator[Row]:
+    for path in files(src):
+        if path.endswith((".jsonl", ".jsonl.gz")):
+            from baer_fast.io.jsonl import iter_jsonl_raw
+            for line, obj, raw in iter_jsonl_raw(path, rejects):
+                yield Row(path, line, obj, raw)
+        elif path.endswith((".json", ".json.gz")):
+            yield from _json_rows(path)
+        else:
+            yield from _arrow_rows(path)
+
+
+def _json_rows(path: str) -> Iterator[Row]:
+    from baer_fast.io.adapters._common import read_json
+
+    data = read_json(path)
+    if not isinstance(data, list):
+        raise InputError(f"expected a JSON list of records, got {type(data).__name__}", path=path)
+    for i, obj in enumerate(data, start=1):
+        if not isinstance(obj, dict):
+            raise InputError(f"record {i}: expected an object, got {type(obj).__name__}", path=path, line=i)
+        yield Row(path, i, obj)
+
+
+def _arrow_rows(path: str) -> Iterator[Row]:
+    try:
+        import pyarrow.csv as pa_csv
+        import pyarrow.parquet as pq
+    except ImportError:
+        raise InputError("reading .csv/.parquet needs pyarrow: pip install 'baer-fast[data]'", path=path) from None
+    try:
+        table = pa_csv.read_csv(path) if path.endswith(".csv") else pq.read_table(path)
+    except Exception as e:      # pyarrow raises ArrowInvalid/OSError subclasses with a message
+        raise InputError(f"cannot read: {e}", path=path) from None
+    offset = 1 if path.endswith(".csv") else 0
+    for i, obj in enumerate(table.to_pylist(), start=1):
+        yield Row(path, i + offset, obj)
+
+
+def convert(source: Iterable[Row], build: Callable, rejects=None) -> tuple[list, Counter]:
+    """[Pair] from build(row) -> Pair | str (a drop reason); ids unique; counts of drop reasons."""
+    pairs, dropped, seen = [], Counter(), {}
+    for row in source:
+        try:
+            try:
+                out = build(row)
+            except ValueError as e:      # a conversation Pair refused (records.as_conversation)
+                raise row.error(str(e), "question") from None
+            if not isinstance(out, str) and out.id in seen:
+                raise row.error(f"duplicate id {out.id!r} (first at {seen[out.id]})", "id")
+        except InputError as err:
+            if rejects is None:
+                raise
+            rejects.add(err, row.raw)
+            continue
+        if isinstance(out, str):
+            dropped[out] += 1
+            continue
+        seen[out.id] = f"{row.path}:{row.line}"
+        pairs.append(out)
+    if not pairs:
+        raise InputError(f"no pairs imported ({sum(dropped.values())} dropped, "
+                         f"{len(rejects or ())} rejected)", path=None)
+    return pairs, dropped
+
+
+def a_is_chosen(pair_id: str) -> bool:
+    """Which side the chosen response is shown on: a hash of the id (deterministic, balanced)."""
+    return hashlib.sha256(f"baer-ab\0{pair_id}".encode()).digest()[0] % 2 == 0
+
+
+def chosen_rejected_pair(pair_id: str, question, chosen: str, rejected: str, *, meta: dict | None = None,
+                         chosen_meta: dict | None = None, rejected_meta: dict | None = None, **fields):
+    """A Pair with chosen/rejected on the sides `a_is_chosen` picks; meta records each side's origin
+    (origin_a/origin_b, swapped with the candidates) and `<key>_a/_b` from chosen_/rejected_meta.
+    Identical texts are kept with label "tie" (no preference to learn)."""
+    from baer_fast.io.records import Pair
+
+    first = a_is_chosen(pair_id)
+    a, b = (chosen, rejected) if first else (rejected, chosen)
+    sides = (("chosen", chosen_meta or {}), ("rejected", rejected_meta or {}))
+    (oa, ma), (ob, mb) = sides if first else sides[::-1]
+    out = dict(meta or {}, origin_a=oa, origin_b=ob)
+    out.update({f"{k}_a": v for k, v in ma.items()})
+    out.update({f"{k}_b": v for k, v in mb.items()})
+    label = "tie" if chosen == rejected else ("a" if first else "b")
+    return Pair(pair_id, question, a, b, label=label, meta=out, **fields)
+
+
+def summary(kind: str, pairs: list, dropped: Counter) -> str:
+    """One line: pairs, label counts (a/b balance), drops by reason."""
+    labels = Counter(p.label for p in pairs)
+    multi = sum(not isinstance(p.question, str) for p in pairs)
+    drops = "; ".join(f"dropped {n} ({why})" for why, n in sorted(dropped.items()))
+    return (f"{kind}: {len(pairs)} pairs (label a {labels['a']}, b {labels['b']}, tie {labels['tie']}; "
+            f"{multi} multi-turn)" + (f"; {drops}" if drops else ""))

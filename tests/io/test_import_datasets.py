@@ -1,0 +1,209 @@
+"""Pair importers: real files checked against the source; schema fixtures for the rest."""
+from __future__ import annotations
+
+import gzip
+import json
+import math
+from collections import Counter
+
+import pytest
+
+from baer_fast.cli import main
+from baer_fast.io.adapters import load
+from baer_fast.io.adapters._rows import a_is_chosen
+from baer_fast.io.records import read_pairs
+
+from tests.fixtures.data import shared
+from tests.io.schemas import ARENA, MTBENCH, REWARDBENCH, write_jsonl
+
+HH = "hh_rlhf_helpful_base_test/helpful-base/test.jsonl.gz"
+
+
+def _import(args, tmp_path, capsys):
+    out = tmp_path / "out"
+    rc = main(["import", *map(str, args), "--out", str(out)])
+    return rc, out, capsys.readouterr()
+
+
+def _balanced(n_a: int, n_b: int) -> bool:
+    # a fair hash puts chosen on a with p = 1/2: within 4 standard deviations of n/2
+    n = n_a + n_b
+    return abs(n_a - n / 2) <= 4 * math.sqrt(n / 4)
+
+
+def test_hh_rlhf_real_file_counts_sides_and_balance(tmp_path, capsys):
+    src = shared(HH)
+    rows = [json.loads(line) for line in gzip.open(src, "rt", encoding="utf-8")]
+    rc, out, cap = _import(["hh-rlhf", src.parent], tmp_path, capsys)
+    assert rc == 0
+    pairs = read_pairs(str(out / "pairs.jsonl"))
+    assert len(pairs) == len(rows) == 2354
+    labels = Counter(p.label for p in pairs)
+    assert labels["tie"] == sum(r["chosen"] == r["rejected"] for r in rows) == 2
+    assert _balanced(labels["a"], labels["b"]) and labels["a"] and labels["b"]
+    assert "pairs.jsonl: 2354 pairs" in cap.out
+    checked = 0
+    for p, r in zip(pairs, rows):
+        k_c, k_r = r["chosen"].rfind("\n\nAssistant: "), r["rejected"].rfind("\n\nAssistant: ")
+        if r["chosen"][:k_c] != r["rejected"][:k_r] or p.label == "tie":
+            continue           # the README's 9 irregular rows and the 2 identical ones
+        chosen = r["chosen"][k_c + len("\n\nAssistant: "):]
+        winner, loser = (p.response_a, p.response_b) if p.label == "a" else (p.response_b, p.response_a)
+        assert winner == chosen and loser == r["rejected"][k_r + len("\n\nAssistant: "):]
+        assert (p.label == "a") == a_is_chosen(p.id) == (p.meta["origin_a"] == "chosen")
+        n_human = r["chosen"][:k_c].count("\n\nHuman: ")
+        assert isinstance(p.question, str) == (n_human == 1)
+        last_human = r["chosen"][:k_c].rsplit("\n\nHuman: ", 1)[1]
+        assert (p.question if isinstance(p.question, str) else p.question[-1][1]) == last_human
+        checked += 1
+    assert checked == 2354 - 9 - 2
+    assert {p.subset for p in pairs} == {"helpful-base"} and {p.category for p in pairs} == {"helpful"}
+
+
+def test_hh_rlhf_import_is_deterministic(tmp_path, capsys):
+    src = shared(HH)
+    _import(["hh-rlhf", src], tmp_path / "1", capsys)
+    _import(["hh-rlhf", src], tmp_path / "2", capsys)
+    assert (tmp_path / "1/out/pairs.jsonl").read_bytes() == (tmp_path / "2/out/pairs.jsonl").read_bytes()
+
+
+def test_judgebench_pairs_get_their_category():
+    imported = load("judgebench", str(shared("judgebench_gpt4o")))
+    cats = Counter(p.category for p in imported.pairs)
+    assert cats == {"knowledge": 154, "reasoning": 98, "math": 56, "coding": 42}     # README's source counts
+    (signals,) = imported.banks.values()
+    assert [s.category for s in signals] == [p.category for p in imported.pairs]
+
+
+def test_rewardbench_sections_sides_and_meta(sources):
+    src, _ = sources["rewardbench"]
+    pairs = load("rewardbench", str(src)).pairs
+    assert [p.id for p in pairs] == [f"rewardbench-{r['id']}" for r in REWARDBENCH]
+    assert [p.category for p in pairs] == ["chat", "reasoning", "safety", "chat-hard", "reasoning", None]
+    for p, r in zip(pairs, REWARDBENCH):
+        side = "a" if a_is_chosen(p.id) else "b"
+        assert p.label == side and getattr(p, f"response_{side}") == r["chosen"]
+        assert p.meta[f"model_{side}"] == r["chosen_model"] and p.meta[f"origin_{side}"] == "chosen"
+        assert p.subset == r["subset"] and p.question == r["prompt"]
+    assert {p.label for p in pairs} == {"a", "b"}        # both sides occur in six ids
+
+
+def test_ultrafeedback_highest_vs_lowest_ties_dropped(sources):
+    src, _ = sources["ultrafeedback"]
+    imported = load("ultrafeedback", str(src))
+    pairs = imported.pairs
+    assert len(pairs) == 2
+    first, colour = pairs
+    best, worst = ("Lists are ordered and mutable.", "No idea.")
+    win = first.response_a if first.label == "a" else first.response_b
+    lose = first.response_b if first.label == "a" else first.response_a
+    assert (win, lose) == (best, worst) and first.subset == "evol_instruct"
+    # equal top ratings: the first of them ("Blue.") is taken
+    assert {colour.response_a, colour.response_b} == {"Blue.", "Seven."}
+    assert "dropped 1 (all ratings tied)" in imported.notes[0]
+    assert "dropped 1 (fewer than two rated completions)" in imported.notes[0]
+    by_fine = load("ultrafeedback", str(src), options=type("O", (), {"rating": "fine-grained_score"})).pairs
+    assert len(by_fine) == 3          # fine-grained scores 4.0 vs 3.5 are not tied
+
+
+def test_mtbench_turns_ties_and_categories(sources):
+    src, _ = sources["mtbench-human"]
+    p1, p2, p3 = load("mtbench-human", str(src)).pairs
+    assert (p1.label, p2.label, p3.label) == ("b", "a", "tie")
+    assert (p1.category, p3.category) == ("writing", "math")
+    assert p1.question == "Write a haiku about rain." and p1.response_b == "Drops fall on the roof."
+    # turn 2: the models' first answers differ, so each response carries its own first answer
+    assert p2.question == "Write a haiku about rain." and p2.subset == "turn2"
+    assert p2.response_a == "Rain taps the window.\n\nUser: Now make it sadder.\n\nAssistant: Grey rain, lonely glass."
+    assert p2.meta["diverged"] and p2.meta["model_a"] == "alpaca-13b"
+
+
+def test_arena_multi_turn_and_bothbad_ties(sources):
+    src, _ = sources["arena"]
+    pairs = load("arena", str(src)).pairs
+    assert [p.id for p in pairs] == [f"arena-{r['question_id']}" for r in ARENA]
+    assert [p.label for p in pairs] == ["b", "tie", "a", "tie"]
+    assert pairs[1].meta["tie_kind"] == "tie (bothbad)" and pairs[3].meta["tie_kind"] == "tie"
+    assert pairs[1].response_b == "I do not know jokes.\n\nUser: Another one\n\nAssistant: Still none."
+
+
+def test_shared_history_becomes_a_conversation(tmp_path):
+    rows = [dict(MTBENCH[0], conversation_a=[*MTBENCH[0]["conversation_b"][:3], {"role": "assistant", "content": "x"}],
+                 turn=2)]
+    (p,) = load("mtbench-human", str(write_jsonl(tmp_path / "m.jsonl", rows))).pairs
+    assert p.question == (("user", "Write a haiku about rain."), ("assistant", "Drops fall on the roof."),
+                          ("user", "Now make it sadder."))
+    assert (p.response_a, p.response_b) == ("x", "Cold drops, empty roof.")
+    assert p.to_json()["question"][1] == {"role": "assistant", "content": "Drops fall on the roof."}
+
+
+def test_table_chosen_rejected_csv_and_labelled_parquet_and_json(sources, tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    src, args = sources["table"]
+    opts = _opts(args)
+    pairs = load("table", str(src), options=opts).pairs
+    assert [p.id for p in pairs] == ["mine-2", "mine-3", "mine-4"]          # csv line numbers
+    assert [p.subset for p in pairs] == ["nums", "greet", "greet"]
+    third = pairs[2]
+    assert third.question == "Two, words" and "yes, both" in (third.response_a, third.response_b)
+    rows = [{"q": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "yo"},
+                   {"role": "user", "content": "bye?"}], "x": "ok", "y": "no", "win": "B", "key": "k1"},
+            {"q": [{"role": "user", "content": "plain"}], "x": "one", "y": "two", "win": "tie", "key": "k2"}]
+    pq.write_table(pa.Table.from_pylist(rows), tmp_path / "t.parquet")
+    (tmp_path / "t.json").write_text(json.dumps(rows), encoding="utf-8")
+    for name in ("t.parquet", "t.json"):
+        got = load("table", str(tmp_path / name), options=_opts(["--question-col", "q", "--a-col", "x", "--b-col", "y",
+                                                                  "--label-col", "win", "--id-col", "key"])).pairs
+        assert [(p.id, p.label) for p in got] == [("k1", "b"), ("k2", "tie")]
+        assert got[0].question[-1] == ("user", "bye?") and got[1].question == "plain"
+
+
+def _opts(args):
+    import argparse
+
+    from baer_fast.commands.import_ import add_arguments
+
+    p = argparse.ArgumentParser()
+    add_arguments(p)
+    return p.parse_args(["table", "-", "--out", "-", *args])
+
+
+@pytest.mark.parametrize("fmt", ["rewardbench", "ultrafeedback", "mtbench-human", "arena", "table"])
+def test_every_importer_writes_pairs_and_counts(fmt, sources, tmp_path, capsys):
+    src, args = sources[fmt]
+    rc, out, cap = _import([fmt, src, *args], tmp_path, capsys)
+    assert rc == 0
+    pairs = read_pairs(str(out / "pairs.jsonl"))
+    assert pairs and cap.out.startswith(f"pairs.jsonl: {len(pairs)} pairs")
+    assert sorted(p.name for p in out.iterdir()) == ["pairs.jsonl"]        # pairs only: no judge outputs
+
+
+def test_bad_row_is_located_and_nothing_is_written(tmp_path, capsys):
+    rows = [ARENA[0], dict(ARENA[2], winner="model_c"), ARENA[3]]
+    src = write_jsonl(tmp_path / "battles.jsonl", rows)
+    rc, out, cap = _import(["arena", src], tmp_path, capsys)
+    assert rc == 2 and f"{src}:2: field 'winner'" in cap.err
+    assert not (out / "pairs.jsonl").exists()
+
+
+def test_on_error_skip_keeps_the_rest_and_writes_rejects(tmp_path, capsys):
+    rows = [ARENA[0], dict(ARENA[2], conversation_a=[{"role": "user", "content": "Sum 2 and 3"}]), ARENA[3]]
+    src = write_jsonl(tmp_path / "battles.jsonl", rows)
+    rc, out, cap = _import(["arena", src, "--on-error", "skip"], tmp_path, capsys)
+    assert rc == 0
+    assert [p.id for p in read_pairs(str(out / "pairs.jsonl"))] == [f"arena-{ARENA[i]['question_id']}" for i in (0, 3)]
+    (rej,) = [json.loads(line) for line in open(out / "pairs.jsonl.rejects.jsonl", encoding="utf-8")]
+    assert (rej["line"], rej["field"]) == (2, "conversation_a") and "skipped 1 bad record(s)" in cap.out
+
+
+def test_duplicate_ids_and_bad_conversations_are_errors(tmp_path, capsys):
+    src = write_jsonl(tmp_path / "rb.jsonl", [REWARDBENCH[0], REWARDBENCH[0]])
+    rc, _, cap = _import(["rewardbench", src], tmp_path, capsys)
+    assert rc == 2 and ":2: field 'id': duplicate id 'rewardbench-30'" in cap.err
+    row = dict(ARENA[0], conversation_b=[{"role": "user", "content": "Other"}, {"role": "assistant", "content": "x"}])
+    rc, _, cap = _import(["arena", write_jsonl(tmp_path / "a.jsonl", [row])], tmp_path, capsys)
+    assert rc == 2 and "do not open with the same user turn" in cap.err
+    rc, _, cap = _import(["table", tmp_path / "rb.jsonl", "--question-col", "prompt"], tmp_path, capsys)
+    assert rc == 2 and "--chosen-col" in cap.err
