@@ -16,14 +16,12 @@ verdict prompts of phase 2 that put generated text after the pairwise skeleton (
 PRePair: PAIRWISE_VERDICTS), the decoder copies out each order's [system][question][A][B] KV
 right after prefilling it (within the engine's KV budget), and the engine starts from it.
 
-Seeds: a sampled row's seed hashes (global seed, pair id, expert, sample index, the rendered
-prompt text). It depends on what is displayed, not on the display order's name, so the
-swapped pair's order-ba prompt (the same text as the original's order-ab prompt) draws the
-same samples: runs mirror under the swap, and do not depend on batch composition.
+Seeds: a sampled row's seed hashes (global seed, expert, sample index, the prompt's token ids)
+(runtime/seeds.py): what is displayed, never the pair id, the order's name or the batch, so
+the swapped pair's order-ba prompt (the original's order-ab prompt) draws the same samples.
 """
 from __future__ import annotations
 
-import hashlib
 import time
 from dataclasses import dataclass, field
 
@@ -31,6 +29,7 @@ from baer_fast import protocols
 from baer_fast.errors import InputError
 from baer_fast.protocols.reasoning import Continue
 from baer_fast.runtime.queries import EngineStats, Query
+from baer_fast.runtime.seeds import sample_seed
 
 CUE_ROOM = 64        # context kept free after a generation for its cue (and the readout)
 
@@ -88,12 +87,6 @@ class _Req:
     name: str
     key: str
     ids: tuple[int, ...]
-
-
-def sample_seed(seed: int, pair_id: str, expert: str, sample: int, prompt) -> int:
-    """63-bit seed of one sampled row; depends on the displayed prompt text, not the order name."""
-    h = hashlib.sha256("\0".join([str(seed), pair_id, expert, str(sample), prompt.system, prompt.user]).encode())
-    return int.from_bytes(h.digest()[:8], "little") & ((1 << 63) - 1)
 
 
 def run_generative(engine, pairs, names: list[str], *, config: GenerationConfig = GenerationConfig(),
@@ -255,7 +248,7 @@ def _requests(enc, pairs, names, config):
             raise InputError(f"pair {pair.id!r}: the {name}/{gen.key} prompt ({len(ids)} tokens) leaves "
                              f"no room to generate in the context of {enc.model_name!r} "
                              f"({enc.context_len})", field="response_a")
-        seeds = tuple(sample_seed(config.seed, pair.id, name, s, gen.prompt) for s in range(gen.samples))
+        seeds = tuple(sample_seed(config.seed, name, s, ids) for s in range(gen.samples))
         cue = tuple(enc.tok.encode(gen.cue, add_special_tokens=False)) if gen.labels else ()
         requests.append(GenRequest(ids, min(config.budget(name), room), gen.samples, mod.TEMPERATURE,
                                    mod.TOP_P, seeds if mod.TEMPERATURE > 0 else (), tuple(mod.STOP), cue,
