@@ -1,13 +1,14 @@
 """`baer-fast experts`: run the single-pass expert bank of a local judge model on pairs -> signals.
 
 Append-only and resumable by id: reruns skip ids already in --out. Derived experts
-(pride, calibraeval) need all direct runs before their label-free fit, so without
+(pride, calibraeval) need all their source runs before their label-free fit, so without
 --derived-params the prompt experts stream to `<out>.raw.jsonl` (resumable) and --out is
 written at the end, with the fitted parameters beside it in `<out>.derived.json`.
 Generative experts (cot, self_consistency, rubric, prepair, deliberate, reference; `--experts all`
 for the full bank) decode with per-expert budgets (--max-new-tokens) and a global --seed;
 --keep-texts writes their generated texts to `<out>.texts.jsonl`; a cost report per expert
-(generations, tokens decoded, seconds) is printed at the end.
+(generations, tokens decoded, seconds) is printed at the end. Pairs run in chunks of distinct
+contents in content order (bank/canonical.py), so rows are written in that order.
 """
 from __future__ import annotations
 
@@ -23,29 +24,35 @@ log = logging.getLogger("baer_fast")
 
 
 def add_arguments(p) -> None:
-    from baer_fast.runtime.config import EngineConfig
-    d = EngineConfig()
     p.add_argument("--model", required=True, help="local model directory (safetensors weights, chat template)")
     p.add_argument("--input", required=True, help="pairs JSONL")
     p.add_argument("--out", required=True, help="signals JSONL (appended to; rerun resumes)")
     p.add_argument("--experts", default=None,
                    help="comma-separated subset of: direct,score,pointwise,pride,calibraeval (default: these) and "
                         "the generative cot,self_consistency,rubric,prepair,deliberate,reference; 'all' = every one")
+    p.add_argument("--keep-texts", action="store_true",
+                   help="write generated texts (reasoning, rubric, analyses, reference) to <out>.texts.jsonl")
+    p.add_argument("--chunk-pairs", type=int, default=16, help="pairs per durable append")
+    p.add_argument("--derived-params", default=None,
+                   help="frozen pride/calibraeval parameters (JSON from an earlier run's <out>.derived.json)")
+    p.add_argument("--overwrite", action="store_true", help="discard an existing --out instead of resuming")
+    add_engine_arguments(p)
+
+
+def add_engine_arguments(p) -> None:
+    """The engine options of every command that runs a judge model (experts, score --model)."""
+    from baer_fast.runtime.config import EngineConfig
+    d = EngineConfig()
     p.add_argument("--max-new-tokens", default=None,
                    help="generation budget per generative expert, e.g. cot=256,reference=4096, or one number "
                         "for all (default: each protocol's own)")
     p.add_argument("--seed", type=int, default=0, help="global seed of sampled generations (self_consistency)")
-    p.add_argument("--keep-texts", action="store_true",
-                   help="write generated texts (reasoning, rubric, analyses, reference) to <out>.texts.jsonl")
     p.add_argument("--batch-tokens", type=int, default=d.batch_tokens,
                    help="cap on padded tokens per forward (default: derived from --memory-gb)")
     p.add_argument("--memory-gb", type=float, default=d.memory_budget_bytes / 2**30,
                    help="memory budget for held KV plus one forward's activations (GiB)")
     p.add_argument("--kernels", choices=("auto", "triton", "torch"), default=d.kernels,
                    help="constrained-readout implementation")
-    p.add_argument("--chunk-pairs", type=int, default=16, help="pairs per durable append")
-    p.add_argument("--derived-params", default=None,
-                   help="frozen pride/calibraeval parameters (JSON from an earlier run's <out>.derived.json)")
     p.add_argument("--device", default="auto")
     p.add_argument("--dtype", default="auto", choices=("auto", "float32", "bfloat16", "float16"))
     p.add_argument("--attn", default="sdpa", choices=("sdpa", "flash_attention_2", "eager"),
@@ -53,7 +60,6 @@ def add_arguments(p) -> None:
                         "calls, and SDPA the masked ones (tree rows, decoder slots), which it cannot take")
     p.add_argument("--trust-remote-code", action="store_true", help="allow the model's own Python code")
     p.add_argument("--naive", action="store_true", help="reference path: one plain forward per prompt")
-    p.add_argument("--overwrite", action="store_true", help="discard an existing --out instead of resuming")
     from baer_fast.runtime.vllm_backend import add_arguments as add_backend_arguments
     add_backend_arguments(p)     # --backend hf|vllm, --tensor-parallel-size, ... (vllm imported only if chosen)
 
@@ -143,7 +149,7 @@ def run(args) -> int:
         if missing:
             raise InputError(f"no parameters for {', '.join(missing)}", path=args.derived_params)
     two_phase = bool(derived) and params is None
-    stream_names = (protocols.prompt_experts_for(names) + [n for n in names if n in protocols.GENERATIVE]
+    stream_names = (protocols.prompt_experts_for(names) + [n for n in names if n in protocols.GENERATIVE + protocols.NATIVE]
                     if two_phase else names)
     target = args.out + ".raw.jsonl" if two_phase else args.out
     fp = _fingerprint(args, stream_names, args.derived_params)
@@ -167,7 +173,11 @@ def _stream(args, pairs, names, derived, params, target, fp) -> str:
                           kernels=args.kernels)
     writer = _open_writer(target, fp, args.overwrite)
     texts = _open_writer(args.out + ".texts.jsonl", fp, args.overwrite) if args.keep_texts and args.generation else None
-    todo = [p for p in pairs if p.id not in writer.done_ids]
+    from baer_fast.bank.canonical import chunks
+    # chunks of distinct contents in content order, fixed by the whole input (not by what a resumed
+    # run has left), so every pair's floats are those of the uninterrupted run
+    work = [c for c in chunks(pairs, args.chunk_pairs) if any(p.id not in writer.done_ids for p in c)]
+    todo = [p for c in work for p in c if p.id not in writer.done_ids]
     from baer_fast.runtime.vllm_backend import engine_from_args
     engine = engine_from_args(args, lambda: make_engine(
         args.model, config=config, naive=args.naive, device=args.device, dtype=args.dtype, attn=args.attn,
@@ -175,15 +185,15 @@ def _stream(args, pairs, names, derived, params, target, fp) -> str:
     report, t0 = RunReport(), time.perf_counter()       # throughput excludes model loading
     bar = progress(len(todo), desc="experts", quiet=args.quiet or not todo)
     try:
-        for i in range(0, len(todo), args.chunk_pairs):
-            chunk = todo[i: i + args.chunk_pairs]
+        for chunk in work:
             rows = expert_rows(engine, chunk, names, report, args.generation)
             if texts is not None:       # texts first: a kill between the two redoes the chunk, texts skip it
                 texts.append([{"id": p.id, "texts": r["texts"]} for p, r in zip(chunk, rows)
                               if p.id not in texts.done_ids])
+            fresh = [(p, r) for p, r in zip(chunk, rows) if p.id not in writer.done_ids]
             writer.append([to_signals(p, apply_derived(r["runs"], derived, params or {}), r, names,
-                                      _engine_kind(args)).to_json()
-                           for p, r in zip(chunk, rows)])
+                                      _engine_kind(args)).to_json() for p, r in fresh])
+            chunk = [p for p, _ in fresh]
             dt = max(time.perf_counter() - t0, 1e-9)
             bar.set_postfix_str(f"{report.prefill_totals()[0] / dt:.0f} tok/s")
             bar.update(len(chunk))

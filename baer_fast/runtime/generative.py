@@ -268,6 +268,14 @@ def _trimmed(tok, reqs, requests, results):
     return gen_ids, texts
 
 
+def _finishes(reqs, results) -> dict:
+    """{pair: {expert: {generation key: [finish reason per sample]}}} (native verdicts need them)."""
+    out: dict = {}
+    for r, res in zip(reqs, results):
+        out.setdefault(r.pair, {}).setdefault(r.name, {})[r.key] = list(res.finish)
+    return out
+
+
 def _verdict_queries(enc, pairs, names, reqs, requests, results, gen_ids, texts):
     """-> engine query groups, their (expert, key) per pair, and {(pair, expert, key): log-probs}
     already read by the decoder."""
@@ -305,6 +313,7 @@ def _assemble(pairs, names, config, reqs, requests, results, readout, texts, rea
     """read_time: (seconds of the engine call, tokens it read): each verdict is charged its share."""
     groups, where, logprobs, direct = readout
     read_s, read_tokens = read_time
+    finish = _finishes(reqs, results)
     out = []
     for i, _ in enumerate(pairs):
         cost = {name: ExpertCost() for name in names}
@@ -323,6 +332,10 @@ def _assemble(pairs, names, config, reqs, requests, results, readout, texts, rea
             lp_by.setdefault(name, {})[key] = lp
             cost[name].seconds += read_s * len(q.ids) / read_tokens
         runs = {name: protocols.get(name).runs(lp_by[name]) for name in names}
+        for name in names:           # <name>_native: the verdict written in the same texts
+            if hasattr(protocols.get(name), "native_runs"):
+                runs[f"{name}_native"] = protocols.get(name).native_runs(
+                    texts.get(i, {}).get(name, {}), finish.get(i, {}).get(name, {}), lp_by[name])
         meta = {name: {"calls": cost[name].calls, "tokens_decoded": cost[name].tokens_decoded,
                        **config.settings(name)} for name in names}
         for name in names:

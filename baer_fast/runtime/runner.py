@@ -49,7 +49,7 @@ def resolve_experts(experts) -> list[str]:
     names = list(protocols.SINGLE_PASS if experts is None else experts)
     for name in names:
         protocols.get(name)          # raises on an unknown name
-    return names
+    return protocols.with_natives(names)
 
 
 def build_queries(encoder, pair: Pair, prompt_experts: list[str]) -> tuple[list[Query], list[tuple]]:
