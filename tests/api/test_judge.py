@@ -23,7 +23,11 @@ def test_deterministic_and_batch_independent(judge):
     full = judge.score(Q, A, B)
     assert torch.equal(full, judge.score(Q, A, B))
     one = torch.cat([judge.score([q], [a], [b]) for q, a, b in zip(Q, A, B)])
-    torch.testing.assert_close(one, full, atol=1e-5, rtol=0)
+    # other batches round other ways (padding widths, shared prefixes): each batching may be off
+    # from the float64 scores by twice what the naive fp32 path is (tests/fixtures/tolerances.py)
+    from tests.fixtures.tolerances import naive_score_error, paths_tol
+    tol = paths_tol(naive_score_error(judge.engine.loaded.path, judge.art, Q, A, B), float(full.abs().max()))
+    torch.testing.assert_close(one, full, atol=tol, rtol=0)
 
 
 def test_signals_expose_the_runs(judge):

@@ -3,6 +3,8 @@ import json
 import subprocess
 import sys
 
+import pytest
+
 from baer_fast.io.records import write_pairs
 from tests.api.conftest import synthetic_pairs
 from tests.fixtures.kill_resume import durable, kill_after_first_batch, lines
@@ -30,6 +32,7 @@ def test_score_takes_the_experts_engine_options():
     assert (args.backend, args.dtype, args.memory_gb, args.device) == ("vllm", "bfloat16", 2.0, "cpu")
 
 
+@pytest.mark.slow
 def test_sigkill_resumes_the_expert_work_without_redoing_finished_pairs(judge_dir, head_path, tmp_path):
     pairs = tmp_path / "pairs.jsonl"
     write_pairs(str(pairs), synthetic_pairs(10, seed=11))
