@@ -1,2 +1,1 @@
-"""The expert bank: pairs in, signals out (query building, question sharing, single-pass and
-generative runs, derived experts)."""
+"""The expert bank: pairs in, signals out (queries, shared questions, single-pass and generative runs)."""

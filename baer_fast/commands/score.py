@@ -67,8 +67,8 @@ def _judge(args, art, pairs) -> list:
     from baer_fast.commands import experts
     from baer_fast.errors import InputError
     from baer_fast.io.records import read_signals
-    from baer_fast.runtime.model_loader import check_model_dir
-    from baer_fast.runtime.runner import resolve_experts
+    from baer_fast.runtime.model.load import check_model_dir
+    from baer_fast.bank.runner import resolve_experts
 
     if args.chunk_pairs < 1:
         raise InputError("must be at least 1", field="--chunk-pairs")

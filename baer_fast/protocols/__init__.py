@@ -5,7 +5,7 @@ Prompt experts expose `NAME`, `LABELS`, `prompts(question, a, b) -> list[Prompt]
 (the prompt expert whose runs they transform), `fit(rows) -> params dict` and
 `apply(params, runs) -> runs`; their parameters are fitted on non-test rows and frozen.
 Generative experts (cot, self_consistency, rubric, prepair, deliberate, reference) declare
-generations and verdict readouts (see `reasoning.py`) and run in `runtime/generative.py`;
+generations and verdict readouts (see `reasoning.py`) and run in `bank/generative.py`;
 cot, self_consistency and deliberate also give `<name>_native` (NATIVE): the verdict parsed
 from the same generated texts as the protocol instructs, None where none was written.
 """

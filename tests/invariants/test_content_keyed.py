@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from baer_fast import protocols
 from baer_fast.io.records import Pair, read_signals, swap_runs, write_pairs
-from baer_fast.runtime.generative import GenerationConfig
+from baer_fast.bank.generative import GenerationConfig
 from baer_fast.runtime.seeds import sample_seed
 from tests.fixtures.tiny_models import build_model_dir
 
@@ -31,14 +31,14 @@ def model_dir(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def engine(model_dir):
-    from baer_fast.runtime.model_loader import load_judge
-    from baer_fast.runtime.runner import make_engine
+    from baer_fast.runtime.model.load import load_judge
+    from baer_fast.bank.runner import make_engine
     return make_engine(load_judge(model_dir))
 
 
 @pytest.fixture(scope="module")
 def reference(engine):
-    from baer_fast.runtime.runner import RunReport, run_experts
+    from baer_fast.bank.runner import RunReport, run_experts
     rep = RunReport()
     sig = run_experts(engine, BASE, experts=list(protocols.ALL), generation=GEN, report=rep)
     return {s.id: s.experts for s in sig}, rep.derived_params
@@ -74,7 +74,7 @@ def test_every_expert_and_its_native_twin_is_there(reference):
 @given(order=st.permutations(range(3)), flips=st.lists(st.booleans(), min_size=3, max_size=3),
        dups=st.lists(st.tuples(st.integers(0, 2), st.booleans()), max_size=2), seed=st.integers(0, 99))
 def test_swaps_duplicates_ids_and_order_change_no_bit(engine, reference, order, flips, dups, seed):
-    from baer_fast.runtime.runner import run_experts
+    from baer_fast.bank.runner import run_experts
     ref, params = reference
     items = [(k, flips[k]) for k in order] + dups
     rng = random.Random(seed)
@@ -107,7 +107,7 @@ def test_judge_scores_a_permuted_batch_as_the_permutation(engine, reference):
 
     from baer_fast.api import Judge
     from baer_fast.selection.fit import fit_condition
-    from baer_fast.runtime.runner import run_experts
+    from baer_fast.bank.runner import run_experts
     ref, params = reference
     names = list(protocols.SINGLE_PASS)           # Judge decodes with its default budgets: keep it single-pass
     train = run_experts(engine, [_variant(k % 3, bool(k % 2), f"t{k}") for k in range(6)], experts=names,

@@ -28,7 +28,7 @@ def load(kind: str, src: str) -> Imported:
 
 def bank_signals(pairs, runs_by_expert: dict[str, list], condition: str) -> list:
     """Build Signals for each pair from {expert: [runs per pair]} (pair order)."""
-    from baer_fast.features.text_stats import pair_meta
+    from baer_fast.io.text_stats import pair_meta
     from baer_fast.io.records import Signals
 
     out = []
