@@ -26,7 +26,7 @@ def test_deterministic_and_batch_independent(judge):
     # other batches round other ways (padding widths, shared prefixes): each batching may be off
     # from the float64 scores by twice what the naive fp32 path is (tests/fixtures/tolerances.py)
     from tests.fixtures.tolerances import naive_score_error, paths_tol
-    tol = paths_tol(naive_score_error(judge.engine.loaded.path, judge.art, Q, A, B), float(full.abs().max()))
+    tol = paths_tol(naive_score_error(judge.engine.loaded, judge.art, Q, A, B), float(full.abs().max()))
     torch.testing.assert_close(one, full, atol=tol, rtol=0)
 
 

@@ -235,7 +235,7 @@ def test_rows_of_real_pairs_are_not_padded_to_each_others_pasts(loaded):
     assert got.stats.scores_computed <= 1.25 * least < one_width.stats.scores_computed
     assert (got.stats.tokens_computed, got.stats.forwards) == (one_width.stats.tokens_computed, one_width.stats.forwards)
     from tests.fixtures.tolerances import naive_logprob_error, paths_tol
-    tol = paths_tol(naive_logprob_error(loaded.path, groups))     # not one machine's rounding
+    tol = paths_tol(naive_logprob_error(loaded, groups))     # not one machine's rounding
     for ga, gb in zip(got.logprobs, one_width.logprobs):
         for qa, qb in zip(ga, gb):
             assert max(abs(x - y) for x, y in zip(qa, qb)) <= tol
