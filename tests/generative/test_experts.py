@@ -54,7 +54,10 @@ def test_runs_layout(bank):
         assert len(s.experts["rubric"]) == len(s.experts["prepair"]) == 2
         assert len(s.experts["self_consistency"]) == 10          # [s0 ab, s0 ba, s1 ab, s1 ba, ...]
         assert len(s.experts["reference"]) == 1
-        assert all(0.0 < u < 1.0 for runs in s.experts.values() for u in runs)
+        assert all(0.0 < u < 1.0 for n, runs in s.experts.items() if n not in protocols.NATIVE for u in runs)
+        # native experts: the verdicts written in the same texts, 2 runs, None where none was written
+        assert {n for n in s.experts if n in protocols.NATIVE} == set(protocols.NATIVE)
+        assert all(len(s.experts[n]) == 2 and set(s.experts[n]) <= {None, 0.0, 0.5, 1.0} for n in protocols.NATIVE)
         assert len(set(s.experts["self_consistency"][0::2])) > 1      # samples differ
 
 
