@@ -29,7 +29,8 @@ def add_arguments(p) -> None:
     p.add_argument("--out", required=True, help="signals JSONL (appended to; rerun resumes)")
     p.add_argument("--experts", default=None,
                    help="comma-separated subset of: direct,score,pointwise,pride,calibraeval (default: these) and "
-                        "the generative cot,self_consistency,rubric,prepair,deliberate,reference; 'all' = every one")
+                        "the generative cot,self_consistency,rubric,prepair,deliberate,reference (cot, self_consistency and "
+                        "deliberate bring their <name>_native verdicts, docs/protocols.md); 'all' = every one")
     p.add_argument("--keep-texts", action="store_true",
                    help="write generated texts (reasoning, rubric, analyses, reference) to <out>.texts.jsonl")
     p.add_argument("--chunk-pairs", type=int, default=16, help="pairs per durable append")
