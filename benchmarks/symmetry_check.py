@@ -8,7 +8,7 @@ from baer_fast.bank.generative import GenerationConfig
 from baer_fast import protocols
 import os
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from tests.generative.conftest import pairs as mkpairs
+from tests.fixtures.prompts import pairs as mkpairs
 
 model = sys.argv[1]
 names = [n for n in protocols.ALL] + [n for n in ("cot_native", "self_consistency_native", "deliberate_native") if n in protocols.ALL]

@@ -6,10 +6,9 @@ import sys
 import pytest
 
 from baer_fast.io.records import write_pairs
-from tests.api.conftest import synthetic_pairs
+from tests.fixtures.data import synthetic_pairs
 from tests.fixtures.kill_resume import durable, kill_after_first_batch, lines
 
-pytest_plugins = ["tests.api.conftest"]
 
 
 def _cmd(judge_dir, pairs, head, out, *extra):

@@ -36,7 +36,7 @@ def test_the_overhead_is_what_a_pair_adds_to(capsys, qwen_dir, loaded_models):
     """A pair's longest direct prompt is the overhead plus its own text's tokens (to a few merges)."""
     from baer_fast.io.records import Pair
     from baer_fast.bank.prompting import PromptEncoder
-    from baer_fast.bank.runner import build_queries
+    from baer_fast.bank.queries import build_queries
     from tests.fixtures.tiny_models import text_of_tokens
     _, out, _ = _check(capsys, qwen_dir, "--json")
     overhead = json.loads(out)["prompt_overhead_tokens"]["direct"]
@@ -49,7 +49,7 @@ def test_the_overhead_is_what_a_pair_adds_to(capsys, qwen_dir, loaded_models):
 
 
 def test_a_template_without_a_system_role(capsys, tmp_path):
-    from tests.runtime.test_chat_templates import NO_SYSTEM
+    from tests.bank.test_chat_templates import NO_SYSTEM
     path = build_model_dir(str(tmp_path / "check_nosys"), arch="llama", seed=5, chat_template=NO_SYSTEM)
     rc, out, _ = _check(capsys, path, "--json")
     assert rc == 0 and json.loads(out)["system_role"] is False

@@ -5,8 +5,9 @@ import pytest
 
 from baer_fast import protocols
 from baer_fast.bank.generative import GenerationConfig, GenerativeReport, run_generative
-from baer_fast.bank.runner import RunReport, make_engine, run_experts
-from tests.generative.conftest import pairs as make_pairs
+from baer_fast.bank.runner import RunReport, run_experts
+from baer_fast.runtime.open import open_engine
+from tests.fixtures.prompts import pairs as make_pairs
 
 BUDGET = 8
 GEN = GenerationConfig(max_new_tokens={n: BUDGET for n in protocols.GENERATIVE}, seed=7)
@@ -77,6 +78,8 @@ def test_generations_are_counted_once_per_pair(bank):
 
 class CountingDecoder:
     """Wraps the real decoder and records every prompt it is asked to decode."""
+    reads_prompts = exports_prefixes = False      # interfaces.Decoder: a plain decoder
+    stats = None
 
     def __init__(self, loaded):
         from baer_fast.runtime.decode import Decoder
@@ -93,7 +96,7 @@ def test_shared_generations_are_decoded_once_and_reused(qwen):
     verdicts of both orders embed the same analyses."""
     ps = make_pairs(2, seed=3)
     dec = CountingDecoder(qwen)
-    out = run_generative(make_engine(qwen), ps, ["prepair", "reference", "rubric"], config=GEN, decoder=dec)
+    out = run_generative(open_engine(qwen), ps, ["prepair", "reference", "rubric"], config=GEN, decoder=dec)
     assert len(dec.prompts) == len(set(dec.prompts)) == len(ps) * (2 + 1 + 1)
     for row in out:
         assert set(row["texts"]["prepair"]) == {"a", "b"} and set(row["texts"]["reference"]) == {"solution"}
@@ -108,7 +111,7 @@ def test_reference_is_eq9_and_feeds_the_reference_head(qwen):
     from baer_fast.bank.prompting import PromptEncoder
     from baer_fast.runtime.queries import Query
     ps = make_pairs(2, seed=4)
-    out = run_generative(make_engine(qwen), ps, ["reference"], config=GEN)
+    out = run_generative(open_engine(qwen), ps, ["reference"], config=GEN)
     enc = PromptEncoder(qwen.tokenizer, model_name="tiny", context_len=qwen.context_len)
     for p, row in zip(ps, out):
         checks = reference.verdicts(p.question, p.response_a, p.response_b, row["texts"]["reference"])
@@ -137,7 +140,7 @@ def test_budgets_and_settings_recorded(qwen):
     ps = make_pairs(2, seed=5)
     cfg = GenerationConfig(max_new_tokens={"cot": 3, "reference": 5})
     rep = GenerativeReport()
-    out = run_generative(make_engine(qwen), ps, ["cot", "reference"], config=cfg, report=rep)
+    out = run_generative(open_engine(qwen), ps, ["cot", "reference"], config=cfg, report=rep)
     for row in out:
         assert row["meta"]["cot"]["max_new_tokens"] == 3 and row["meta"]["reference"]["max_new_tokens"] == 5
         assert row["meta"]["cot"]["tokens_decoded"] <= 2 * 3 and row["meta"]["reference"]["tokens_decoded"] <= 5
@@ -165,7 +168,7 @@ class EngineReadDecoder(CountingDecoder):
 def test_verdicts_read_by_the_decoder_equal_the_engine_readout(qwen):
     ps = make_pairs(3, seed=6)
     names = ["cot", "self_consistency", "deliberate"]
-    engine = make_engine(qwen)
+    engine = open_engine(qwen)
     fast = run_generative(engine, ps, names, config=GEN)
     slow_report = GenerativeReport()
     slow = run_generative(engine, ps, names, config=GEN, decoder=EngineReadDecoder(qwen), report=slow_report)
@@ -200,7 +203,7 @@ def test_full_bank_reads_single_pass_prompts_in_the_generation_prompt_tree(qwen,
             return super().generate(requests, **kw)
 
     seen = []
-    monkeypatch.setattr(generative, "_default_decoder", lambda engine, config: RecordingDecoder(engine.loaded))
+    monkeypatch.setattr(generative, "open_decoder", lambda engine, config: RecordingDecoder(engine.loaded))
     ps = make_pairs(3, seed=9)
     engine, report = Recording(qwen), RunReport()
     engine.calls = []
@@ -236,6 +239,6 @@ def test_full_bank_reads_single_pass_prompts_in_the_generation_prompt_tree(qwen,
 
 def build_all_queries_for(loaded, pair, names):
     from baer_fast.bank.prompting import PromptEncoder
-    from baer_fast.bank.runner import build_queries
+    from baer_fast.bank.queries import build_queries
     enc = PromptEncoder.of(loaded)
     return build_queries(enc, pair, names)[0]

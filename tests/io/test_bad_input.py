@@ -5,7 +5,7 @@ import pytest
 
 from baer_fast.io.records import write_signals
 
-from .conftest import make_signals
+from tests.fixtures.data import make_signals
 
 GOOD = {"id": "x1", "subset": "s", "label": "a", "meta": {}, "experts": {"e1": [0.9, 0.8]}}
 

@@ -5,10 +5,12 @@ from dataclasses import replace
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from baer_fast.bank import queries as bank_queries
 from baer_fast.bank import runner
 from baer_fast.runtime.plan.prefix_tree import build_tree, tree_tokens
 from baer_fast.bank.prompting import PromptEncoder
-from baer_fast.bank.runner import RunReport, build_queries, run_experts
+from baer_fast.bank.runner import RunReport, run_experts
+from baer_fast.bank.queries import build_queries
 from tests.fixtures.tolerances import naive_run_error, paths_tol
 from tests.fixtures.tiny_models import make_pairs
 
@@ -46,9 +48,9 @@ def test_one_question_is_prefilled_once(loaded):
 
 
 def test_merged_groups_are_capped(loaded, monkeypatch):
-    monkeypatch.setattr(runner, "MAX_SHARED_PAIRS", 2)
+    monkeypatch.setattr(bank_queries, "MAX_SHARED_PAIRS", 2)
     pairs = _same_question(5)
-    merged, spans = runner.share_questions(pairs, _queries(loaded, pairs))
+    merged, spans = bank_queries.share_questions(pairs, _queries(loaded, pairs))
     assert [g for g, _, _ in spans] == [0, 0, 1, 1, 2, 3, 4]
     assert len(merged) == 5
 
@@ -62,7 +64,6 @@ def test_random_groups_equal_naive_and_each_pair_alone(loaded, poisoned_empty, m
     engine's runs equal the naive path's and each pair's run alone, and each pair's meta keeps
     its own cost."""
     from baer_fast.io.records import Pair
-    from baer_fast.runtime import prefill as engine_mod
     from baer_fast.runtime.config import EngineConfig
     from tests.fixtures.tiny_models import text_of_tokens
     tok = loaded.tokenizer
@@ -74,8 +75,8 @@ def test_random_groups_equal_naive_and_each_pair_alone(loaded, poisoned_empty, m
     pairs = [Pair(f"r{k}", qs[q], outs[perm[0]], outs[perm[1]], split="selection") for k, (q, perm) in enumerate(picks)]
     config = EngineConfig(memory_budget_bytes=draw(st.sampled_from([1 << 14, 1 << 18, 2 << 30])),
                           batch_tokens=draw(st.sampled_from([None, 16, 300])), kernels="torch")
-    monkeypatch.setattr(runner, "MAX_SHARED_PAIRS", draw(st.sampled_from([1, 2, 16])))
-    monkeypatch.setattr(engine_mod, "QUERY_SLICE", draw(st.sampled_from([7, 32, 256])))
+    monkeypatch.setattr(bank_queries, "MAX_SHARED_PAIRS", draw(st.sampled_from([1, 2, 16])))
+    monkeypatch.setattr("baer_fast.runtime.plan.chunks.QUERY_SLICE", draw(st.sampled_from([7, 32, 256])))
     experts = ["direct", "score", "pointwise"]
     got = run_experts(loaded, pairs, experts=experts, config=config)
     want = run_experts(loaded, pairs, experts=experts, naive=True)

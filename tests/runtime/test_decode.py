@@ -3,7 +3,7 @@ import pytest
 
 from baer_fast.runtime.decode import Decoder, GenRequest
 from tests.fixtures.checks import hf_greedy
-from tests.generative.conftest import bank_tree_prompts, random_prompts
+from tests.fixtures.prompts import bank_tree_prompts, random_prompts
 from tests.runtime.test_counts import distinct_prefixes
 
 # every torch.empty float starts as NaN: an unwritten column read anywhere shows up (tests/conftest.py)

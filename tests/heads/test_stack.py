@@ -3,7 +3,7 @@ import pytest
 
 from baer_fast.heads.stack import LAMBDAS, fit_odd_logistic, select_lambda
 
-from .conftest import make_signals
+from tests.fixtures.data import make_signals
 
 
 @pytest.mark.parametrize("lam", LAMBDAS)

@@ -7,7 +7,7 @@ import pytest
 from baer_fast.cli import main
 from baer_fast.errors import BaerError, InputError
 from baer_fast.io.records import Pair, write_pairs
-from baer_fast.runtime.model.load import load_judge
+from baer_fast.runtime.open import load_judge
 from baer_fast.bank.prompting import PromptEncoder
 from baer_fast.bank.runner import run_experts
 

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 from baer_fast.runtime.plan import width_groups
 from baer_fast.runtime.decode import Decoder, GenRequest
 from tests.fixtures.checks import hf_greedy
-from tests.generative.conftest import random_prompts
+from tests.fixtures.prompts import random_prompts
 
 pytestmark = pytest.mark.usefixtures("poisoned_empty")
 

@@ -7,7 +7,7 @@ from baer_fast.heads.stack import StackHead, fit_stack
 from baer_fast.io.records import Signals
 from baer_fast.io.splits import roles
 
-from .conftest import make_signals
+from tests.fixtures.data import make_signals
 
 EXPERTS = ["e1", "e2", "e3", "e4"]
 _HEAD = None

@@ -13,7 +13,7 @@ import shutil
 import pytest
 
 from baer_fast.cli import main
-from tests.reliability.conftest import BAD, snapshot
+from tests.fixtures.data import BAD, snapshot
 
 with open(os.path.join(BAD, "cases.json"), encoding="utf-8") as _fh:
     CASES = json.load(_fh)

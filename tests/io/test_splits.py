@@ -2,7 +2,7 @@ from collections import Counter
 
 from baer_fast.io.splits import SplitSpec, role, roles
 
-from .conftest import make_signals
+from tests.fixtures.data import make_signals
 
 
 def test_roles_are_deterministic_and_near_the_stated_shares():

@@ -5,7 +5,7 @@ from baer_fast import artifact
 from baer_fast.io.records import write_signals
 from baer_fast.io.splits import roles
 
-from .conftest import make_signals
+from tests.fixtures.data import make_signals
 
 
 def _fit_bytes(cli, tmp_path, rows, name):

@@ -10,7 +10,7 @@ from baer_fast.cli import main
 from baer_fast.io.records import write_pairs
 from tests.fixtures.kill_resume import kill_after_first_batch as _kill_after_first_batch
 from tests.fixtures.kill_resume import lines as _lines
-from tests.generative.conftest import pairs as make_pairs
+from tests.fixtures.prompts import pairs as make_pairs
 
 N_PAIRS = 8
 

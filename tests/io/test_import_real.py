@@ -9,7 +9,7 @@ from baer_fast.eval.metrics import expert_predictions, label_signs
 from baer_fast.io.adapters import load
 from baer_fast.io.records import read_signals
 
-from .conftest import shared
+from tests.fixtures.data import shared
 
 
 def _upstream_count(stat: str) -> int:
