@@ -77,7 +77,7 @@ def _experts(arg) -> list[str]:
         raise InputError(str(e), field="--experts") from None
 
 
-def _fingerprint(args, names: list[str], params_file: str | None) -> dict:
+def fingerprint(args, names: list[str], params_file: str | None) -> dict:
     from baer_fast.io.resumable import file_sha256
     weights = sorted((f, os.path.getsize(os.path.join(args.model, f)))
                      for f in os.listdir(args.model) if f.endswith(".safetensors"))
@@ -92,7 +92,7 @@ def _engine_kind(args) -> str:
     return "vllm" if getattr(args, "backend", "hf") == "vllm" else ("naive" if args.naive else "prefix")
 
 
-def _generation(args, names: list[str]):
+def generation_config(args, names: list[str]):
     """GenerationConfig from --max-new-tokens/--seed, or None when no generative expert is asked for."""
     from baer_fast import protocols
     from baer_fast.bank.generative import GenerationConfig
@@ -153,19 +153,19 @@ def run(args) -> int:
     stream_names = (protocols.prompt_experts_for(names) + [n for n in names if n in protocols.GENERATIVE + protocols.NATIVE]
                     if two_phase else names)
     target = args.out + ".raw.jsonl" if two_phase else args.out
-    fp = _fingerprint(args, stream_names, args.derived_params)
-    generation = _generation(args, names)
+    fp = fingerprint(args, stream_names, args.derived_params)
+    generation = generation_config(args, names)
     if generation is not None:
         fp["generation"] = {n: generation.settings(n) for n in names if n in protocols.GENERATIVE}
     args.generation = generation
-    stats = _stream(args, pairs, stream_names, derived if not two_phase else [], params, target, fp)
+    stats = stream_signals(args, pairs, stream_names, derived if not two_phase else [], params, target, fp)
     if two_phase:
         _finish_derived(args, names, derived, target)
     print(stats, file=sys.stderr)
     return 0
 
 
-def _stream(args, pairs, names, derived, params, target, fp) -> str:
+def stream_signals(args, pairs, names, derived, params, target, fp) -> str:
     from baer_fast.progress import progress
     from baer_fast.runtime.config import EngineConfig
     from baer_fast.bank.runner import RunReport, apply_derived, expert_rows, to_signals

@@ -77,10 +77,10 @@ def _judge(args, art, pairs) -> list:
     derived = [n for n in names if n in protocols.DERIVED_EXPERTS]
     params = art.get("derived_params") or {}
     target = signals_path(args.out)
-    fp = experts._fingerprint(args, names, None)
+    fp = experts.fingerprint(args, names, None)
     fp.update(command="score", head=art["checksum"])
-    args.generation, args.keep_texts = experts._generation(args, names), False
-    print(experts._stream(args, pairs, names, derived, params, target, fp), file=sys.stderr)
+    args.generation, args.keep_texts = experts.generation_config(args, names), False
+    print(experts.stream_signals(args, pairs, names, derived, params, target, fp), file=sys.stderr)
     by_id = {s.id: s for s in read_signals(target)}
     return [by_id[p.id] for p in pairs]
 
