@@ -23,9 +23,9 @@ def run(ps):
     out = run_experts(model, ps, experts=names, derived_params=params, generation=gen, report=rep)
     params = rep.derived_params
     return out
-from baer_fast.runtime.model.load import load_judge
-from baer_fast.bank.runner import make_engine
-eng = make_engine(load_judge(model))
+from baer_fast.runtime.open import load_judge
+from baer_fast.runtime.open import open_engine
+eng = open_engine(load_judge(model))
 model = eng
 base = run(P)
 def diff(x, y):

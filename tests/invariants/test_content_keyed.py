@@ -31,9 +31,9 @@ def model_dir(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def engine(model_dir):
-    from baer_fast.runtime.model.load import load_judge
-    from baer_fast.bank.runner import make_engine
-    return make_engine(load_judge(model_dir))
+    from baer_fast.runtime.open import load_judge
+    from baer_fast.runtime.open import open_engine
+    return open_engine(load_judge(model_dir))
 
 
 @pytest.fixture(scope="module")
