@@ -7,12 +7,12 @@ constrained readout as the single-pass experts: by the decoder as the row finish
 cues), else as a token-id query through the engine. The single-pass prompts ride in phase 1 as
 prompt reads where the decoder reads prompts; PAIRWISE_VERDICTS prompts start from the
 decoder's exported [system][question][A][B] KV where the engine takes it.
-Seeds hash (global seed, pair id, expert, sample, rendered prompt): runs mirror under the swap
-and do not depend on batch composition. The design in full: docs/architecture.md.
+Seeds hash (global seed, expert, sample index, the prompt's token ids; runtime/seeds.py): never
+the pair id, the order's name or the batch, so a swapped pair's order-ba prompt draws the samples
+of the original's order ab. The design in full: docs/architecture.md.
 """
 from __future__ import annotations
 
-import hashlib
 import time
 from dataclasses import dataclass, field
 
@@ -22,6 +22,7 @@ from baer_fast.protocols.reasoning import Continue
 from baer_fast.runtime.config import DECODER
 from baer_fast.runtime.open import open_decoder
 from baer_fast.runtime.queries import EngineStats, Query
+from baer_fast.runtime.seeds import sample_seed
 
 CUE_ROOM = 64        # context kept free after a generation for its cue (and the readout)
 
@@ -79,12 +80,6 @@ class _Req:
     name: str
     key: str
     ids: tuple[int, ...]
-
-
-def sample_seed(seed: int, pair_id: str, expert: str, sample: int, prompt) -> int:
-    """63-bit seed of one sampled row; depends on the displayed prompt text, not the order name."""
-    h = hashlib.sha256("\0".join([str(seed), pair_id, expert, str(sample), prompt.system, prompt.user]).encode())
-    return int.from_bytes(h.digest()[:8], "little") & ((1 << 63) - 1)
 
 
 def run_generative(engine, pairs, names: list[str], *, config: GenerationConfig = GenerationConfig(),
@@ -236,7 +231,7 @@ def _requests(enc, pairs, names, config):
             raise InputError(f"pair {pair.id!r}: the {name}/{gen.key} prompt ({len(ids)} tokens) leaves "
                              f"no room to generate in the context of {enc.model_name!r} "
                              f"({enc.context_len})", field="response_a")
-        seeds = tuple(sample_seed(config.seed, pair.id, name, s, gen.prompt) for s in range(gen.samples))
+        seeds = tuple(sample_seed(config.seed, name, s, ids) for s in range(gen.samples))
         cue = tuple(enc.tok.encode(gen.cue, add_special_tokens=False)) if gen.labels else ()
         requests.append(GenRequest(ids, min(config.budget(name), room), gen.samples, mod.TEMPERATURE,
                                    mod.TOP_P, seeds if mod.TEMPERATURE > 0 else (), tuple(mod.STOP), cue,
@@ -254,6 +249,14 @@ def _trimmed(tok, reqs, requests, results):
         texts.setdefault(r.pair, {}).setdefault(r.name, {})[r.key] = [
             tok.decode(list(x), skip_special_tokens=True) for x in ids]
     return gen_ids, texts
+
+
+def _finishes(reqs, results) -> dict:
+    """{pair: {expert: {generation key: [finish reason per sample]}}} (native verdicts need them)."""
+    out: dict = {}
+    for r, res in zip(reqs, results):
+        out.setdefault(r.pair, {}).setdefault(r.name, {})[r.key] = list(res.finish)
+    return out
 
 
 def _verdict_queries(enc, pairs, names, reqs, requests, results, gen_ids, texts):
@@ -293,6 +296,7 @@ def _assemble(pairs, names, config, reqs, requests, results, readout, texts, rea
     """read_time: (seconds of the engine call, tokens it read): each verdict is charged its share."""
     groups, where, logprobs, direct = readout
     read_s, read_tokens = read_time
+    finish = _finishes(reqs, results)
     out = []
     for i, _ in enumerate(pairs):
         cost = {name: ExpertCost() for name in names}
@@ -311,6 +315,10 @@ def _assemble(pairs, names, config, reqs, requests, results, readout, texts, rea
             lp_by.setdefault(name, {})[key] = lp
             cost[name].seconds += read_s * len(q.ids) / read_tokens
         runs = {name: protocols.get(name).runs(lp_by[name]) for name in names}
+        for name in names:           # <name>_native: the verdict written in the same texts
+            if hasattr(protocols.get(name), "native_runs"):
+                runs[f"{name}_native"] = protocols.get(name).native_runs(
+                    texts.get(i, {}).get(name, {}), finish.get(i, {}).get(name, {}), lp_by[name])
         meta = {name: {"calls": cost[name].calls, "tokens_decoded": cost[name].tokens_decoded,
                        **config.settings(name)} for name in names}
         for name in names:

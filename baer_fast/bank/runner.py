@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from baer_fast import protocols
 from baer_fast.bank.queries import build_all_queries, run_shared
 from baer_fast.io.records import Pair, Signals, question_text
+from baer_fast.protocols.base import snap
 from baer_fast.io.splits import role
 from baer_fast.io.text_stats import pair_meta as text_pair_meta
 from baer_fast.runtime.config import EngineConfig
@@ -41,12 +42,22 @@ def resolve_experts(experts) -> list[str]:
     names = list(protocols.SINGLE_PASS if experts is None else experts)
     for name in names:
         protocols.get(name)          # raises on an unknown name
-    return names
+    return protocols.with_natives(names)
 
 
 def expert_rows(engine, pairs: list[Pair], names, report: RunReport, generation=None) -> list[dict]:
     """Raw runs (before derived experts) and counters of every expert in `names`, one row per pair;
-    non-finite runs are an error (check_finite).
+    non-finite runs are an error (check_finite). The engine computes the batch's distinct
+    contents in canonical orientation and order (bank/canonical.py): swaps mirror exactly,
+    duplicates agree, and ids and positions change nothing.
+    """
+    from baer_fast.bank import canonical
+    work, at = canonical.plan(pairs)
+    return canonical.restore(_content_rows(engine, work, names, report, generation), pairs, at)
+
+
+def _content_rows(engine, pairs: list[Pair], names, report: RunReport, generation=None) -> list[dict]:
+    """expert_rows over distinct pairs, in the order given.
 
     The prompt experts' queries are read in one engine call; with generative experts in `names`,
     they go to run_generative as `extra`: prompt reads in the decoder's prompt tree, so a pair's
@@ -127,7 +138,7 @@ def apply_derived(runs: dict, names: list[str], params: dict) -> dict:
     out = dict(runs)
     for name in names:
         mod = protocols.get(name)
-        out[name] = mod.apply(params[name], runs[mod.SOURCE])
+        out[name] = [snap(u) for u in mod.apply(params[name], runs[mod.SOURCE])]   # exact under swap
     return out
 
 

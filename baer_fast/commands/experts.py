@@ -1,13 +1,14 @@
 """`baer-fast experts`: run the single-pass expert bank of a local judge model on pairs -> signals.
 
 Append-only and resumable by id: reruns skip ids already in --out. Derived experts
-(pride, calibraeval) need all direct runs before their label-free fit, so without
+(pride, calibraeval) need all their source runs before their label-free fit, so without
 --derived-params the prompt experts stream to `<out>.raw.jsonl` (resumable) and --out is
 written at the end, with the fitted parameters beside it in `<out>.derived.json`.
 Generative experts (cot, self_consistency, rubric, prepair, deliberate, reference; `--experts all`
 for the full bank) decode with per-expert budgets (--max-new-tokens) and a global --seed;
 --keep-texts writes their generated texts to `<out>.texts.jsonl`; a cost report per expert
-(generations, tokens decoded, seconds) is printed at the end.
+(generations, tokens decoded, seconds) is printed at the end. Pairs run in chunks of distinct
+contents in content order (bank/canonical.py), so rows are written in that order.
 """
 from __future__ import annotations
 
@@ -28,11 +29,8 @@ def add_arguments(p) -> None:
     p.add_argument("--out", required=True, help="signals JSONL (appended to; rerun resumes)")
     p.add_argument("--experts", default=None,
                    help="comma-separated subset of: direct,score,pointwise,pride,calibraeval (default: these) and "
-                        "the generative cot,self_consistency,rubric,prepair,deliberate,reference; 'all' = every one")
-    p.add_argument("--max-new-tokens", default=None,
-                   help="generation budget per generative expert, e.g. cot=256,reference=4096, or one number "
-                        "for all (default: each protocol's own)")
-    p.add_argument("--seed", type=int, default=0, help="global seed of sampled generations (self_consistency)")
+                        "the generative cot,self_consistency,rubric,prepair,deliberate,reference (cot, self_consistency and "
+                        "deliberate bring their <name>_native verdicts, docs/protocols.md); 'all' = every one")
     p.add_argument("--keep-texts", action="store_true",
                    help="write generated texts (reasoning, rubric, analyses, reference) to <out>.texts.jsonl")
     p.add_argument("--chunk-pairs", type=int, default=16, help="pairs per durable append")
@@ -43,9 +41,13 @@ def add_arguments(p) -> None:
 
 
 def add_engine_arguments(p) -> None:
-    """How the judge model is opened and run (shared by `experts` and `serve`)."""
+    """The engine options of every command that runs a judge model (experts, score --model)."""
     from baer_fast.runtime.config import EngineConfig
     d = EngineConfig()
+    p.add_argument("--max-new-tokens", default=None,
+                   help="generation budget per generative expert, e.g. cot=256,reference=4096, or one number "
+                        "for all (default: each protocol's own)")
+    p.add_argument("--seed", type=int, default=0, help="global seed of sampled generations (self_consistency)")
     p.add_argument("--batch-tokens", type=int, default=d.batch_tokens,
                    help="cap on padded tokens per forward (default: derived from --memory-gb)")
     p.add_argument("--memory-gb", type=float, default=d.memory_budget_bytes / 2**30,
@@ -75,7 +77,7 @@ def _experts(arg) -> list[str]:
         raise InputError(str(e), field="--experts") from None
 
 
-def _fingerprint(args, names: list[str], params_file: str | None) -> dict:
+def fingerprint(args, names: list[str], params_file: str | None) -> dict:
     from baer_fast.io.resumable import file_sha256
     weights = sorted((f, os.path.getsize(os.path.join(args.model, f)))
                      for f in os.listdir(args.model) if f.endswith(".safetensors"))
@@ -90,7 +92,7 @@ def _engine_kind(args) -> str:
     return "vllm" if getattr(args, "backend", "hf") == "vllm" else ("naive" if args.naive else "prefix")
 
 
-def _generation(args, names: list[str]):
+def generation_config(args, names: list[str]):
     """GenerationConfig from --max-new-tokens/--seed, or None when no generative expert is asked for."""
     from baer_fast import protocols
     from baer_fast.bank.generative import GenerationConfig
@@ -148,22 +150,22 @@ def run(args) -> int:
         if missing:
             raise InputError(f"no parameters for {', '.join(missing)}", path=args.derived_params)
     two_phase = bool(derived) and params is None
-    stream_names = (protocols.prompt_experts_for(names) + [n for n in names if n in protocols.GENERATIVE]
+    stream_names = (protocols.prompt_experts_for(names) + [n for n in names if n in protocols.GENERATIVE + protocols.NATIVE]
                     if two_phase else names)
     target = args.out + ".raw.jsonl" if two_phase else args.out
-    fp = _fingerprint(args, stream_names, args.derived_params)
-    generation = _generation(args, names)
+    fp = fingerprint(args, stream_names, args.derived_params)
+    generation = generation_config(args, names)
     if generation is not None:
         fp["generation"] = {n: generation.settings(n) for n in names if n in protocols.GENERATIVE}
     args.generation = generation
-    stats = _stream(args, pairs, stream_names, derived if not two_phase else [], params, target, fp)
+    stats = stream_signals(args, pairs, stream_names, derived if not two_phase else [], params, target, fp)
     if two_phase:
         _finish_derived(args, names, derived, target)
     print(stats, file=sys.stderr)
     return 0
 
 
-def _stream(args, pairs, names, derived, params, target, fp) -> str:
+def stream_signals(args, pairs, names, derived, params, target, fp) -> str:
     from baer_fast.progress import progress
     from baer_fast.runtime.config import EngineConfig
     from baer_fast.bank.runner import RunReport, apply_derived, expert_rows, to_signals
@@ -173,22 +175,26 @@ def _stream(args, pairs, names, derived, params, target, fp) -> str:
                           kernels=args.kernels)
     writer = _open_writer(target, fp, args.overwrite)
     texts = _open_writer(args.out + ".texts.jsonl", fp, args.overwrite) if args.keep_texts and args.generation else None
-    todo = [p for p in pairs if p.id not in writer.done_ids]
+    from baer_fast.bank.canonical import chunks
+    # chunks of distinct contents in content order, fixed by the whole input (not by what a resumed
+    # run has left), so every pair's floats are those of the uninterrupted run
+    work = [c for c in chunks(pairs, args.chunk_pairs) if any(p.id not in writer.done_ids for p in c)]
+    todo = [p for c in work for p in c if p.id not in writer.done_ids]
     engine = engine_from_args(args, lambda: open_engine(args.model, options=HfOptions(
         engine=config, naive=args.naive, device=args.device, dtype=args.dtype, attn=args.attn,
         trust_remote_code=args.trust_remote_code))) if todo else None
     report, t0 = RunReport(), time.perf_counter()       # throughput excludes model loading
     bar = progress(len(todo), desc="experts", quiet=args.quiet or not todo)
     try:
-        for i in range(0, len(todo), args.chunk_pairs):
-            chunk = todo[i: i + args.chunk_pairs]
+        for chunk in work:
             rows = expert_rows(engine, chunk, names, report, args.generation)
             if texts is not None:       # texts first: a kill between the two redoes the chunk, texts skip it
                 texts.append([{"id": p.id, "texts": r["texts"]} for p, r in zip(chunk, rows)
                               if p.id not in texts.done_ids])
+            fresh = [(p, r) for p, r in zip(chunk, rows) if p.id not in writer.done_ids]
             writer.append([to_signals(p, apply_derived(r["runs"], derived, params or {}), r, names,
-                                      _engine_kind(args)).to_json()
-                           for p, r in zip(chunk, rows)])
+                                      _engine_kind(args)).to_json() for p, r in fresh])
+            chunk = [p for p, _ in fresh]
             dt = max(time.perf_counter() - t0, 1e-9)
             bar.set_postfix_str(f"{report.prefill_totals()[0] / dt:.0f} tok/s")
             bar.update(len(chunk))

@@ -1,12 +1,15 @@
 """`baer-fast score --head head.json --out scores.jsonl` from --signals S (or --model + --input).
 
 Crash-safe: scores are appended per batch and a rerun resumes after the last complete batch
-(`io/resumable.py`); `--on-error skip` sets bad input records aside (`io/rejects.py`).
+(`io/resumable.py`); `--on-error skip` sets bad input records aside (`io/rejects.py`). With
+--model, the experts run first through `experts`' resumable writer into <out>.signals.jsonl
+(same engine options as `experts`), so a killed run redoes no finished pair.
 """
 from __future__ import annotations
 
 import logging
 import os
+import sys
 
 log = logging.getLogger("baer_fast")
 BATCH = 2048
@@ -22,9 +25,11 @@ def add_arguments(p) -> None:
     src.add_argument("--signals", help="signals JSONL of the head's condition")
     src.add_argument("--input", help="pairs JSONL, judged with --model first (needs the engine)")
     p.add_argument("--model", help="local judge model folder (with --input)")
-    p.add_argument("--kernels", default="auto", choices=("auto", "triton", "torch"))
+    p.add_argument("--chunk-pairs", type=int, default=16, help="pairs per durable append of <out>.signals.jsonl")
     p.add_argument("--overwrite", action="store_true", help="discard an existing --out instead of resuming")
     add_on_error_argument(p)
+    from baer_fast.commands.experts import add_engine_arguments
+    add_engine_arguments(p)          # --backend, --dtype, --device, --memory-gb, --kernels, ... as `experts`
 
 
 def batch_size() -> int:
@@ -47,13 +52,37 @@ def _records(args, art, rejects):
     if not args.model:
         raise InputError("--input needs --model (the judge that produces the signals)", field="--model")
     pairs = read_pairs(args.input, rejects=rejects)
-    from baer_fast.runtime.config import EngineConfig
-    from baer_fast.bank.runner import run_experts
+    return _judge(args, art, pairs), args.input
 
-    # derived experts (PriDe, CalibraEval) use the parameters frozen in the artifact, never refitted
-    records = run_experts(args.model, pairs, experts=art["experts"], config=EngineConfig(kernels=args.kernels),
-                          derived_params=art.get("derived_params") or None)
-    return records, args.input
+
+def signals_path(out: str) -> str:
+    return out + ".signals.jsonl"
+
+
+def _judge(args, art, pairs) -> list:
+    """The head's experts on the pairs, through `experts`' resumable writer (<out>.signals.jsonl):
+    a killed run resumes without redoing finished pairs. Derived experts (PriDe, CalibraEval) use
+    the parameters frozen in the artifact, never refitted."""
+    from baer_fast import protocols
+    from baer_fast.commands import experts
+    from baer_fast.errors import InputError
+    from baer_fast.io.records import read_signals
+    from baer_fast.runtime.model.load import check_model_dir
+    from baer_fast.bank.runner import resolve_experts
+
+    if args.chunk_pairs < 1:
+        raise InputError("must be at least 1", field="--chunk-pairs")
+    check_model_dir(args.model)
+    names = resolve_experts(art["experts"])
+    derived = [n for n in names if n in protocols.DERIVED_EXPERTS]
+    params = art.get("derived_params") or {}
+    target = signals_path(args.out)
+    fp = experts.fingerprint(args, names, None)
+    fp.update(command="score", head=art["checksum"])
+    args.generation, args.keep_texts = experts.generation_config(args, names), False
+    print(experts.stream_signals(args, pairs, names, derived, params, target, fp), file=sys.stderr)
+    by_id = {s.id: s for s in read_signals(target)}
+    return [by_id[p.id] for p in pairs]
 
 
 def run(args) -> int:

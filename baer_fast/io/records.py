@@ -98,7 +98,9 @@ class Signals:
         return out
 
 
-def _swap_runs(runs: list) -> list:
+def swap_runs(runs: list) -> list:
+    """Tx on one expert's runs (Signals.swapped). An exact involution on runs snapped by
+    protocols.base.snap (multiples of 2^-53, so 1 - u is exact)."""
     # Runs are stored as consecutive (order ab, order ba) pairs where there are two
     # orders; exchanging candidates turns each ab-run into the other's ba-run.
     flipped = [None if u is None else 1.0 - u for u in runs]
@@ -108,6 +110,9 @@ def _swap_runs(runs: list) -> list:
     for i in range(0, len(flipped), 2):
         out += [flipped[i + 1], flipped[i]]
     return out
+
+
+_swap_runs = swap_runs
 
 
 def swap_meta(meta: dict) -> dict:

@@ -90,6 +90,16 @@ def sigmoid(x: float) -> float:
     return e / (1.0 + e)
 
 
+GRID = float(1 << 53)
+
+
+def snap(u):
+    """u on the grid of multiples of 2^-53 (None stays None): there 1 - u is exact, so u -> 1 - u
+    is an exact involution and the swap of a run set can be undone bit for bit. Below 1/2 this
+    rounds by at most 2^-54; from 1/2 up every double is already on the grid."""
+    return None if u is None else round(float(u) * GRID) / GRID
+
+
 def prob(logprobs, i: int) -> float:
     """Probability of label i from constrained log-probabilities (already normalised)."""
     return math.exp(logprobs[i])

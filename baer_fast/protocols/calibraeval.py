@@ -1,78 +1,103 @@
-"""CalibraEval (Li et al. 2025) as a derived expert, adapted to two display orders.
+"""CalibraEval (Li et al., ACL 2025) as a derived expert: three prompts, the published objective.
 
-An order-preserving map g: [0, 1] -> [0, 1] is applied to P(first shown). An unbiased judge
-gives a and b complementary probabilities whichever is shown first, so over the fitting rows
-(non-test, labels never read) we minimise the label-free objective
+Prompts (P(token A) read over {A, B}), for a pair (a, b):
+  p1  original        "Response A: a / Response B: b"
+  p2  labels exchanged "Response B: b / Response A: a"  (a keeps label A, now shown second)
+  p3  reversed order  "Response A: b / Response B: a"
+Swap-closed, the expert reads four prompts: order ab (p1), order ba (p3), and the two label-
+exchanged prompts "ab/x" = [B: a][A: b] and "ba/x" = [B: b][A: a] (p2 of the pair and of its
+swap). Order ab/ba are exactly `direct`'s prompts, so they cost nothing extra. Raw runs (the
+source, canonical u): [u_ab, u_ba, u_ab/x, u_ba/x]. Each pair gives two triplets of P(A)
+values, (p1, p2, p3) for a and the same for b.
 
-    L(g) = sum_i (g(x_i) + g(y_i) - 1)^2 + lam * sum_j (g(t_j) - t_j)^2,   g non-decreasing,
-
-with x_i = P_ab(first) (that is a), y_i = P_ba(first) (that is b), and t_j every observed
-point. The first term is the paper's swap-consistency target; the second keeps g from
-collapsing to the constant 1/2 (which the consistency term alone prefers) — this is our
-documented adaptation, not the official optimiser (whose gradient is wrong). g is represented
-by its values on the sorted observed points; the convex quadratic is minimised exactly by
-accelerated projected gradient, projecting onto non-decreasing values in [0, 1] with an
-isotonic regression (PAVA), and g is extended isotonically between knots by linear
-interpolation, constant beyond them.
-
-P(a) = [g(p1) + 1 - g(p3)] / 2 is the mean of the two runs [g(x), 1 - g(y)]: the paper's
-three-prompt average [g(p1) + g(p2) + 1 - g(p3)] / 3 with the ID-swapped prompt p2 dropped,
-because the shared prompt skeleton fixes the ID tokens. Pure numpy / scipy; no torch.
+Objective (paper, eq. of the NOA): an order-preserving g: [0, 1] -> [0, 1] minimising, over the
+triplets of the fitting rows (non-test, labels never read),
+    mean[(g(p1) + g(p3) - 1)^2 + (g(p1) - g(p2))^2] - lam * mean[(g(p1) - g(p3))^2],
+the last term keeping g from collapsing to 1/2 (lam = 0.05, the official run's). g is its values
+at the sorted observed points, non-decreasing in [0, 1], linear between them, clipped beyond;
+solved by projected gradient from the identity (projection: isotonic regression). Output runs:
+[T_a, 1 - T_b], T = [g(p1) + g(p2) + 1 - g(p3)] / 3, the paper's three-prompt average. Deviations:
+docs/protocols.md. Pure numpy / scikit-learn; no torch.
 """
 from __future__ import annotations
 
 import numpy as np
 
+from baer_fast.protocols.base import ORDERS, Prompt, prob, question_segment, response_segment
+
 NAME = "calibraeval"
-SOURCE = "direct"
-LAMBDA = 1.0
+SOURCE = NAME            # its own raw runs (the four prompts); `apply` maps them to calibrated runs
+LABELS = ("A", "B")
+LAMBDA = 0.05
+ITERS, TOL = 5000, 1e-12
 
 
-def _points(rows) -> tuple[np.ndarray, np.ndarray]:
-    ok = np.asarray([r for r in rows if r is not None and len(r) == 2 and None not in r],
-                    dtype=np.float64).reshape(-1, 2)
-    return ok[:, 0], 1.0 - ok[:, 1]
+def prompts(question: str, a: str, b: str) -> list[Prompt]:
+    from baer_fast.protocols import direct
+    exchanged = [Prompt(f"{o}/x", (question_segment(question), response_segment("B", first),
+                                    response_segment("A", second), direct.INSTRUCTION), LABELS)
+                 for o, (first, second) in zip(ORDERS, ((a, b), (b, a)))]
+    return direct.prompts(question, a, b) + exchanged
 
 
-def _loss_grad(v, ix, iy, knots, counts, lam):
-    r = v[ix] + v[iy] - 1.0
-    f = float(r @ r + lam * (counts * (v - knots) ** 2).sum())
-    grad = 2.0 * (np.bincount(ix, r, len(v)) + np.bincount(iy, r, len(v))) + 2.0 * lam * counts * (v - knots)
+def runs(lp: dict) -> list[float]:
+    """Canonical u = P(a better) of each prompt; in "ab/x" a is labelled B, in "ba/x" A."""
+    return [prob(lp["ab"], 0), prob(lp["ba"], 1), prob(lp["ab/x"], 1), prob(lp["ba/x"], 0)]
+
+
+def triplets(r) -> list:
+    """Raw runs -> the two (p1, p2, p3) P(token A) triplets: a's, then b's (None where missing)."""
+    if r is None or len(r) != 4:
+        return [None, None]
+    u_ab, u_ba, u_abx, u_bax = r
+    pa = {"ab": u_ab, "ba": None if u_ba is None else 1.0 - u_ba,
+          "ab/x": None if u_abx is None else 1.0 - u_abx, "ba/x": u_bax}
+    out = [(pa["ab"], pa["ba/x"], pa["ba"]), (pa["ba"], pa["ab/x"], pa["ab"])]
+    return [t if None not in t else None for t in out]
+
+
+def _objective(v, idx, lam):
+    """(value, gradient) of the published objective at knot values v; idx: triplets as knot indices."""
+    g1, g2, g3 = v[idx[:, 0]], v[idx[:, 1]], v[idx[:, 2]]
+    r1, r2, r3 = g1 + g3 - 1.0, g1 - g2, g1 - g3
+    n = len(idx)
+    f = float((r1 @ r1 + r2 @ r2 - lam * (r3 @ r3)) / n)
+    k = len(v)
+    grad = (np.bincount(idx[:, 0], 2 * r1 + 2 * r2 - 2 * lam * r3, k) + np.bincount(idx[:, 1], -2 * r2, k)
+            + np.bincount(idx[:, 2], 2 * r1 + 2 * lam * r3, k)) / n
     return f, grad
 
 
-def _solve(ix, iy, knots, counts, lam, *, iters: int = 5000, tol: float = 1e-12) -> np.ndarray:
-    """Accelerated projected gradient (FISTA); the projection onto non-decreasing [0, 1] values is
-    an isotonic regression. The loss is a convex quadratic, so this reaches its minimiser."""
+def _solve(idx, knots, lam) -> np.ndarray:
+    """Projected gradient with step 1/L (L bounds the Hessian's rows: each triplet adds at most
+    3 (4 + 2 lam) / n per occurrence of a knot), so the objective never increases."""
     from sklearn.isotonic import isotonic_regression
-
-    deg = np.bincount(ix, minlength=len(knots)) + np.bincount(iy, minlength=len(knots))
-    step = 1.0 / (4.0 * deg.max() + 2.0 * lam * counts.max())     # 1 / Lipschitz constant of the gradient
-    v = knots.copy()                                               # start at the identity
-    w, t = v.copy(), 1.0
-    for _ in range(iters):
-        v_next = isotonic_regression(w - step * _loss_grad(w, ix, iy, knots, counts, lam)[1],
-                                     y_min=0.0, y_max=1.0, increasing=True)
-        t_next = 0.5 * (1.0 + np.sqrt(1.0 + 4.0 * t * t))
-        w = v_next + ((t - 1.0) / t_next) * (v_next - v)
-        done = np.max(np.abs(v_next - v)) < tol
-        v, t = v_next, t_next
+    occurrences = np.bincount(idx.ravel(), minlength=len(knots))
+    step = len(idx) / (3.0 * (4.0 + 2.0 * lam) * occurrences.max())
+    v = knots.copy()
+    for _ in range(ITERS):
+        nxt = isotonic_regression(v - step * _objective(v, idx, lam)[1], y_min=0.0, y_max=1.0, increasing=True)
+        done = np.max(np.abs(nxt - v)) < TOL
+        v = nxt
         if done:
             break
     return v
 
 
 def fit(rows, *, lam: float = LAMBDA) -> dict:
-    """rows: direct runs [[u_ab, u_ba], ...] of non-test pairs -> frozen params (plain JSON)."""
-    x, y = _points(rows)
-    if len(x) == 0:
-        raise ValueError("calibraeval: no complete direct runs to fit the calibration map on")
-    knots, inverse, counts = np.unique(np.concatenate([x, y]), return_inverse=True, return_counts=True)
-    ix, iy, counts = inverse[: len(x)], inverse[len(x):], counts.astype(np.float64)
-    values = _solve(ix, iy, knots, counts, lam)
-    loss = _loss_grad(values, ix, iy, knots, counts, lam)[0]
-    return {"method": NAME, "source": SOURCE, "lambda": lam, "knots": knots.tolist(),
-            "values": values.tolist(), "n_fit": int(len(x)), "objective": loss}
+    """rows: raw calibraeval runs of non-test pairs -> frozen params (plain JSON). Triplets are
+    sorted first, so the fit does not depend on row order, and a row and its swap give the same
+    triplets (exchanged): the fit is the same bit for bit."""
+    t = np.asarray([x for r in rows for x in triplets(r) if x is not None], dtype=np.float64).reshape(-1, 3)
+    if len(t) == 0:
+        raise ValueError("calibraeval: no complete runs of its three prompts to fit the calibration map on")
+    t = t[np.lexsort(t.T[::-1])]
+    knots, inverse = np.unique(t.ravel(), return_inverse=True)
+    idx = inverse.reshape(-1, 3)
+    values = _solve(idx, knots, lam)
+    return {"method": NAME, "source": SOURCE, "lambda": lam, "knots": knots.tolist(), "values": values.tolist(),
+            "n_fit": int(len(t) // 2), "objective": _objective(values, idx, lam)[0],
+            "objective_identity": _objective(knots, idx, lam)[0]}
 
 
 def g(params: dict, p: float) -> float:
@@ -80,7 +105,8 @@ def g(params: dict, p: float) -> float:
 
 
 def apply(params: dict, runs) -> list:
-    """Direct runs [u_ab, u_ba] -> CalibraEval runs [g(x), 1 - g(y)] (canonical; None stays None)."""
-    u_ab, u_ba = runs
-    return [None if u_ab is None else g(params, u_ab),
-            None if u_ba is None else 1.0 - g(params, 1.0 - u_ba)]
+    """Raw runs -> CalibraEval runs [T_a, 1 - T_b] (canonical; None where a prompt is missing)."""
+    out = []
+    for t in triplets(runs):
+        out.append(None if t is None else (g(params, t[0]) + g(params, t[1]) + 1.0 - g(params, t[2])) / 3.0)
+    return [out[0], None if out[1] is None else 1.0 - out[1]]

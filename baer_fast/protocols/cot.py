@@ -4,7 +4,7 @@ runs = [u from order ab, u from order ba].
 """
 from __future__ import annotations
 
-from baer_fast.protocols.reasoning import continue_verdicts, order_runs, pairwise_generations
+from baer_fast.protocols.reasoning import continue_verdicts, native_order_runs, order_runs, pairwise_generations
 
 NAME = "cot"
 LABELS = ("A", "B")
@@ -27,3 +27,9 @@ def verdicts(question: str, a: str, b: str, texts: dict):
 
 def runs(lp: dict) -> list[float]:
     return order_runs(lp)
+
+
+def native_runs(texts: dict, finish: dict, lp: dict) -> list:
+    """cot_native: the verdict written after 'Final verdict:' in each order's text (majority
+    over samples), None where none is written; no readout."""
+    return native_order_runs(texts)

@@ -5,6 +5,7 @@ runs = [u from order ab, u from order ba].
 """
 from __future__ import annotations
 
+from baer_fast.protocols.base import ORDERS
 from baer_fast.protocols.reasoning import continue_verdicts, order_runs, pairwise_generations
 
 NAME = "deliberate"
@@ -29,3 +30,18 @@ def verdicts(question: str, a: str, b: str, texts: dict):
 
 def runs(lp: dict) -> list[float]:
     return order_runs(lp)
+
+
+def native_runs(texts: dict, finish: dict, lp: dict) -> list:
+    """deliberate_native: the protocol answers with "[[A]]"/"[[B]]"; its decoding stops at "[[", so
+    a generation that reached "[[" (finish "stop") answers with the letter read there: the argmax
+    of the constrained readout at the cue, 1 or 0 (no probability); one that ran out of budget or
+    ended without "[[" has no verdict: None."""
+    out = []
+    for i, order in enumerate(ORDERS):
+        if finish.get(order, [None])[0] != "stop":
+            out.append(None)
+            continue
+        u = order_runs(lp)[i]
+        out.append(1.0 if u > 0.5 else 0.0 if u < 0.5 else 0.5)
+    return out

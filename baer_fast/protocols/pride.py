@@ -16,7 +16,7 @@ import numpy as np
 
 NAME = "pride"
 SOURCE = "direct"
-EPS = 1e-12
+EPS = 2.0 ** -40     # on the snap grid: clip(1 - u) == 1 - clip(u) exactly
 
 
 def _complete(rows) -> np.ndarray:
@@ -33,7 +33,7 @@ def fit(rows) -> dict:
     log_first = np.log(first).mean(axis=1)
     log_second = np.log(1 - first).mean(axis=1)
     pi_first = 1.0 / (1.0 + np.exp(log_second - log_first))     # per-row prior, normalised
-    prior = float(pi_first.mean())
+    prior = float(np.sort(pi_first).mean())     # sorted: the same bits in any row order
     return {"method": NAME, "source": SOURCE, "prior": [prior, 1.0 - prior], "n_fit": int(len(r))}
 
 

@@ -15,6 +15,7 @@ by both display orders.
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from baer_fast.protocols.base import ORDERS, Prompt, pairwise_segments, prob
@@ -56,3 +57,37 @@ def continue_verdicts(cue: str, labels: tuple[str, ...], samples: int | None = N
 def order_runs(lp: dict, suffix: str = "") -> list[float]:
     """[u from order ab, u from order ba] for labels (A, B): in order ba, a is shown as B."""
     return [prob(lp["ab" + suffix], 0), prob(lp["ba" + suffix], 1)]
+
+
+# ---------------------------------------------------------------- native verdicts
+# The protocol's own procedure: the verdict its instruction asks the model to *write*, parsed
+# from the generated text (no readout), None when the text has none. Runs stay canonical.
+
+FINAL_VERDICT = re.compile(r"(?i:final\s+verdict)\s*[:\-]?\s*[*\"'(\[]*\s*(?:(?i:response)\s+)?([AB])(?![A-Za-z0-9])")
+
+
+def parse_final_verdict(text: str) -> str | None:
+    """The letter after the last 'Final verdict:' (markup such as ** or [ tolerated), else None."""
+    found = FINAL_VERDICT.findall(text)
+    return found[-1] if found else None
+
+
+def letter_u(letter: str | None, order: str) -> float | None:
+    """u (P(a better), 0 or 1) of a written verdict letter in a display order."""
+    if letter is None:
+        return None
+    return float((letter == "A") == (order == "ab"))
+
+
+def vote(us: list) -> float | None:
+    """Majority over the parsed verdicts (None skipped): 1, 0, 1/2 for a tie, None if none parsed."""
+    seen = [u for u in us if u is not None]
+    if not seen:
+        return None
+    wins = sum(seen)
+    return 1.0 if 2 * wins > len(seen) else 0.0 if 2 * wins < len(seen) else 0.5
+
+
+def native_order_runs(texts: dict, parse=parse_final_verdict) -> list:
+    """[u_ab, u_ba] from each order's one written verdict (cot); majority over samples (self_consistency)."""
+    return [vote([letter_u(parse(t), order) for t in texts.get(order, [])]) for order in ORDERS]

@@ -8,7 +8,7 @@ the swapped pair's order-ba sample k is the original's order-ab sample k.
 from __future__ import annotations
 
 from baer_fast.protocols.base import prob
-from baer_fast.protocols.reasoning import continue_verdicts, pairwise_generations
+from baer_fast.protocols.reasoning import continue_verdicts, native_order_runs, pairwise_generations
 
 NAME = "self_consistency"
 LABELS = ("A", "B")
@@ -33,3 +33,9 @@ def runs(lp: dict) -> list[float]:
     for s in range(SAMPLES):
         out += [prob(lp[f"ab/{s}"], 0), prob(lp[f"ba/{s}"], 1)]
     return out
+
+
+def native_runs(texts: dict, finish: dict, lp: dict) -> list:
+    """self_consistency_native: the verdict written after 'Final verdict:' in each order's text (majority
+    over samples), None where none is written; no readout."""
+    return native_order_runs(texts)

@@ -41,7 +41,7 @@ def test_fit_freezes_the_derived_parameters(pipeline):
 def test_score_from_the_model_equals_score_from_its_signals(pipeline):
     a, b = forward_scores(pipeline / "from_signals.jsonl"), forward_scores(pipeline / "from_model.jsonl")
     assert a.keys() == b.keys() and len(a) == 24
-    assert max(abs(a[k] - b[k]) for k in a) < 1e-6
+    assert a == b          # the same chunks of contents through the same writer: the same bits
 
 
 def test_judge_api_agrees_with_the_cli(pipeline, judge_dir):
@@ -51,7 +51,13 @@ def test_judge_api_agrees_with_the_cli(pipeline, judge_dir):
     judge = Judge.from_pretrained(judge_dir, head=str(pipeline / "head.json"), kernels="torch")
     s = judge.score([p.question for p in pairs], [p.response_a for p in pairs], [p.response_b for p in pairs])
     cli = forward_scores(pipeline / "from_signals.jsonl")
-    assert max(abs(float(v) - cli[p.id]) for v, p in zip(s, pairs)) < 1e-6
+    # one batch here, chunks of 16 contents there: other roundings, bounded by the naive path's own error
+    from baer_fast import artifact
+    from tests.fixtures.tolerances import naive_score_error, paths_tol
+    q, a, b = ([getattr(p, f) for p in pairs] for f in ("question", "response_a", "response_b"))
+    tol = paths_tol(naive_score_error(judge.engine.loaded, artifact.load(str(pipeline / "head.json")), q, a, b),
+                    float(s.abs().max()))
+    assert max(abs(float(v) - cli[p.id]) for v, p in zip(s, pairs)) <= tol
 
 
 def test_eval_reads_it_all(pipeline, capsys):

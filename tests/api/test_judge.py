@@ -5,6 +5,8 @@ from baer_fast.errors import BaerError
 
 import pytest
 
+from tests.fixtures.tolerances import HEAD_OPS, fp64_tol
+
 Q = ["what is the sum of a list?", "is the code correct?", "explain why"]
 A = ["the sum is 10", "yes the python code returns the sum", ""]
 B = ["it returns a list", "no", "because the answer is correct"]
@@ -14,7 +16,8 @@ def test_scores_are_antisymmetric(judge):
     s = judge.score(Q, A, B)
     s_swapped = judge.score(Q, B, A)
     assert s.shape == (3,) and s.dtype == torch.float64
-    assert torch.max(torch.abs(s + s_swapped)) < 1e-6      # fp32 model runs, float64 head
+    # the signals mirror bit for bit (bank/canonical.py); the float64 head negates up to its rounding
+    assert torch.max(torch.abs(s + s_swapped)) <= fp64_tol(HEAD_OPS, float(s.abs().max()))
     p = judge.prob_a(Q, A, B)
     torch.testing.assert_close(p, torch.sigmoid(s))
 
@@ -23,7 +26,11 @@ def test_deterministic_and_batch_independent(judge):
     full = judge.score(Q, A, B)
     assert torch.equal(full, judge.score(Q, A, B))
     one = torch.cat([judge.score([q], [a], [b]) for q, a, b in zip(Q, A, B)])
-    torch.testing.assert_close(one, full, atol=1e-5, rtol=0)
+    # other batches round other ways (padding widths, shared prefixes): each batching may be off
+    # from the float64 scores by twice what the naive fp32 path is (tests/fixtures/tolerances.py)
+    from tests.fixtures.tolerances import naive_score_error, paths_tol
+    tol = paths_tol(naive_score_error(judge.engine.loaded, judge.art, Q, A, B), float(full.abs().max()))
+    torch.testing.assert_close(one, full, atol=tol, rtol=0)
 
 
 def test_signals_expose_the_runs(judge):
@@ -38,7 +45,7 @@ def test_every_pair_gets_a_score_even_for_hostile_text(judge):
     s = judge.score(["q", "q", huge[:50_000]], [huge, "", weird], ["short", weird, ""])
     assert s.shape == (3,) and torch.all(torch.isfinite(s))
     swapped = judge.score(["q", "q", huge[:50_000]], ["short", weird, ""], [huge, "", weird])
-    assert torch.max(torch.abs(s + swapped)) < 1e-6          # truncation is symmetric
+    assert torch.max(torch.abs(s + swapped)) <= fp64_tol(HEAD_OPS, float(s.abs().max()))   # truncation is symmetric
 
 
 def test_empty_batch(judge):

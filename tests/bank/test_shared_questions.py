@@ -11,6 +11,7 @@ from baer_fast.runtime.plan.prefix_tree import build_tree, tree_tokens
 from baer_fast.bank.prompting import PromptEncoder
 from baer_fast.bank.runner import RunReport, run_experts
 from baer_fast.bank.queries import build_queries
+from tests.fixtures.tolerances import naive_run_error, paths_tol
 from tests.fixtures.tiny_models import make_pairs
 
 
@@ -39,10 +40,11 @@ def test_one_question_is_prefilled_once(loaded):
     assert want < sum(alone_tokens)
     # per-pair meta: the pair's own cost, whatever else shared its batch
     assert [s.meta["tokens_prefilled"] for s in together] == alone_tokens
+    tol = paths_tol(naive_run_error(loaded, pairs, list(together[0].experts), derived_params=report.derived_params))
     for pair, got in zip(pairs, together):
         alone = run_experts(loaded, [pair], derived_params=report.derived_params)[0]
         for name in got.experts:
-            assert max(abs(u - v) for u, v in zip(got.experts[name], alone.experts[name])) <= 1e-5
+            assert max(abs(u - v) for u, v in zip(got.experts[name], alone.experts[name])) <= tol
 
 
 def test_merged_groups_are_capped(loaded, monkeypatch):
@@ -78,9 +80,10 @@ def test_random_groups_equal_naive_and_each_pair_alone(loaded, poisoned_empty, m
     experts = ["direct", "score", "pointwise"]
     got = run_experts(loaded, pairs, experts=experts, config=config)
     want = run_experts(loaded, pairs, experts=experts, naive=True)
+    tol = paths_tol(naive_run_error(loaded, pairs, experts))     # batchings round differently: derived bound
     for pair, g, w in zip(pairs, got, want, strict=True):
         alone = run_experts(loaded, [pair], experts=experts, config=config)[0]
         assert g.meta["tokens_prefilled"] == alone.meta["tokens_prefilled"]
         for name in experts:
             for other in (w, alone):
-                assert max(abs(x - y) for x, y in zip(g.experts[name], other.experts[name], strict=True)) <= 1e-5
+                assert max(abs(x - y) for x, y in zip(g.experts[name], other.experts[name], strict=True)) <= tol

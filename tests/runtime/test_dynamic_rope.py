@@ -14,6 +14,7 @@ from baer_fast.io.records import Pair
 from baer_fast.runtime.open import load_judge
 from baer_fast.bank.runner import run_experts
 from tests.fixtures.checks import engine_vs_naive
+from tests.fixtures.tolerances import assert_engine_matches_naive
 from tests.fixtures.tiny_models import build_model_dir
 
 ORIGINAL = 160
@@ -34,7 +35,7 @@ def test_prompts_are_held_to_the_original_length(phi3_dir, caplog):
     assert loaded.context_len == ORIGINAL
     assert any("longrope" in r.getMessage() and str(ORIGINAL) in r.getMessage() for r in caplog.records)
     short = [Pair("s1", "Add 2 and 3.", "5", "6"), Pair("s2", "Name a prime.", "7", "9 is one")]
-    assert engine_vs_naive(loaded, short) <= 1e-5
+    assert_engine_matches_naive(loaded, short)
     with pytest.raises(InputError, match=f"long1.*\\({ORIGINAL}\\)"):
         run_experts(loaded, [Pair("long1", "q " * 40, "word " * 60, "other " * 60)], experts=["direct"])
 

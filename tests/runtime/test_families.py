@@ -4,7 +4,8 @@ naive path over the single-pass bank, and the decoder's greedy tokens equal HF `
 Tiny random models."""
 import pytest
 
-from tests.fixtures.checks import assert_decoder_equals_generate, engine_vs_naive
+from tests.fixtures.checks import assert_decoder_equals_generate
+from tests.fixtures.tolerances import assert_engine_matches_naive
 from tests.fixtures.tiny_models import _BY_NAME, build_model_dir, make_pairs
 
 REFUSED = ("mpt", "bloom")                       # tests/runtime/test_tree_check.py
@@ -20,6 +21,6 @@ def test_family_runs_exactly(family, tmp_path):
         pytest.skip(f"{family} is newer than this transformers")
     path = build_model_dir(str(tmp_path), arch=family, seed=12)
     m = load_judge(path)
-    assert engine_vs_naive(m, make_pairs(3, seed=5, long=2)) <= 1e-5
+    assert_engine_matches_naive(m, make_pairs(3, seed=5, long=2))
     assert_decoder_equals_generate(m, [list(range(5, 30)), list(range(7, 16))], 5)
     load_judge(path, dtype="bfloat16")          # the load-time probe takes bf16 rounding for what it is

@@ -11,7 +11,8 @@ import pytest
 from baer_fast.runtime.model.load import ModelError
 from baer_fast.runtime.open import load_judge
 from baer_fast.runtime.model.readout import model_logits, read_model
-from tests.fixtures.checks import assert_decoder_equals_generate, engine_vs_naive
+from tests.fixtures.checks import assert_decoder_equals_generate
+from tests.fixtures.tolerances import assert_engine_matches_naive
 from tests.fixtures.tiny_models import build_model_dir, make_pairs
 
 CASES = {
@@ -58,7 +59,7 @@ def test_readout_is_the_models_own_distribution(mapped, monkeypatch):
 
 
 def test_engine_equals_naive(mapped):
-    assert engine_vs_naive(mapped, make_pairs(4, seed=2)) <= 1e-5
+    assert_engine_matches_naive(mapped, make_pairs(4, seed=2))
 
 
 def test_decoder_equals_generate(mapped):
@@ -90,4 +91,4 @@ def test_no_sdpa_picks_eager(tmp_path, caplog, capped):
     assert loaded.model.config._attn_implementation == "eager"
     why = "soft-caps its attention" if capped else "has no SDPA attention"
     assert any(why in r.getMessage() for r in caplog.records)
-    assert engine_vs_naive(loaded, make_pairs(2, seed=3), ["direct"]) <= 1e-5
+    assert_engine_matches_naive(loaded, make_pairs(2, seed=3), ["direct"])

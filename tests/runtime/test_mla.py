@@ -3,7 +3,8 @@ DeepSeek-V2/V3, MiniCPM3). The engine's past buffers and the decoder's slots tak
 from the cache itself, probed at load, not from the config's head_dim."""
 import pytest
 
-from tests.fixtures.checks import assert_decoder_equals_generate, engine_vs_naive
+from tests.fixtures.checks import assert_decoder_equals_generate
+from tests.fixtures.tolerances import assert_engine_matches_naive
 from tests.fixtures.tiny_models import build_model_dir, make_pairs
 
 MLA = dict(arch="deepseek_v2", seed=10, kv_heads=4, moe_intermediate_size=32, n_routed_experts=4,
@@ -30,7 +31,7 @@ def test_cache_shapes_are_probed(mla):
 
 
 def test_engine_equals_naive(mla):
-    assert engine_vs_naive(mla, make_pairs(4, seed=6)) <= 1e-5
+    assert_engine_matches_naive(mla, make_pairs(4, seed=6))
 
 
 def test_decoder_equals_generate(mla):

@@ -9,6 +9,7 @@ import pytest
 
 from baer_fast.runtime.model.load import ModelError, attention_windows
 from tests.fixtures.checks import assert_decoder_equals_generate, engine_vs_naive
+from tests.fixtures.tolerances import assert_engine_matches_naive
 from tests.fixtures.tiny_models import build_model_dir, completion_pairs, make_pairs
 
 WINDOW = 24
@@ -45,14 +46,14 @@ def _pairs(tok):
 @pytest.mark.parametrize("query_slice", [7, 256])
 def test_engine_equals_naive(sliding, monkeypatch, query_slice):
     monkeypatch.setattr("baer_fast.runtime.plan.chunks.QUERY_SLICE", query_slice)
-    assert engine_vs_naive(sliding, _pairs(sliding.tokenizer)) <= 1e-5
+    assert_engine_matches_naive(sliding, _pairs(sliding.tokenizer))
 
 
 def test_engine_with_the_stock_cache_equals_naive(sliding, monkeypatch):
     from baer_fast.runtime.model import past_cache
     monkeypatch.setattr("baer_fast.runtime.plan.chunks.QUERY_SLICE", 7)
     monkeypatch.setattr(past_cache, "inplace_cache", lambda *args, **kwargs: None)   # past right-aligned
-    assert engine_vs_naive(sliding, _pairs(sliding.tokenizer)) <= 1e-5
+    assert_engine_matches_naive(sliding, _pairs(sliding.tokenizer))
 
 
 def test_the_window_matters_here(sliding, monkeypatch):

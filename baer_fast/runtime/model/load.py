@@ -126,7 +126,8 @@ def _auto_dtype(device: str, dtype: str):
     import torch
     if dtype != "auto":
         return {"float32": torch.float32, "fp32": torch.float32, "bfloat16": torch.bfloat16,
-                "bf16": torch.bfloat16, "float16": torch.float16, "fp16": torch.float16}[dtype]
+                "bf16": torch.bfloat16, "float16": torch.float16, "fp16": torch.float16,
+                "float64": torch.float64}[dtype]       # float64: the tests' reference path
     return torch.bfloat16 if device.startswith("cuda") else torch.float32
 
 

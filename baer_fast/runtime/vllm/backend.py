@@ -241,16 +241,16 @@ class VllmEngine:
         if core is not None:
             core.shutdown()
 
-    def generate(self, prompts_ids, sampling: Sampling, *, seeds=None) -> list[list[int]]:
+    def generate(self, prompts_ids, sampling: Sampling, *, seeds=None, seed: int | None = None) -> list[list[int]]:
         """Sample a continuation of each prompt (token ids in, new token ids out).
 
-        seeds: one int per prompt (e.g. derived from the pair id and sample index) so a pair's
-        samples do not depend on what else is in the batch; None = vLLM's engine seed.
+        seeds: one int per prompt; or seed: a global seed, each prompt then seeded by its own
+        token ids (seeds.sample_seed, as the generative experts are), so a row's samples depend
+        on neither its batch nor its position; neither: vLLM's engine seed.
         """
+        from baer_fast.runtime.seeds import row_seeds
         prompts_ids = [tuple(p) for p in prompts_ids]
-        seeds = list(seeds) if seeds is not None else [None] * len(prompts_ids)
-        if len(seeds) != len(prompts_ids):
-            raise ValueError("seeds must have one entry per prompt")
+        seeds = row_seeds(prompts_ids, seeds=seeds, seed=seed)
         outs = self.sample(prompts_ids, [_sampling_params(sampling, s) for s in seeds])
         return [list(o.token_ids) for o in outs]
 

@@ -189,11 +189,10 @@ class DataParallelEngine:
         stats.seconds = time.perf_counter() - t0                 # wall time, not the ranks' sum
         return EngineResult(out, per_group, stats)
 
-    def generate(self, prompts_ids, sampling, *, seeds=None) -> list[list[int]]:
+    def generate(self, prompts_ids, sampling, *, seeds=None, seed: int | None = None) -> list[list[int]]:
+        from baer_fast.runtime.seeds import row_seeds
         prompts_ids = [tuple(p) for p in prompts_ids]
-        seeds = list(seeds) if seeds is not None else [None] * len(prompts_ids)
-        if len(seeds) != len(prompts_ids):
-            raise ValueError("seeds must have one entry per prompt")
+        seeds = row_seeds(prompts_ids, seeds=seeds, seed=seed)
         costs = [len(p) + sampling.max_tokens for p in prompts_ids]
         bounds = shard_bounds(costs, len(self._ranks))
         args = [(prompts_ids[lo:hi], sampling, seeds[lo:hi]) for lo, hi in bounds]
