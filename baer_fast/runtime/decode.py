@@ -1,44 +1,17 @@
 """Batched decoding with shared prompt KV and continuous batching: token ids in, token ids out.
 
-Knows nothing about prompts, labels or experts. A request is one prompt (token ids) with a
-token budget, stop conditions and a sample count; its prompt is prefilled once and its KV
-copied to one cache row per sample ("expand to the sample count"), so samples share the
-prompt's computation and only their own tokens are decoded separately. Prompts entering
-together also share prefixes: they form one radix tree over token ids (prefix_tree.py), and
-each node (the template and system prompt, a pair's question, an order's [A][B], an
-instruction) is prefilled once, level by level, over its parent's KV in the slot of the first
-prompt below it.
-
-Layout (per-row cache positions, per-row masked batch). Every layer owns one buffer
-K, V: [slots, kvh, columns, hd]. A row's KV lives in its slot, contiguous from column 0:
-column j holds position j, and the row's own length `lens[b]` says where its next token is
-written. One decode step feeds each active row its last token at position `lens[b]`, writes
-the new K/V at column `lens[b]` of its slot (scatter, in place), and attends with a 4-D
-additive mask that hides every column past the row's own length. Rows of any length therefore
-share one forward with no left padding to recompute and no right padding to decode. In one
-width, a row would also score the masked columns up to the widest row's length (1.9x the rows'
-own scores on real lengths); instead the step's rows attend in width groups (width_groups.py):
-contiguous slot ranges, each over its own widest row, inside the same forward. Slots are
-sorted by length when the attention that saves outweighs the copy.
-Active rows are kept in slots [0, n): a finished row leaves at once and the last active row
-is moved into its slot (one copy of that row's KV); waiting requests are prefilled and enter
-at the end as soon as enough slots are free for all their samples (continuous batching).
-
-Sampling: every (request, sample) has its own seed; its uniforms u_0, u_1, ... are drawn
-up front from a torch.Generator seeded with it, and token k is the inverse CDF of that row's
-temperature/top-p distribution at u_k, walked in token-id order (near ties whose probability
-order rounding flips then leave the pick alone). A row's tokens therefore depend only on its own
-logits and its own seed, never on which other rows share the batch (up to float rounding of
-the logits themselves). Greedy rows take the argmax. Only the last position's hidden state
-is projected to full-vocabulary logits.
-
-Prompt reads: a request with no tokens to generate (GenRequest.reads_prompt) enters the prompt
-tree like any other; its constrained verdict is read from the prefill's last hidden state and its
-slot is freed at once. The single-pass bank's prompts ride along with the generations this way,
-so their shared `[system][question][A][B]` is prefilled once for both.
-
-Host synchronisation: each step copies the chosen token ids to the host (one small transfer)
-to test EOS, stop strings and budgets; stop strings are matched on the decoded tail only.
+Knows nothing about prompts, labels or experts. The prompts entering together form one radix
+tree over token ids (prefix_tree.py), each node prefilled once over its parent's KV; each
+prompt's KV is then copied to one slot per sample. Every row's KV lives in its slot of the
+slot buffers (slots.py, sized once within the memory budget), contiguous from column 0; a
+decode step feeds each active row its last token at its own position and attends, in width
+groups (width_groups.py), under a mask hiding columns past the row's length. Active rows sit
+in slots [0, n): a finished row's slot is refilled by the last row (one batched copy), waiting
+requests enter as soon as slots are free for all their samples. Tokens are chosen by
+sampling.py (greedy argmax, or each row's own seeded inverse CDF); stop rules are stops.py.
+Prompt reads (GenRequest.reads_prompt) ride in the tree and are read at the prefill's last
+hidden state. Each step copies the chosen ids to the host to test EOS, stops and budgets.
+See docs/decoding.md.
 """
 from __future__ import annotations
 
@@ -48,6 +21,7 @@ from collections import deque
 from dataclasses import dataclass, field
 
 from baer_fast.runtime import width_groups
+from baer_fast.runtime.decode_io import DecodeStats, GenRequest, GenResult  # noqa: F401 (re-exported)
 from baer_fast.runtime.engine import QUERY_SLICE, flop_chunks
 from baer_fast.runtime.masks import layer_masks
 from baer_fast.runtime.model_loader import flop_model
@@ -55,66 +29,11 @@ from baer_fast.runtime.prefix_tree import build_tree
 from baer_fast.runtime.readout import model_logits, read_rows
 from baer_fast.runtime.sampling import pick_tokens
 from baer_fast.runtime.slots import SlotBuffers, activation_bytes, plan_slots
-from baer_fast.runtime.stops import eos_set, eos_token_ids, finish_reason, trim_generation  # noqa: F401 (re-exported)
+from baer_fast.runtime.stops import eos_token_ids, finish_reason, trim_generation
 
 log = logging.getLogger("baer_fast")
 
 GATHER_COLUMNS = 4           # a prefill forward attends over at most this many x prefill_tokens columns in all
-
-
-@dataclass(frozen=True)
-class GenRequest:
-    prompt: tuple[int, ...]           # token ids of the full rendered prompt
-    max_new_tokens: int               # budget for each sample
-    samples: int = 1                  # rows decoded from this prompt's one prefill
-    temperature: float = 0.0          # 0 = greedy
-    top_p: float = 1.0
-    seeds: tuple[int, ...] = ()       # one per sample when sampling (ignored when greedy)
-    stop: tuple[str, ...] = ()        # stop strings, matched on the decoded generation
-    cue: tuple[int, ...] = ()         # with choices: fed after the kept generation (EOS/stop trimmed)...
-    choices: tuple[int, ...] = ()     # ...then log-softmax over these ids is read (GenResult.verdicts)
-
-    def __post_init__(self):
-        if self.max_new_tokens < 0 or self.samples < 1 or not self.prompt:
-            raise ValueError("a generation request needs a prompt, max_new_tokens >= 0 and samples >= 1")
-        if self.reads_prompt:
-            if not self.choices or self.cue or self.samples != 1:
-                raise ValueError("a prompt read (max_new_tokens 0) needs choices, no cue and one sample")
-        elif self.choices and not self.cue:
-            raise ValueError("a verdict read after the generation needs a non-empty cue")
-        if self.temperature > 0 and len(self.seeds) != self.samples:
-            raise ValueError("a sampled request needs one seed per sample")
-
-    @property
-    def reads_prompt(self) -> bool:
-        """Nothing generated: the verdict over `choices` is read at the prompt's last position by
-        the prefill that computes it, whose prompt tree the generations entering with it share."""
-        return self.max_new_tokens == 0
-
-
-@dataclass
-class GenResult:
-    tokens: list[tuple[int, ...]]     # per sample: generated ids (the stop/EOS token included)
-    finish: list[str]                 # per sample: "eos" | "stop" | "length" | "read" (a prompt read)
-    seconds: float = 0.0              # this request's share of prefill and decode time
-    verdicts: list | None = None      # per sample: log-probs over `choices` after the cue (if asked)
-
-
-@dataclass
-class DecodeStats:
-    tokens_prefilled: int = 0
-    scores_prefilled: int = 0         # attention scores the prefill forwards computed (queries.py)
-    tokens_decoded: int = 0           # generated tokens, every sample counted
-    scores_decoded: int = 0           # attention scores the decode steps computed: every row over its group's widest
-    scores_decoded_own: int = 0       # ...of which each row's own context (the rest is masked padding)
-    sorts: int = 0                    # slot reorders by length (each copies every active row's KV once)
-    steps: int = 0                    # batched decode forwards
-    prefills: int = 0                 # prefill forwards
-    rows_peak: int = 0
-    kv_bytes_peak: int = 0            # slot buffers allocated (K and V, every layer) at most
-    reserve_bytes: int = 0            # what the budget kept aside for activations and exported KV
-    tokens_cue: int = 0               # tokens fed after generations to read verdicts
-    seconds: float = 0.0
 
 
 @dataclass

@@ -262,3 +262,22 @@ def test_decode_steps_count_their_masked_padding(qwen):
         want, own = want + len(lens) * (max(lens) + 1), own + sum(lens) + len(lens)
     assert (both.stats.scores_decoded, both.stats.scores_decoded_own) == (want, own)
     assert want > own
+
+
+def test_memory_budget_forces_waves_and_bounds_the_slots(qwen):
+    """A budget that holds three slots after the forwards' activations: rows go through in waves
+    of at most three, the slot buffers plus the reserve stay within it, and every row's tokens are
+    those of a decoder with room for all of them."""
+    from baer_fast.runtime.slots import activation_bytes
+    prompts = random_prompts(qwen, 7, seed=11)
+    reqs = [GenRequest(p, 4 + k % 3) for k, p in enumerate(prompts)] + [_sampled(prompts[0], [1, 2, 3], n=5)]
+    want = Decoder(qwen).generate(reqs)
+    need = max(len(r.prompt) + r.max_new_tokens + 1 for r in reqs)
+    reserve = activation_bytes(qwen, tokens=64, rows=10, columns=min(need, 4 * 64))
+    budget = reserve + 3 * need * qwen.kv_bytes_per_token
+    dec = Decoder(qwen, memory_budget_bytes=budget, prefill_tokens=64)
+    got = dec.generate(reqs)
+    assert [r.tokens for r in got] == [r.tokens for r in want]
+    assert dec.stats.rows_peak == 3
+    assert dec.stats.kv_bytes_peak + dec.stats.reserve_bytes <= budget
+    assert dec.stats.kv_bytes_peak == 3 * need * qwen.kv_bytes_per_token
