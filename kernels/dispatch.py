@@ -14,6 +14,9 @@ nothing about models, prompts or heads.
     read_choices(hidden, weight, choice_ids, *, bias=None, kernels="auto")
         constrained verdict readout: hidden [N, H], LM head weight [V, H], choice_ids [N, C]
         or [C], bias [V] or None -> logprobs [N, C] fp32 (see kernels/choice_logits.py).
+    decode_attention(q, k_buf, v_buf, slots, lengths, *, scale, kernels="auto")
+        one decode query per row over its slot's first lengths[b] columns: q [B, Hq, D],
+        k_buf/v_buf [S, Hkv, C, D|Dv] -> [B, Hq, Dv] (see kernels/decode_attention.py).
     compute_evidence(u, eps=EPS, *, category=None, n_categories=0, kernels="auto")
         fused evidence features: u [N, K, M] (NaN = missing) -> Evidence(p, delta, z, zt, phi)
         (see kernels/evidence_features.py).
@@ -29,6 +32,8 @@ import torch
 from baer_fast.errors import BaerError
 from baer_fast.features.evidence import EPS
 from baer_fast.kernels.choice_logits import choice_logits, choice_logits_ref
+from baer_fast.kernels.decode_attention import decode_attention as _decode_attention
+from baer_fast.kernels.decode_attention import decode_attention_ref
 from baer_fast.kernels.evidence_features import (Evidence, evidence_features,
                                                  evidence_features_ref)
 
@@ -94,6 +99,13 @@ def read_choices(hidden: torch.Tensor, weight: torch.Tensor, choice_ids: torch.T
     """hidden [N, H], weight [V, H], choice_ids [N, C] | [C] -> logprobs [N, C] fp32."""
     fn = choice_logits if resolve_kernels(kernels, hidden.device) == "triton" else choice_logits_ref
     return fn(hidden, weight, choice_ids, bias=bias)
+
+
+def decode_attention(q: torch.Tensor, k_buf: torch.Tensor, v_buf: torch.Tensor, slots: torch.Tensor,
+                     lengths: torch.Tensor, *, scale: float, kernels: str = "auto") -> torch.Tensor:
+    """q [B, Hq, D], k_buf [S, Hkv, C, D], v_buf [S, Hkv, C, Dv], slots [B], lengths [B] -> [B, Hq, Dv]."""
+    fn = _decode_attention if resolve_kernels(kernels, q.device) == "triton" else decode_attention_ref
+    return fn(q, k_buf, v_buf, slots, lengths, scale=scale)
 
 
 def compute_evidence(u: torch.Tensor, eps: float = EPS, *, category: torch.Tensor | None = None,

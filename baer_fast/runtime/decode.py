@@ -20,7 +20,7 @@ import time
 from collections import deque
 from dataclasses import dataclass, field
 
-from baer_fast.runtime import width_groups
+from baer_fast.runtime import decode_kernel, width_groups
 from baer_fast.runtime.decode_io import DecodeStats, GenRequest, GenResult  # noqa: F401 (re-exported)
 from baer_fast.runtime.engine import QUERY_SLICE, flop_chunks
 from baer_fast.runtime.masks import layer_masks
@@ -33,6 +33,7 @@ from baer_fast.runtime.stops import eos_token_ids, finish_reason, trim_generatio
 
 log = logging.getLogger("baer_fast")
 
+KERNEL_PROBE_TOKENS = 8     # greedy tokens the decode kernel's load-time probe compares
 GATHER_COLUMNS = 4           # a prefill forward attends over at most this many x prefill_tokens columns in all
 
 
@@ -64,8 +65,8 @@ class Decoder:
 
     def __init__(self, loaded, *, max_rows: int = 256, memory_budget_bytes: int = 4 << 30,
                  prefill_tokens: int = 8192, eos_ids=None, group_columns: int | None = None,
-                 split_attention: bool = True):
-        self.loaded = loaded
+                 split_attention: bool = True, kernels: str = "auto", kernel_probe: bool = True):
+        self.loaded, self._kernels = loaded, kernels
         self.max_rows, self.prefill_tokens, self.memory_budget_bytes = max_rows, prefill_tokens, memory_budget_bytes
         self.eos = frozenset(eos_ids) if eos_ids is not None else eos_token_ids(loaded)
         self._layers = loaded.model.config.get_text_config().num_hidden_layers
@@ -75,6 +76,18 @@ class Decoder:
         # a further width group's cost in scores, a decode step's row columns (None: one width)
         self._penalty = width_groups.group_cost(loaded, split_attention, group_columns)
         self.stats = DecodeStats()
+        # decode steps through the decode-attention kernel (CUDA, Triton): only once a probe gave the eager tokens
+        self._kernel = decode_kernel.usable(loaded, kernels) and (not kernel_probe or self._probe_kernel())
+
+    def _probe_kernel(self) -> bool:
+        def make(kernel: bool):
+            return Decoder(self.loaded, kernels=self._kernels if kernel else "torch", kernel_probe=False, eos_ids=())
+        vocab = self.loaded.model.get_input_embeddings().num_embeddings
+        ok = decode_kernel.probe(make, [(7 * i + 3) % vocab for i in range(40)], KERNEL_PROBE_TOKENS)
+        (log.info if ok else log.warning)("decoder: decode steps %s the decode-attention kernel (its probe %s "
+                                          "the eager path's tokens)", "through" if ok else "without",
+                                          "gave" if ok else "did not give")
+        return ok
 
     # ------------------------------------------------------------------ public
     @property
@@ -267,7 +280,7 @@ class Decoder:
         self.stats.tokens_prefilled += sum(len(nd.tokens) for nd in nodes)
         return torch.cat(parts, dim=1)
 
-    def _forward(self, slots, ids, pos, groups=None):
+    def _forward(self, slots, ids, pos, groups=None, kernel: bool = False):
         """Slots [slots, slots + k) (or the k slots listed) take tokens ids [k, q] at positions
         pos [k, q] (= their columns), each attending to its own columns <= that position
         -> hidden [k, q, H]. groups: width groups of the k rows (width_groups.plan), if any."""
@@ -279,6 +292,8 @@ class Decoder:
         hide = cols[None, None, :] > pos[:, :, None]
         mask = layer_masks(hide, pos, cols[None, :].expand(ids.shape[0], -1), self.loaded.windows, self.loaded.dtype)
         cache = self._buf.cache(slots, pos, width)
+        if kernel:
+            return decode_kernel.forward(self.loaded, ids, pos, mask, cache, self._kernels)
         return self.loaded.hidden(ids, pos, mask, cache, groups=groups)
 
     def _row(self, i: int, s: int) -> _Row:
@@ -295,11 +310,14 @@ class Decoder:
     def _step(self) -> None:
         import torch
         t0 = time.perf_counter()
-        groups = self._groups()
+        groups = None if self._kernel else self._groups()
         n, dev, lens = len(self._rows), self.loaded.device, self._lens()
         pos = torch.tensor(lens, device=dev)[:, None]                          # [n, 1]
         ids = torch.tensor([r.out[-1] for r in self._rows], device=dev)[:, None]
-        hidden, groups = self._forward_in_groups(0, ids, pos, groups)
+        if self._kernel:       # every row over its own length: no groups, the mask is not read
+            hidden = self._forward(0, ids, pos, kernel=True)
+        else:
+            hidden, groups = self._forward_in_groups(0, ids, pos, groups)
         logits = self._logits(hidden[:, -1])
         self.stats.steps += 1
         self.stats.rows_peak = max(self.stats.rows_peak, n)

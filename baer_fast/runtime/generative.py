@@ -239,7 +239,8 @@ def _default_decoder(engine, config: GenerationConfig):
     if hasattr(engine, "make_decoder"):
         return engine.make_decoder(config)
     from baer_fast.runtime.decode import Decoder
-    return Decoder(engine.loaded, max_rows=config.max_rows, memory_budget_bytes=config.memory_budget_bytes)
+    return Decoder(engine.loaded, max_rows=config.max_rows, memory_budget_bytes=config.memory_budget_bytes,
+                   kernels=getattr(getattr(engine, "config", None), "kernels", "auto"))
 
 
 def _requests(enc, pairs, names, config):
