@@ -11,6 +11,14 @@ every row decodes its full budget: tokens decoded are the same for both paths).
           readout prompt (NaiveEngine);
   engine: decode.Decoder (one prefill per prompt, samples expanded from it, all rows of all
           pairs in one continuously batched decode), verdicts by the prefix engine.
+  vllm:   (when vllm is importable: the venv of benchmarks/vllm_parity.sh) the vLLM backend's
+          engine and decoder on the same model directory and pairs (anchor shape only; its
+          engine start is timed apart).
+
+The decoder's decode steps are split into the model forward (with the LM head) and everything
+else (sampling, stop checks, retiring, planning), and set against a floor: the FLOPs of the
+tokens decoded (2 per weight per token, the LM head, each row's own attention scores) over the
+matrix-product rate measured in the same run at the decode step's shape.
 
     python benchmarks/bench_decode.py [--pairs 4] [--rounds 1] [--budget 32] [--shape anchor] [--sample] [--unsplit]
     python benchmarks/bench_decode.py --shape qwen3-8b --device cuda --warmup 1 --memory-gb 48   # a GPU
@@ -90,7 +98,7 @@ def bank_pairs(loaded, n_pairs: int):
                  text_of_tokens(t, R_TOKENS, 3 * i + 2), split="selection") for i in range(n_pairs)]
 
 
-def _run(loaded, pairs, budget: int, naive: bool, memory_gb: float | None = None, split: bool = True):
+def _run(loaded, pairs, budget: int, naive, memory_gb: float | None = None, split: bool = True):
     """-> (rows, tokens decoded, GenerativeReport, the decoder's DecodeStats or None).
     split: the decoder's steps attend in width groups (False: every row over the widest)."""
     from baer_fast.runtime.config import EngineConfig
@@ -101,6 +109,9 @@ def _run(loaded, pairs, budget: int, naive: bool, memory_gb: float | None = None
     cfg = GenerationConfig(max_new_tokens={n: budget for n in EXPERTS}, seed=0)
     budget_kw = {} if memory_gb is None else {"memory_budget_bytes": int(memory_gb * 2**30)}
     rep = GenerativeReport()
+    if naive == "vllm":             # `loaded` is a VllmEngine here: its own decoder
+        rows = run_generative(loaded, pairs, EXPERTS, config=cfg, report=rep)
+        return rows, sum(c.tokens_decoded for c in rep.cost.values()), rep, None
     dec = HFGenerate(loaded) if naive else Decoder(loaded, split_attention=split, **budget_kw)
     engine = NaiveEngine(loaded) if naive else PrefixEngine(loaded, EngineConfig(**budget_kw))
     rows = run_generative(engine, pairs, EXPERTS, config=cfg, report=rep, decoder=dec)
@@ -112,6 +123,64 @@ def _row(name, times, n_pairs, decoded):
     med = statistics.median(times)
     return {"method": name, "pairs_per_s": n_pairs / med, "decoded_tokens_per_s": decoded / med,
             "decoded_per_pair": decoded / n_pairs, "median_s": med, "min_s": min(times), "max_s": max(times)}
+
+
+def matmul_rate(loaded, rows: int, *, repeats: int = 5) -> float:
+    """FLOP/s of the model's dtype and device on a decode step's largest product: [rows, hidden]
+    x [hidden, intermediate] (median of `repeats`)."""
+    import torch
+    cfg = loaded.model.config.get_text_config()
+    dev, dt = loaded.device, loaded.dtype
+    a = torch.randn(max(1, rows), cfg.hidden_size, device=dev).to(dt)
+    b = torch.randn(cfg.hidden_size, cfg.intermediate_size, device=dev).to(dt)
+    times = []
+    for _ in range(repeats + 1):
+        if dev.type == "cuda":
+            torch.cuda.synchronize(dev)
+        t0 = time.perf_counter()
+        for _ in range(10):
+            a @ b
+        if dev.type == "cuda":
+            torch.cuda.synchronize(dev)
+        times.append((time.perf_counter() - t0) / 10)
+    return 2 * a.shape[0] * a.shape[1] * b.shape[1] / statistics.median(times[1:])
+
+
+def decode_floor(loaded, stats, rate: float) -> dict:
+    """The decoded tokens' FLOPs (their matrices, the LM head, each row's own attention scores)
+    and the seconds they take at `rate`, beside the decode steps' measured time."""
+    from baer_fast.runtime.model_loader import flop_model
+    fm = flop_model(loaded)
+    cfg = loaded.model.config.get_text_config()
+    flops = fm.flops(stats.tokens_decoded, stats.scores_decoded_own) + 2 * cfg.hidden_size * cfg.vocab_size * \
+        stats.tokens_decoded
+    return {"decoded_gflop": flops / 1e9, "matmul_gflop_per_s": rate / 1e9, "floor_s": flops / rate,
+            "step_s": stats.step_seconds, "step_forward_s": stats.step_forward_seconds,
+            "step_other_s": stats.step_seconds - stats.step_forward_seconds,
+            "other_share_of_steps": (stats.step_seconds - stats.step_forward_seconds) / max(stats.step_seconds, 1e-12),
+            "steps_over_floor": stats.step_seconds / max(flops / rate, 1e-12)}
+
+
+def _vllm(folder: str, pairs, budget: int, rounds: int):
+    """The vLLM backend on the anchor model directory -> (row, results of the last round, start seconds) or None."""
+    import importlib.util
+    if importlib.util.find_spec("vllm") is None:
+        return None
+    from random_judge import build_anchor_dir
+
+    from baer_fast.runtime.vllm_backend import VllmEngine, VllmOptions
+    t0 = time.perf_counter()
+    engine = VllmEngine.from_path(build_anchor_dir(folder), VllmOptions())
+    start = time.perf_counter() - t0
+    times, res = [], None
+    try:
+        for _ in range(rounds):
+            t0 = time.perf_counter()
+            res = _run(engine, pairs, budget, "vllm")
+            times.append(time.perf_counter() - t0)
+    finally:
+        engine.close()
+    return _row("generative bank: the vLLM backend (its decoder and readout)", times, len(pairs), res[1]), res, start
 
 
 def run(n_pairs: int, rounds: int, budget: int, folder: str, shape: str = "anchor", device: str = "auto",
@@ -154,6 +223,13 @@ def run(n_pairs: int, rounds: int, budget: int, folder: str, shape: str = "ancho
         optional["max_abs_u_diff_split_unsplit"] = diff(False, "unsplit")
     cost = {n: {"calls": c.calls, "rows": c.rows, "tokens_decoded": c.tokens_decoded, "seconds": c.seconds}
             for n, c in results[False][2].cost.items()}
+    optional["floor"] = decode_floor(loaded, results[False][3], matmul_rate(loaded, results[False][3].rows_peak))
+    vllm = _vllm(folder, pairs, budget, rounds) if shape == "anchor" else None
+    if vllm is not None:
+        rows.append(vllm[0])
+        optional.update({"vllm_engine_start_s": vllm[2], "decoder_vs_vllm": vllm[0]["median_s"] / rows[1]["median_s"],
+                         "max_abs_u_diff_greedy_vllm": max(abs(u - v) for a, b in zip(results[False][0], vllm[1][0])
+                                                           for n in greedy for u, v in zip(a["runs"][n], b["runs"][n]))})
     return {"bench": "decode", "load_avg_1m": os.getloadavg()[0], "threads": torch.get_num_threads(),
             "pairs": n_pairs, "rounds": rounds, "warmup": warmup, "memory_gb": memory_gb, "budget": budget,
             "q_tokens": None if sample else Q_TOKENS, "r_tokens": None if sample else R_TOKENS,
@@ -190,6 +266,10 @@ def main(argv=None) -> int:
               f"{s['rows_peak']} rows at most, {s['sorts']} slot sorts, {s['seconds']:.2f}s in generate; decode "
               f"steps computed {s['scores_decoded'] / max(1, s['scores_decoded_own']):.2f}x their rows' own attention "
               "scores", file=sys.stderr)
+    f = res["floor"]
+    print(f"decode steps: {f['step_s']:.2f}s, forward {f['step_forward_s']:.2f}s, other {f['step_other_s']:.2f}s "
+          f"({100 * f['other_share_of_steps']:.0f}%); floor {f['floor_s']:.2f}s ({f['decoded_gflop']:.1f} GFLOP at "
+          f"{f['matmul_gflop_per_s']:.0f} GFLOP/s)", file=sys.stderr)
     for r in res["rows"]:
         print(f"{r['method']:<64} {r['pairs_per_s']:7.3f} pairs/s {r['decoded_tokens_per_s']:8.0f} decoded tok/s "
               f"median {r['median_s']:.2f}s [{r['min_s']:.2f}, {r['max_s']:.2f}]", file=sys.stderr)

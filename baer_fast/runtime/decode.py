@@ -27,13 +27,12 @@ from baer_fast.runtime.masks import layer_masks
 from baer_fast.runtime.model_loader import flop_model
 from baer_fast.runtime.prefix_tree import build_tree
 from baer_fast.runtime.readout import model_logits, read_rows
-from baer_fast.runtime.sampling import pick_tokens
+from baer_fast.runtime.sampling import pick_rows
 from baer_fast.runtime.slots import SlotBuffers, activation_bytes, plan_slots
 from baer_fast.runtime.stops import eos_token_ids, finish_reason, trim_generation
 
 log = logging.getLogger("baer_fast")
 
-KERNEL_PROBE_TOKENS = 8     # greedy tokens the decode kernel's load-time probe compares
 GATHER_COLUMNS = 4           # a prefill forward attends over at most this many x prefill_tokens columns in all
 
 
@@ -77,17 +76,7 @@ class Decoder:
         self._penalty = width_groups.group_cost(loaded, split_attention, group_columns)
         self.stats = DecodeStats()
         # decode steps through the decode-attention kernel (CUDA, Triton): only once a probe gave the eager tokens
-        self._kernel = decode_kernel.usable(loaded, kernels) and (not kernel_probe or self._probe_kernel())
-
-    def _probe_kernel(self) -> bool:
-        def make(kernel: bool):
-            return Decoder(self.loaded, kernels=self._kernels if kernel else "torch", kernel_probe=False, eos_ids=())
-        vocab = self.loaded.model.get_input_embeddings().num_embeddings
-        ok = decode_kernel.probe(make, [(7 * i + 3) % vocab for i in range(40)], KERNEL_PROBE_TOKENS)
-        (log.info if ok else log.warning)("decoder: decode steps %s the decode-attention kernel (its probe %s "
-                                          "the eager path's tokens)", "through" if ok else "without",
-                                          "gave" if ok else "did not give")
-        return ok
+        self._kernel = decode_kernel.usable(loaded, kernels) and (not kernel_probe or decode_kernel.probe(Decoder, loaded, kernels))
 
     # ------------------------------------------------------------------ public
     @property
@@ -285,6 +274,9 @@ class Decoder:
         pos [k, q] (= their columns), each attending to its own columns <= that position
         -> hidden [k, q, H]. groups: width groups of the k rows (width_groups.plan), if any."""
         import torch
+        # a padding query past the slots' last column (a short row padded to a long one) writes and
+        # reads that column: it holds no row's KV when padding is fed (rows' own columns end before it)
+        pos = pos.clamp(max=self._buf.columns - 1)
         width = int(pos.max()) + 1
         cols = torch.arange(width, device=ids.device)
         # mask: [k, 1, q, width] additive; column c (= position c) is visible to query (b, i) iff
@@ -314,18 +306,25 @@ class Decoder:
         n, dev, lens = len(self._rows), self.loaded.device, self._lens()
         pos = torch.tensor(lens, device=dev)[:, None]                          # [n, 1]
         ids = torch.tensor([r.out[-1] for r in self._rows], device=dev)[:, None]
+        t_ids = time.perf_counter()
         if self._kernel:       # every row over its own length: no groups, the mask is not read
             hidden = self._forward(0, ids, pos, kernel=True)
         else:
             hidden, groups = self._forward_in_groups(0, ids, pos, groups)
         logits = self._logits(hidden[:, -1])
+        if logits.device.type == "cuda":
+            torch.cuda.synchronize(logits.device)      # the timing split only (tokens come to the host anyway)
+        t_fwd = time.perf_counter()
         self.stats.steps += 1
         self.stats.rows_peak = max(self.stats.rows_peak, n)
         self.stats.scores_decoded += width_groups.cost(groups) if groups else n * (max(lens) + 1)
         self.stats.scores_decoded_own += sum(lens) + n
         rows = list(self._rows)
         self._advance(rows, logits, first=0)
-        dt = (time.perf_counter() - t0) / n
+        t1 = time.perf_counter()
+        self.stats.step_seconds += t1 - t0
+        self.stats.step_forward_seconds += t_fwd - t_ids
+        dt = (t1 - t0) / n
         for r in rows:
             self._results[r.req].seconds += dt
 
@@ -390,7 +389,7 @@ class Decoder:
 
     def _advance(self, rows: list[_Row], logits, *, first: int) -> None:
         """Append each row's next token (rows occupy slots first..first+len(rows)); retire finished rows."""
-        toks = self._pick(logits, rows)
+        toks = pick_rows(logits, rows)
         done = []
         for k, (r, t) in enumerate(zip(rows, toks)):
             r.out.append(t)
@@ -405,22 +404,6 @@ class Decoder:
 
     def _finished(self, r: _Row) -> str:
         return finish_reason(self.loaded.tokenizer, r.out, eos=self.eos, stop=r.stop, budget=r.budget)
-
-    def _pick(self, logits, rows: list[_Row]) -> list[int]:
-        """One token per row (sampling.pick_tokens): each row's temperature, top-p, next uniform
-        and its sampler memory (`wide`) go in as tensors, the memory comes back."""
-        import torch
-        dev = logits.device
-        if all(r.greedy for r in rows):
-            return logits.argmax(-1).tolist()
-        temp = torch.tensor([0.0 if r.greedy else r.temperature for r in rows], device=dev)
-        top_p = torch.tensor([r.top_p for r in rows], device=dev)
-        u = torch.tensor([0.0 if r.greedy else r.u[len(r.out)] for r in rows], dtype=torch.float64, device=dev)
-        wide = torch.tensor([r.wide for r in rows], device=dev)
-        toks = pick_tokens(logits, temp, top_p, u, wide).tolist()
-        for r, w in zip(rows, wide.tolist()):
-            r.wide = w
-        return toks
 
     def _retire(self, done: list[int]) -> None:
         """Free the slots `done`: the verdicts asked of finished rows are read in one forward over

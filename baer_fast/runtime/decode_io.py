@@ -57,3 +57,5 @@ class DecodeStats:
     reserve_bytes: int = 0            # what the budget kept aside for activations and exported KV
     tokens_cue: int = 0               # tokens fed after generations to read verdicts
     seconds: float = 0.0
+    step_seconds: float = 0.0         # decode steps, all of it (forward, sampling, stop checks, retiring)
+    step_forward_seconds: float = 0.0  # ...of which the model forward and the LM head

@@ -8,9 +8,13 @@ tokens; models with sliding-window layers or soft-capped scores keep the masked 
 """
 from __future__ import annotations
 
+import logging
 import threading
 
+log = logging.getLogger("baer_fast")
+
 NAME = "baer_decode_kernel"
+PROBE_PROMPT, PROBE_TOKENS = 40, 8      # the load-time probe: prompt tokens, greedy tokens compared
 _active = threading.local()
 
 
@@ -54,8 +58,16 @@ def usable(loaded, kernels: str) -> bool:
     return resolve_kernels(kernels, loaded.device) == "triton"
 
 
-def probe(make_decoder, prompt, tokens: int) -> bool:
-    """Greedy tokens of `prompt` with the kernel and without (two fresh decoders) are equal."""
+def probe(decoder_class, loaded, kernels: str) -> bool:
+    """Greedy tokens of a probe prompt through the kernel and through the masked path (two fresh
+    decoders) are equal; logs which path the decode steps take."""
     from baer_fast.runtime.decode_io import GenRequest
-    got = [make_decoder(kernel).generate([GenRequest(tuple(prompt), tokens)])[0].tokens for kernel in (True, False)]
-    return got[0] == got[1]
+    vocab = loaded.model.get_input_embeddings().num_embeddings
+    req = GenRequest(tuple((7 * i + 3) % vocab for i in range(PROBE_PROMPT)), PROBE_TOKENS)
+    got = [decoder_class(loaded, kernels=k, kernel_probe=False, eos_ids=()).generate([req])[0].tokens
+           for k in (kernels, "torch")]
+    ok = got[0] == got[1]
+    (log.info if ok else log.warning)("decoder: decode steps %s the decode-attention kernel (its probe %s the "
+                                      "eager path's tokens)", "through" if ok else "without",
+                                      "gave" if ok else "did not give")
+    return ok

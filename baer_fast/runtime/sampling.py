@@ -24,6 +24,23 @@ BAND = 1e-6                 # |fp32 cumsum - exact sum| < 2^-23: buckets this ne
 EXACT_MIN = 2.0 ** -29      # fp32 values >= this are multiples of 2^-52: their double sums below 2 are exact
 
 
+def pick_rows(logits, rows) -> list[int]:
+    """pick_tokens for the decoder's rows (.greedy, .temperature, .top_p, .u, .out, .wide): each
+    row's settings and next uniform go in as tensors, its sampler memory `wide` comes back."""
+    import torch
+    dev = logits.device
+    if all(r.greedy for r in rows):
+        return logits.argmax(-1).tolist()
+    temp = torch.tensor([0.0 if r.greedy else r.temperature for r in rows], device=dev)
+    top_p = torch.tensor([r.top_p for r in rows], device=dev)
+    u = torch.tensor([0.0 if r.greedy else r.u[len(r.out)] for r in rows], dtype=torch.float64, device=dev)
+    wide = torch.tensor([r.wide for r in rows], device=dev)
+    toks = pick_tokens(logits, temp, top_p, u, wide).tolist()
+    for r, w in zip(rows, wide.tolist()):
+        r.wide = w
+    return toks
+
+
 def pick_tokens(logits, temperature, top_p, u, wide=None):
     """logits [m, V] fp32; temperature [m] (<= 0: greedy), top_p [m], u [m] float64 uniforms;
     wide [m] bool, updated in place: the reference's memory of rows whose top K held less than

@@ -281,3 +281,18 @@ def test_memory_budget_forces_waves_and_bounds_the_slots(qwen):
     assert dec.stats.rows_peak == 3
     assert dec.stats.kv_bytes_peak + dec.stats.reserve_bytes <= budget
     assert dec.stats.kv_bytes_peak == 3 * need * qwen.kv_bytes_per_token
+
+
+def test_verdict_reads_pad_short_cues_past_the_widest_slot(qwen):
+    """Two rows finish together and read verdicts in one forward: the widest row has the shortest
+    cue, so its padding runs past the slots' last column. Each verdict equals a plain forward of
+    prompt + generation + cue."""
+    from baer_fast.runtime.naive import NaiveEngine
+    from baer_fast.runtime.queries import Query
+    long, short = random_prompts(qwen, 1, seed=21, lo=40, hi=40)[0], random_prompts(qwen, 1, seed=22, lo=5, hi=5)[0]
+    reqs = [GenRequest(long, 4, cue=(11,), choices=(5, 6)), GenRequest(short, 4, cue=tuple(range(12, 20)), choices=(7, 8))]
+    got = Decoder(qwen, eos_ids=()).generate(reqs)
+    queries = [Query(r.prompt + g.tokens[0] + r.cue, r.choices) for r, g in zip(reqs, got)]
+    plain = NaiveEngine(qwen).run([queries]).logprobs[0]
+    for g, lp in zip(got, plain):
+        assert g.verdicts[0] == pytest.approx(lp, abs=1e-5)
