@@ -241,6 +241,44 @@ def run(n_pairs: int, rounds: int, budget: int, folder: str, shape: str = "ancho
             "speedup_min": rows[0]["min_s"] / rows[1]["min_s"], "engine_cost": cost, **optional, "rows": rows}
 
 
+def memory_rate(loaded) -> float:
+    """Bytes/s of a large on-device copy (read + write), the weights-read floor's bandwidth."""
+    import torch
+    dev = loaded.device
+    n = (1 << 28) if dev.type == "cuda" else (1 << 25)
+    a = torch.empty(n, dtype=torch.uint8, device=dev)
+    b = torch.empty_like(a)
+    times = []
+    for _ in range(4):
+        if dev.type == "cuda":
+            torch.cuda.synchronize(dev)
+        t0 = time.perf_counter()
+        b.copy_(a)
+        if dev.type == "cuda":
+            torch.cuda.synchronize(dev)
+        times.append(time.perf_counter() - t0)
+    return 2 * n / statistics.median(times[1:])
+
+
+def decode_steps(loaded, rows: int, prompt_tokens: int, budget: int, kernels: str) -> dict:
+    """`rows` greedy rows of `prompt_tokens` each decoding `budget` tokens together (EOS off): the
+    decoder's tokens/s and step time, its forward share, and the floor of reading the weights once
+    per step at the device's measured copy bandwidth."""
+    from baer_fast.runtime.decode import Decoder, GenRequest
+    vocab = loaded.model.get_input_embeddings().num_embeddings
+    reqs = [GenRequest(tuple((r * 7919 + i * 31) % (vocab - 10) + 10 for i in range(prompt_tokens)), budget)
+            for r in range(rows)]
+    dec = Decoder(loaded, eos_ids=(), kernels=kernels, max_rows=rows, memory_budget_bytes=64 << 30)
+    dec.generate(reqs)
+    s = dec.stats
+    weight_bytes = sum(p.numel() * p.element_size() for p in loaded.model.parameters())
+    floor = weight_bytes / memory_rate(loaded)
+    return {"kernels": kernels, "decode_kernel": dec._kernel, "rows": rows, "prompt_tokens": prompt_tokens,
+            "budget": budget, "steps": s.steps, "tokens_per_s": s.tokens_decoded / max(s.seconds, 1e-12),
+            "step_ms": 1e3 * s.step_seconds / max(s.steps, 1), "step_forward_ms": 1e3 * s.step_forward_seconds / max(s.steps, 1),
+            "weights_read_floor_ms": 1e3 * floor, "weight_gib": weight_bytes / 2**30}
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--pairs", type=int, default=4)
@@ -254,9 +292,25 @@ def main(argv=None) -> int:
                     help="pairs from the demo's LLMBar Natural sample (real lengths) instead of synthetic ones")
     ap.add_argument("--unsplit", action="store_true",
                     help="also time the decoder with every decode step over the widest row (no width groups)")
+    ap.add_argument("--steps", type=int, default=0, metavar="ROWS",
+                    help="instead: ROWS greedy rows decoding together, masked path (kernels torch) and kernel path "
+                         "(kernels auto) side by side: tokens/s, step time, the weights-read floor")
+    ap.add_argument("--prompt-tokens", type=int, default=512, help="with --steps: prompt length of every row")
     from random_judge import add_model_arguments
     add_model_arguments(ap)
     args = ap.parse_args(argv)
+    if args.steps:
+        from random_judge import load_random
+        with tempfile.TemporaryDirectory() as folder:
+            loaded = load_random(folder, args.shape, device=args.device, dtype=args.dtype)
+            decode_steps(loaded, min(args.steps, 4), 16, 4, "torch")          # untimed warm-up
+            paths = [decode_steps(loaded, args.steps, args.prompt_tokens, args.budget, k) for k in ("torch", "auto")]
+        for r in paths:
+            print(f"decode steps, kernels={r['kernels']} (kernel path: {r['decode_kernel']}): {r['tokens_per_s']:.0f} "
+                  f"tok/s, {r['step_ms']:.1f} ms/step (forward {r['step_forward_ms']:.1f}), weights-read floor "
+                  f"{r['weights_read_floor_ms']:.2f} ms", file=sys.stderr)
+        print(json.dumps({"bench": "decode_steps", "shape": args.shape, "paths": paths}))
+        return 0
     with tempfile.TemporaryDirectory() as folder:
         res = run(args.pairs, args.rounds, args.budget, folder, args.shape, args.device, args.dtype,
                   warmup=args.warmup, memory_gb=args.memory_gb, sample=args.sample, unsplit=args.unsplit)
