@@ -98,7 +98,8 @@ class Decoder:
                                    verdicts=[None] * r.samples if r.choices else None) for r in requests]
         self._rows: list[_Row] = []
         self._layout, self._plan = 0, None    # slot arrangement version; the width groups planned for it
-        self._slots = self._allocate(requests, export_bytes if export else 0)
+        wanted = sum(len(p) for ps in (export or {}).values() for p in set(ps)) * self.loaded.kv_bytes_per_token
+        self._slots = self._allocate(requests, min(export_bytes, wanted))   # the exports' own KV, not their cap
         pending = deque(range(len(requests)))
         with torch.inference_mode():
             while pending or self._rows:
