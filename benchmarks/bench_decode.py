@@ -53,6 +53,8 @@ Q_TOKENS, R_TOKENS = 150, 250
 
 class HFGenerate:
     """The naive decoder: `model.generate` once per request (same GenRequest/GenResult types)."""
+    reads_prompts = exports_prefixes = False      # interfaces.Decoder: a plain decoder
+    stats = None
 
     def __init__(self, loaded):
         from baer_fast.runtime.decode import eos_token_ids
@@ -103,8 +105,8 @@ def _run(loaded, pairs, budget: int, naive, memory_gb: float | None = None, spli
     split: the decoder's steps attend in width groups (False: every row over the widest)."""
     from baer_fast.runtime.config import EngineConfig
     from baer_fast.runtime.decode import Decoder
-    from baer_fast.runtime.engine import PrefixEngine
-    from baer_fast.runtime.generative import GenerationConfig, GenerativeReport, run_generative
+    from baer_fast.runtime.prefill import PrefixEngine
+    from baer_fast.bank.generative import GenerationConfig, GenerativeReport, run_generative
     from baer_fast.runtime.naive import NaiveEngine
     cfg = GenerationConfig(max_new_tokens={n: budget for n in EXPERTS}, seed=0)
     budget_kw = {} if memory_gb is None else {"memory_budget_bytes": int(memory_gb * 2**30)}
@@ -149,7 +151,7 @@ def matmul_rate(loaded, rows: int, *, repeats: int = 5) -> float:
 def decode_floor(loaded, stats, rate: float) -> dict:
     """The decoded tokens' FLOPs (their matrices, the LM head, each row's own attention scores)
     and the seconds they take at `rate`, beside the decode steps' measured time."""
-    from baer_fast.runtime.model_loader import flop_model
+    from baer_fast.runtime.model.flops import flop_model
     fm = flop_model(loaded)
     cfg = loaded.model.config.get_text_config()
     flops = fm.flops(stats.tokens_decoded, stats.scores_decoded_own) + 2 * cfg.hidden_size * cfg.vocab_size * \
@@ -168,7 +170,7 @@ def _vllm(folder: str, pairs, budget: int, rounds: int):
         return None
     from random_judge import build_anchor_dir
 
-    from baer_fast.runtime.vllm_backend import VllmEngine, VllmOptions
+    from baer_fast.runtime.vllm.backend import VllmEngine, VllmOptions
     t0 = time.perf_counter()
     engine = VllmEngine.from_path(build_anchor_dir(folder), VllmOptions())
     start = time.perf_counter() - t0

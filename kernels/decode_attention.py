@@ -3,11 +3,8 @@
 Boundary: queries, the slot buffers, each row's slot and length in; attention outputs out.
 Knows nothing about models, masks or which tokens the columns hold.
 
-    decode_attention_ref(q, k_buf, v_buf, slots, lengths, *, scale)   torch reference, the CPU path
-    decode_attention(q, k_buf, v_buf, slots, lengths, *, scale, split=None)   Triton launcher
-    _decode_split_kernel, _decode_combine_kernel                      the @triton.jit kernels
-
-Shapes: q [B, Hq, D]; k_buf [S, Hkv, C, D], v_buf [S, Hkv, C, Dv] (Hq a multiple of Hkv:
+decode_attention_ref (torch, the CPU path), decode_attention (Triton launcher), the @triton.jit
+_decode_split_kernel and _decode_combine_kernel. Shapes: q [B, Hq, D]; k_buf [S, Hkv, C, D], v_buf [S, Hkv, C, Dv] (Hq a multiple of Hkv:
 grouped-query heads share their KV head); slots [B] int (row b reads slot slots[b]); lengths
 [B] int (row b attends to columns [0, lengths[b])) -> out [B, Hq, Dv] in q's dtype. No mask
 tensor: columns past a row's length are never read. Like flash-decoding, the KV length is

@@ -48,7 +48,7 @@ def _records(args, art, rejects):
         raise InputError("--input needs --model (the judge that produces the signals)", field="--model")
     pairs = read_pairs(args.input, rejects=rejects)
     from baer_fast.runtime.config import EngineConfig
-    from baer_fast.runtime.runner import run_experts
+    from baer_fast.bank.runner import run_experts
 
     # derived experts (PriDe, CalibraEval) use the parameters frozen in the artifact, never refitted
     records = run_experts(args.model, pairs, experts=art["experts"], config=EngineConfig(kernels=args.kernels),

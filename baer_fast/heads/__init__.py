@@ -5,10 +5,13 @@ A head is a plain object with `kind`, `score(records) -> np.ndarray [N]`,
 """
 from __future__ import annotations
 
-HEAD_KINDS = ("stack", "route", "reference")
+HEAD_KINDS = ("constant", "stack", "route", "reference")
 
 
 def head_class(kind: str):
+    if kind == "constant":
+        from baer_fast.heads.single import ConstantHead
+        return ConstantHead
     if kind == "stack":
         from baer_fast.heads.stack import StackHead
         return StackHead

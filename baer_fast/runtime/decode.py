@@ -20,13 +20,15 @@ import time
 from collections import deque
 from dataclasses import dataclass, field
 
-from baer_fast.runtime import decode_kernel, width_groups
+from baer_fast.runtime import decode_kernel
+from baer_fast.runtime.config import DECODER
 from baer_fast.runtime.decode_io import DecodeStats, GenRequest, GenResult  # noqa: F401 (re-exported)
-from baer_fast.runtime.engine import QUERY_SLICE, flop_chunks
-from baer_fast.runtime.masks import layer_masks
-from baer_fast.runtime.model_loader import flop_model
-from baer_fast.runtime.prefix_tree import build_tree
-from baer_fast.runtime.readout import model_logits, read_rows
+from baer_fast.runtime.model.flops import flop_model
+from baer_fast.runtime.model.masks import layer_masks
+from baer_fast.runtime.model.readout import model_logits, read_rows
+from baer_fast.runtime.plan import width_groups
+from baer_fast.runtime.plan.chunks import QUERY_SLICE, flop_chunks
+from baer_fast.runtime.plan.prefix_tree import build_tree
 from baer_fast.runtime.sampling import pick_rows
 from baer_fast.runtime.slots import SlotBuffers, activation_bytes, plan_slots
 from baer_fast.runtime.stops import eos_token_ids, finish_reason, trim_generation
@@ -62,9 +64,9 @@ class Decoder:
     reads_prompts = True          # takes GenRequest.reads_prompt requests (run_generative asks)
     exports_prefixes = True       # generate(export=...) hands out prompt-prefix KV (run_generative asks)
 
-    def __init__(self, loaded, *, max_rows: int = 256, memory_budget_bytes: int = 4 << 30,
-                 prefill_tokens: int = 8192, eos_ids=None, group_columns: int | None = None,
-                 split_attention: bool = True, kernels: str = "auto", kernel_probe: bool = True):
+    def __init__(self, loaded, *, max_rows: int = DECODER.max_rows, memory_budget_bytes: int = DECODER.memory_budget_bytes,
+                 prefill_tokens: int = DECODER.prefill_tokens, eos_ids=None, group_columns: int | None = DECODER.group_columns,
+                 split_attention: bool = DECODER.split_attention, kernels: str = "auto", kernel_probe: bool = True):
         self.loaded, self._kernels = loaded, kernels
         self.max_rows, self.prefill_tokens, self.memory_budget_bytes = max_rows, prefill_tokens, memory_budget_bytes
         self.eos = frozenset(eos_ids) if eos_ids is not None else eos_token_ids(loaded)
@@ -78,7 +80,6 @@ class Decoder:
         # decode steps through the decode-attention kernel (CUDA, Triton): only once a probe gave the eager tokens
         self._kernel = decode_kernel.usable(loaded, kernels) and (not kernel_probe or decode_kernel.probe(Decoder, loaded, kernels))
 
-    # ------------------------------------------------------------------ public
     @property
     def splits_attention(self) -> bool:
         """Whether forwards attend in width groups (False: one width, every row over the widest;
@@ -110,11 +111,9 @@ class Decoder:
         self.stats.seconds += time.perf_counter() - t0
         return self._results
 
-    # ------------------------------------------------------------------ buffers
     def _allocate(self, requests: list[GenRequest], exported: int) -> int:
         """The slot buffers for these requests, once: every slot as wide as the widest row, as
-        many slots as the memory budget holds after one forward's activations and the exported
-        prefix KV -> slots."""
+        many slots as the budget holds after one forward's activations and the exported KV -> slots."""
         need = max((len(r.prompt) + r.max_new_tokens + len(r.cue) + 1 for r in requests), default=1)
         rows = min(self.max_rows, sum(r.samples for r in requests))
         reserve = exported + activation_bytes(self.loaded, tokens=self.prefill_tokens, rows=rows,

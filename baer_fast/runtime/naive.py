@@ -7,12 +7,14 @@ from __future__ import annotations
 
 import time
 
-from baer_fast.runtime.prefix_tree import causal_scores
+from baer_fast.runtime.plan.prefix_tree import causal_scores
 from baer_fast.runtime.queries import EngineResult, EngineStats, Query
-from baer_fast.runtime.readout import read_model
+from baer_fast.runtime.model.readout import read_model
 
 
 class NaiveEngine:
+    kind = "naive"              # capabilities: see interfaces.Engine
+    takes_prefix_kv = False
     shares_prefixes = False     # the reference: no prompt rides in another's prefill (run_generative)
 
     def __init__(self, loaded, *, kernels: str = "auto"):

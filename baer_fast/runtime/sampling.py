@@ -1,8 +1,7 @@
 """Token choice for the decoder: logits and per-row uniforms in, one token id per row out.
 
-Greedy rows take the argmax. A sampled row draws the inverse CDF of its temperature/top-p
-distribution at its own uniform, walked in token-id order (two nearly tied tokens that swap
-places in probability order under other rounding then move only the boundary between them).
+Greedy rows take the argmax; a sampled row the inverse CDF of its temperature/top-p
+distribution at its own uniform, walked in token-id order (robust to near-tie order flips).
 
 The nucleus is the reference's: sort the probabilities descending, keep position k while
 fp32(cumsum)[k] - p[k] < top_p (CPU cumsum accumulates in double). `pick_tokens` finds that

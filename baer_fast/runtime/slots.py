@@ -43,7 +43,7 @@ def activation_bytes(loaded, *, tokens: int, rows: int, columns: int) -> int:
     elt = loaded.dtype.itemsize
     hidden, inter = cfg.hidden_size, getattr(cfg, "intermediate_size", 4 * cfg.hidden_size)
     heads, vocab = cfg.num_attention_heads, cfg.vocab_size
-    from baer_fast.runtime.engine import QUERY_SLICE
+    from baer_fast.runtime.plan.chunks import QUERY_SLICE
     per_token = (6 * hidden + 3 * inter) * elt
     scores = min(tokens, QUERY_SLICE * max(1, tokens // QUERY_SLICE)) * heads * columns * 4
     step = rows * vocab * (4 * 3 + 8 * 2)           # logits, probs, scaled (fp32); kept, cdf (fp64)

@@ -43,7 +43,7 @@ def eos_token_ids(loaded) -> frozenset:
 
 def eos_set(eos, tokenizer) -> frozenset:
     """The configs' eos_token_id (an id, a list of ids, or None) as a set, falling back to the
-    tokenizer's EOS; the one rule of the hf decoder and the vLLM backend's (vllm_backend.eos_ids)."""
+    tokenizer's EOS; the one rule of the hf decoder and the vLLM backend's (vllm.backend.eos_ids)."""
     ids = set([eos] if isinstance(eos, int) else (eos or ()))
     if not ids and getattr(tokenizer, "eos_token_id", None) is not None:
         ids.add(tokenizer.eos_token_id)

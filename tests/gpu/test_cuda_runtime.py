@@ -24,8 +24,8 @@ import pytest
 import torch
 
 from baer_fast.runtime.config import EngineConfig
-from baer_fast.runtime.model_loader import load_judge
-from baer_fast.runtime.runner import RunReport, run_experts
+from baer_fast.runtime.open import load_judge
+from baer_fast.bank.runner import RunReport, run_experts
 from tests.fixtures.tiny_models import build_model_dir, make_pairs
 
 pytestmark = [pytest.mark.gpu,
@@ -73,9 +73,8 @@ def test_engine_equals_naive_fp32_on_cuda(model_dir, pairs, config):
 
 @pytest.mark.parametrize("query_slice", [7, 256])
 def test_no_unwritten_column_is_read_on_cuda(model_dir, poisoned_empty, monkeypatch, query_slice):
-    from baer_fast.runtime import engine as engine_mod
     from tests.fixtures.tiny_models import completion_pairs
-    monkeypatch.setattr(engine_mod, "QUERY_SLICE", query_slice)
+    monkeypatch.setattr("baer_fast.runtime.plan.chunks.QUERY_SLICE", query_slice)
     loaded = load_judge(model_dir, device="cuda", dtype="float32")
     group = completion_pairs(loaded.tokenizer, 60, (40, 90, 15, 120))
     naive, rep = _signals(loaded, group, naive=True)
@@ -114,7 +113,7 @@ def test_triton_readout_inside_engine(model_dir, pairs):
 def test_decoder_greedy_equals_generate_on_cuda(model_dir, group_columns):
     """Also with every decode step split into width groups wherever a column is saved (0)."""
     from baer_fast.runtime.decode import Decoder, GenRequest
-    from tests.generative.conftest import random_prompts
+    from tests.fixtures.prompts import random_prompts
     loaded = load_judge(model_dir, device="cuda", dtype="float32")
     prompts = random_prompts(loaded, 8, seed=1)
     budgets = [16, 3, 16, 1, 12, 16, 7, 10]
@@ -131,7 +130,7 @@ def test_decoder_tree_prefill_equals_generate_on_cuda(model_dir):
     """Bank-shaped prompts entering together: every tree node prefilled once (scattered slots,
     per-level KV copies on the device), tokens equal `generate` on each prompt alone."""
     from baer_fast.runtime.decode import Decoder, GenRequest
-    from tests.generative.conftest import bank_tree_prompts
+    from tests.fixtures.prompts import bank_tree_prompts
     from tests.runtime.test_counts import distinct_prefixes
     loaded = load_judge(model_dir, device="cuda", dtype="float32")
     prompts = bank_tree_prompts(loaded)
@@ -149,7 +148,7 @@ def test_judge_on_cuda_is_antisymmetric(tmp_path):
     from baer_fast import artifact
     from baer_fast.api import Judge
     from baer_fast.selection.fit import fit_condition
-    from tests.api.conftest import synthetic_pairs
+    from tests.fixtures.data import synthetic_pairs
 
     path = build_model_dir(str(tmp_path / "judge"), arch="qwen3", seed=1, max_pos=512)
     report = RunReport()
@@ -182,7 +181,7 @@ def test_other_architectures_on_cuda(name, tmp_path, pairs):
     """Engine == naive (fp32, CUDA, Triton readout where it compiles), and the constrained readout
     equals the model's own logits."""
     from baer_fast.kernels.dispatch import HAS_TRITON_GPU
-    from baer_fast.runtime.readout import read_model
+    from baer_fast.runtime.model.readout import read_model
     loaded = load_judge(build_model_dir(str(tmp_path / name), seed=9, **OTHER_ARCHS[name]), device="cuda",
                         dtype="float32")
     kernels = "triton" if HAS_TRITON_GPU else "torch"
@@ -209,8 +208,8 @@ def test_bf16_drift_at_the_8b_shape(tmp_path):
     from bench_engine import anchor_groups
     from random_judge import load_random
 
-    from baer_fast.runtime.engine import PrefixEngine
-    from baer_fast.runtime.model_loader import _kv_bytes_per_token
+    from baer_fast.runtime.prefill import PrefixEngine
+    from baer_fast.runtime.model.load import _kv_bytes_per_token
     from baer_fast.runtime.naive import NaiveEngine
 
     fp32 = load_random(str(tmp_path), "qwen3-8b", device="cuda", dtype="float32")
@@ -231,7 +230,7 @@ def test_bf16_drift_at_the_8b_shape(tmp_path):
 def test_tree_probe_on_cuda(tmp_path):
     """The load-time tree probe on CUDA: a judge that runs passes it, and the decoder probe, in
     bf16 (no refusal for rounding); MPT (ALiBi from the sequence layout) is refused in fp32."""
-    from baer_fast.runtime.model_loader import ModelError
+    from baer_fast.runtime.model.load import ModelError
     from baer_fast.runtime.probes import check_decoder, check_tree_path
     ok = load_judge(build_model_dir(str(tmp_path / "qwen3"), arch="qwen3", seed=11), device="cuda", dtype="bfloat16")
     assert check_tree_path(ok) < 0.1 and check_decoder(ok)["ok"]

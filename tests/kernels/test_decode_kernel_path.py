@@ -11,7 +11,7 @@ from tests.fixtures.tiny_models import build_model_dir
 
 @pytest.fixture(scope="module")
 def tiny(tmp_path_factory):
-    from baer_fast.runtime.model_loader import load_judge
+    from baer_fast.runtime.open import load_judge
     return load_judge(build_model_dir(str(tmp_path_factory.mktemp("dk")), arch="qwen3", seed=0))
 
 

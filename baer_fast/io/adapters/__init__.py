@@ -28,12 +28,13 @@ def load(kind: str, src: str) -> Imported:
 
 def bank_signals(pairs, runs_by_expert: dict[str, list], condition: str) -> list:
     """Build Signals for each pair from {expert: [runs per pair]} (pair order)."""
-    from baer_fast.features.text_stats import pair_meta
+    from baer_fast.io.text_stats import pair_meta
     from baer_fast.io.records import Signals
 
     out = []
     for i, p in enumerate(pairs):
         experts = {name: runs[i] for name, runs in runs_by_expert.items()}
         meta = {"condition": condition, **pair_meta(p.question, p.response_a, p.response_b), **p.meta}
-        out.append(Signals(p.id, experts, subset=p.subset, label=p.label, split=p.split, meta=meta))
+        out.append(Signals(p.id, experts, subset=p.subset, label=p.label, split=p.split, meta=meta,
+                           category=p.category))
     return out

@@ -1,0 +1,168 @@
+"""run_experts: pairs in, Signals out — protocols -> token ids -> engine -> canonical runs.
+
+The single-pass bank: prompt experts (direct, score, pointwise) are read from one prefix
+tree per pair; derived experts (pride, calibraeval) transform the direct runs with
+parameters fitted on non-test rows (or given, frozen) and returned as plain JSON.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from baer_fast import protocols
+from baer_fast.bank.queries import build_all_queries, run_shared
+from baer_fast.io.records import Pair, Signals
+from baer_fast.io.splits import role
+from baer_fast.io.text_stats import pair_meta as text_pair_meta
+from baer_fast.runtime.config import EngineConfig
+from baer_fast.runtime.open import HfOptions, open_engine
+from baer_fast.runtime.queries import EngineStats
+
+
+@dataclass
+class RunReport:
+    stats: EngineStats = field(default_factory=EngineStats)
+    tokens_naive: int = 0                 # the prompt experts' tokens, one plain forward per prompt
+    derived_params: dict = field(default_factory=dict)
+    generative: object = None             # generative.GenerativeReport (cost per expert) once one ran
+
+    def prefill_totals(self) -> tuple[int, int]:
+        """(tokens prefilled, what one plain forward per prompt would prefill) over everything run:
+        the engine's calls, and the decoder's generation prompts where the decoder counts them
+        (the vLLM backend's does not; its prompts are then left out of both sides)."""
+        shared, naive, g = self.stats.tokens_prefilled, self.tokens_naive, self.generative
+        if g is not None:
+            naive += g.readout_naive
+            if g.decode_prefilled is not None:
+                shared, naive = shared + g.decode_prefilled, naive + g.decode_naive
+        return shared, naive
+
+
+def resolve_experts(experts) -> list[str]:
+    names = list(protocols.SINGLE_PASS if experts is None else experts)
+    for name in names:
+        protocols.get(name)          # raises on an unknown name
+    return names
+
+
+def expert_rows(engine, pairs: list[Pair], names, report: RunReport, generation=None) -> list[dict]:
+    """Raw runs (before derived experts) and counters of every expert in `names`, one row per pair;
+    non-finite runs are an error (check_finite).
+
+    The prompt experts' queries are read in one engine call; with generative experts in `names`,
+    they go to run_generative as `extra`: prompt reads in the decoder's prompt tree, so a pair's
+    `[system][question][A][B]` is prefilled once for its generation prompts and them.
+    """
+    from baer_fast.bank.prompting import PromptEncoder
+    loaded = engine.loaded
+    enc = PromptEncoder.of(loaded)
+    built = build_all_queries(enc, pairs, protocols.prompt_experts_for(names))
+    groups = [q for q, _ in built]
+    gen = [n for n in names if n in protocols.GENERATIVE]
+    if gen:
+        from baer_fast.bank.generative import GenerationConfig, GenerativeReport, run_generative
+        if report.generative is None:
+            report.generative = GenerativeReport()
+        out = run_generative(engine, pairs, gen, config=generation or GenerationConfig(), report=report.generative,
+                             extra=groups, stats=report.stats)
+        logprobs = [g.pop("extra") for g in out]
+    else:
+        out = None
+        logprobs, stats = run_shared(engine, pairs, groups)
+        report.stats.add(stats)
+    # per pair: what its own prompts cost with sharing inside the pair (does not depend on which
+    # other pairs came in the same batch); sharing across pairs shows in report.stats
+    own = engine.plan_tokens(groups)
+    naive = [sum(len(q.ids) for q in g) for g in groups]
+    report.tokens_naive += sum(naive)
+    rows = []
+    for (_, where), lps, shared, plain in zip(built, logprobs, own, naive):
+        by_expert: dict[str, dict] = {}
+        for (name, key), lp in zip(where, lps):
+            by_expert.setdefault(name, {})[key] = lp
+        runs = {name: protocols.get(name).runs(lp) for name, lp in by_expert.items()}
+        rows.append({"runs": runs, "tokens_prefilled": shared, "tokens_naive": plain})
+    for row, g in zip(rows, out or ()):
+        row["runs"].update(g["runs"])
+        row["generation"], row["texts"] = g["meta"], g["texts"]
+    check_finite(engine.loaded, pairs, rows)
+    return rows
+
+
+def check_finite(loaded, pairs: list[Pair], rows: list[dict]) -> None:
+    """Every run is a probability: a NaN or infinite one means the judge's own numbers broke
+    (fp16 overflow, broken weights), so the batch stops here, with nothing written for it, rather
+    than handing a derived fit, a head or a reward NaN. Batches already written stay."""
+    import math
+    bad = [(p.id, name) for p, r in zip(pairs, rows) for name, runs in r["runs"].items()
+           if any(u is not None and not math.isfinite(u) for u in runs)]
+    if bad:
+        from baer_fast.errors import BaerError
+        shown = ", ".join(f"{pid} ({name})" for pid, name in bad[:5]) + (f" and {len(bad) - 5} more"
+                                                                         if len(bad) > 5 else "")
+        how = f" ({loaded.dtype}, {loaded.device})" if hasattr(loaded, "dtype") else ""
+        raise BaerError(f"model {loaded.name!r}{how} produced non-finite verdict "
+                        f"probabilities for {shown}; its logits overflowed or its weights are broken "
+                        "(fp16 overflows often: load it in bfloat16 or float32)")
+
+
+def _is_test(pair_like) -> bool:
+    return role(pair_like.id, pair_like.split) == "test"
+
+
+def fit_derived(rows: list, names: list[str]) -> dict:
+    """rows: (record with .id/.split, runs dict) -> {expert: params}, fitted on non-test rows only."""
+    params = {}
+    for name in names:
+        mod = protocols.get(name)
+        fit_rows = [runs[mod.SOURCE] for rec, runs in rows if not _is_test(rec) and mod.SOURCE in runs]
+        if not fit_rows:
+            from baer_fast.errors import InputError
+            raise InputError(f"{name}: no non-test pairs to fit its label-free parameters on; "
+                             "pass frozen parameters (--derived-params) fitted on development pairs")
+        params[name] = mod.fit(fit_rows)
+    return params
+
+
+def apply_derived(runs: dict, names: list[str], params: dict) -> dict:
+    out = dict(runs)
+    for name in names:
+        mod = protocols.get(name)
+        out[name] = mod.apply(params[name], runs[mod.SOURCE])
+    return out
+
+
+def pair_meta(pair: Pair) -> dict:
+    meta = text_pair_meta(pair.question, pair.response_a, pair.response_b)
+    meta.update(len_q=len(pair.question), len_a=len(pair.response_a), len_b=len(pair.response_b))
+    return meta
+
+
+def to_signals(pair: Pair, runs: dict, row: dict, names: list[str], engine_name: str) -> Signals:
+    meta = {**pair.meta, **pair_meta(pair), "tokens_prefilled": row["tokens_prefilled"],
+            "tokens_naive": row["tokens_naive"], "engine": engine_name}
+    if "generation" in row:
+        meta["generation"] = row["generation"]
+    return Signals(pair.id, {n: runs[n] for n in names}, pair.subset, pair.label, pair.split, meta,
+                   category=pair.category)
+
+
+def run_experts(model, pairs: list[Pair], *, experts=None, config: EngineConfig = EngineConfig(),
+                derived_params: dict | None = None, naive: bool = False, report: RunReport | None = None,
+                generation=None, **load_kw) -> list[Signals]:
+    """Run the single-pass bank on `pairs` (both display orders) -> one Signals per pair.
+
+    model: a local model directory, a LoadedModel, or an engine. Derived experts use
+    `derived_params` when given, else are fitted on the non-test pairs here; the params used
+    end up in `report.derived_params` (plain JSON for the head artifact). Generative experts
+    (protocols.GENERATIVE, opt-in by name) decode with `generation` (a GenerationConfig).
+    """
+    names = resolve_experts(experts)
+    derived = [n for n in names if n in protocols.DERIVED_EXPERTS]
+    engine = open_engine(model, options=HfOptions(engine=config, naive=naive, **load_kw))
+    report = report if report is not None else RunReport()
+    rows = expert_rows(engine, pairs, names, report, generation)
+    if derived:
+        report.derived_params = dict(derived_params) if derived_params else fit_derived(
+            [(p, r["runs"]) for p, r in zip(pairs, rows)], derived)
+    return [to_signals(p, apply_derived(r["runs"], derived, report.derived_params), r, names, engine.kind)
+            for p, r in zip(pairs, rows)]
