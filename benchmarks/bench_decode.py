@@ -11,6 +11,14 @@ every row decodes its full budget: tokens decoded are the same for both paths).
           readout prompt (NaiveEngine);
   engine: decode.Decoder (one prefill per prompt, samples expanded from it, all rows of all
           pairs in one continuously batched decode), verdicts by the prefix engine.
+  vllm:   (when vllm is importable: the venv of benchmarks/vllm_parity.sh) the vLLM backend's
+          engine and decoder on the same model directory and pairs (anchor shape only; its
+          engine start is timed apart).
+
+The decoder's decode steps are split into the model forward (with the LM head) and everything
+else (sampling, stop checks, retiring, planning), and set against a floor: the FLOPs of the
+tokens decoded (2 per weight per token, the LM head, each row's own attention scores) over the
+matrix-product rate measured in the same run at the decode step's shape.
 
     python benchmarks/bench_decode.py [--pairs 4] [--rounds 1] [--budget 32] [--shape anchor] [--sample] [--unsplit]
     python benchmarks/bench_decode.py --shape qwen3-8b --device cuda --warmup 1 --memory-gb 48   # a GPU
@@ -92,7 +100,7 @@ def bank_pairs(loaded, n_pairs: int):
                  text_of_tokens(t, R_TOKENS, 3 * i + 2), split="selection") for i in range(n_pairs)]
 
 
-def _run(loaded, pairs, budget: int, naive: bool, memory_gb: float | None = None, split: bool = True):
+def _run(loaded, pairs, budget: int, naive, memory_gb: float | None = None, split: bool = True):
     """-> (rows, tokens decoded, GenerativeReport, the decoder's DecodeStats or None).
     split: the decoder's steps attend in width groups (False: every row over the widest)."""
     from baer_fast.runtime.config import EngineConfig
@@ -103,6 +111,9 @@ def _run(loaded, pairs, budget: int, naive: bool, memory_gb: float | None = None
     cfg = GenerationConfig(max_new_tokens={n: budget for n in EXPERTS}, seed=0)
     budget_kw = {} if memory_gb is None else {"memory_budget_bytes": int(memory_gb * 2**30)}
     rep = GenerativeReport()
+    if naive == "vllm":             # `loaded` is a VllmEngine here: its own decoder
+        rows = run_generative(loaded, pairs, EXPERTS, config=cfg, report=rep)
+        return rows, sum(c.tokens_decoded for c in rep.cost.values()), rep, None
     dec = HFGenerate(loaded) if naive else Decoder(loaded, split_attention=split, **budget_kw)
     engine = NaiveEngine(loaded) if naive else PrefixEngine(loaded, EngineConfig(**budget_kw))
     rows = run_generative(engine, pairs, EXPERTS, config=cfg, report=rep, decoder=dec)
@@ -114,6 +125,64 @@ def _row(name, times, n_pairs, decoded):
     med = statistics.median(times)
     return {"method": name, "pairs_per_s": n_pairs / med, "decoded_tokens_per_s": decoded / med,
             "decoded_per_pair": decoded / n_pairs, "median_s": med, "min_s": min(times), "max_s": max(times)}
+
+
+def matmul_rate(loaded, rows: int, *, repeats: int = 5) -> float:
+    """FLOP/s of the model's dtype and device on a decode step's largest product: [rows, hidden]
+    x [hidden, intermediate] (median of `repeats`)."""
+    import torch
+    cfg = loaded.model.config.get_text_config()
+    dev, dt = loaded.device, loaded.dtype
+    a = torch.randn(max(1, rows), cfg.hidden_size, device=dev).to(dt)
+    b = torch.randn(cfg.hidden_size, cfg.intermediate_size, device=dev).to(dt)
+    times = []
+    for _ in range(repeats + 1):
+        if dev.type == "cuda":
+            torch.cuda.synchronize(dev)
+        t0 = time.perf_counter()
+        for _ in range(10):
+            a @ b
+        if dev.type == "cuda":
+            torch.cuda.synchronize(dev)
+        times.append((time.perf_counter() - t0) / 10)
+    return 2 * a.shape[0] * a.shape[1] * b.shape[1] / statistics.median(times[1:])
+
+
+def decode_floor(loaded, stats, rate: float) -> dict:
+    """The decoded tokens' FLOPs (their matrices, the LM head, each row's own attention scores)
+    and the seconds they take at `rate`, beside the decode steps' measured time."""
+    from baer_fast.runtime.model.flops import flop_model
+    fm = flop_model(loaded)
+    cfg = loaded.model.config.get_text_config()
+    flops = fm.flops(stats.tokens_decoded, stats.scores_decoded_own) + 2 * cfg.hidden_size * cfg.vocab_size * \
+        stats.tokens_decoded
+    return {"decoded_gflop": flops / 1e9, "matmul_gflop_per_s": rate / 1e9, "floor_s": flops / rate,
+            "step_s": stats.step_seconds, "step_forward_s": stats.step_forward_seconds,
+            "step_other_s": stats.step_seconds - stats.step_forward_seconds,
+            "other_share_of_steps": (stats.step_seconds - stats.step_forward_seconds) / max(stats.step_seconds, 1e-12),
+            "steps_over_floor": stats.step_seconds / max(flops / rate, 1e-12)}
+
+
+def _vllm(folder: str, pairs, budget: int, rounds: int):
+    """The vLLM backend on the anchor model directory -> (row, results of the last round, start seconds) or None."""
+    import importlib.util
+    if importlib.util.find_spec("vllm") is None:
+        return None
+    from random_judge import build_anchor_dir
+
+    from baer_fast.runtime.vllm.backend import VllmEngine, VllmOptions
+    t0 = time.perf_counter()
+    engine = VllmEngine.from_path(build_anchor_dir(folder), VllmOptions())
+    start = time.perf_counter() - t0
+    times, res = [], None
+    try:
+        for _ in range(rounds):
+            t0 = time.perf_counter()
+            res = _run(engine, pairs, budget, "vllm")
+            times.append(time.perf_counter() - t0)
+    finally:
+        engine.close()
+    return _row("generative bank: the vLLM backend (its decoder and readout)", times, len(pairs), res[1]), res, start
 
 
 def run(n_pairs: int, rounds: int, budget: int, folder: str, shape: str = "anchor", device: str = "auto",
@@ -156,6 +225,13 @@ def run(n_pairs: int, rounds: int, budget: int, folder: str, shape: str = "ancho
         optional["max_abs_u_diff_split_unsplit"] = diff(False, "unsplit")
     cost = {n: {"calls": c.calls, "rows": c.rows, "tokens_decoded": c.tokens_decoded, "seconds": c.seconds}
             for n, c in results[False][2].cost.items()}
+    optional["floor"] = decode_floor(loaded, results[False][3], matmul_rate(loaded, results[False][3].rows_peak))
+    vllm = _vllm(folder, pairs, budget, rounds) if shape == "anchor" else None
+    if vllm is not None:
+        rows.append(vllm[0])
+        optional.update({"vllm_engine_start_s": vllm[2], "decoder_vs_vllm": vllm[0]["median_s"] / rows[1]["median_s"],
+                         "max_abs_u_diff_greedy_vllm": max(abs(u - v) for a, b in zip(results[False][0], vllm[1][0])
+                                                           for n in greedy for u, v in zip(a["runs"][n], b["runs"][n]))})
     return {"bench": "decode", "load_avg_1m": os.getloadavg()[0], "threads": torch.get_num_threads(),
             "pairs": n_pairs, "rounds": rounds, "warmup": warmup, "memory_gb": memory_gb, "budget": budget,
             "q_tokens": None if sample else Q_TOKENS, "r_tokens": None if sample else R_TOKENS,
@@ -165,6 +241,44 @@ def run(n_pairs: int, rounds: int, budget: int, folder: str, shape: str = "ancho
             "speedup": rows[0]["median_s"] / rows[1]["median_s"],
             "speedup_per_round": [a / b for a, b in zip(times[True], times[False])],
             "speedup_min": rows[0]["min_s"] / rows[1]["min_s"], "engine_cost": cost, **optional, "rows": rows}
+
+
+def memory_rate(loaded) -> float:
+    """Bytes/s of a large on-device copy (read + write), the weights-read floor's bandwidth."""
+    import torch
+    dev = loaded.device
+    n = (1 << 28) if dev.type == "cuda" else (1 << 25)
+    a = torch.empty(n, dtype=torch.uint8, device=dev)
+    b = torch.empty_like(a)
+    times = []
+    for _ in range(4):
+        if dev.type == "cuda":
+            torch.cuda.synchronize(dev)
+        t0 = time.perf_counter()
+        b.copy_(a)
+        if dev.type == "cuda":
+            torch.cuda.synchronize(dev)
+        times.append(time.perf_counter() - t0)
+    return 2 * n / statistics.median(times[1:])
+
+
+def decode_steps(loaded, rows: int, prompt_tokens: int, budget: int, kernels: str) -> dict:
+    """`rows` greedy rows of `prompt_tokens` each decoding `budget` tokens together (EOS off): the
+    decoder's tokens/s and step time, its forward share, and the floor of reading the weights once
+    per step at the device's measured copy bandwidth."""
+    from baer_fast.runtime.decode import Decoder, GenRequest
+    vocab = loaded.model.get_input_embeddings().num_embeddings
+    reqs = [GenRequest(tuple((r * 7919 + i * 31) % (vocab - 10) + 10 for i in range(prompt_tokens)), budget)
+            for r in range(rows)]
+    dec = Decoder(loaded, eos_ids=(), kernels=kernels, max_rows=rows, memory_budget_bytes=64 << 30)
+    dec.generate(reqs)
+    s = dec.stats
+    weight_bytes = sum(p.numel() * p.element_size() for p in loaded.model.parameters())
+    floor = weight_bytes / memory_rate(loaded)
+    return {"kernels": kernels, "decode_kernel": dec._kernel, "rows": rows, "prompt_tokens": prompt_tokens,
+            "budget": budget, "steps": s.steps, "tokens_per_s": s.tokens_decoded / max(s.seconds, 1e-12),
+            "step_ms": 1e3 * s.step_seconds / max(s.steps, 1), "step_forward_ms": 1e3 * s.step_forward_seconds / max(s.steps, 1),
+            "weights_read_floor_ms": 1e3 * floor, "weight_gib": weight_bytes / 2**30}
 
 
 def main(argv=None) -> int:
@@ -180,9 +294,25 @@ def main(argv=None) -> int:
                     help="pairs from the demo's LLMBar Natural sample (real lengths) instead of synthetic ones")
     ap.add_argument("--unsplit", action="store_true",
                     help="also time the decoder with every decode step over the widest row (no width groups)")
+    ap.add_argument("--steps", type=int, default=0, metavar="ROWS",
+                    help="instead: ROWS greedy rows decoding together, masked path (kernels torch) and kernel path "
+                         "(kernels auto) side by side: tokens/s, step time, the weights-read floor")
+    ap.add_argument("--prompt-tokens", type=int, default=512, help="with --steps: prompt length of every row")
     from random_judge import add_model_arguments
     add_model_arguments(ap)
     args = ap.parse_args(argv)
+    if args.steps:
+        from random_judge import load_random
+        with tempfile.TemporaryDirectory() as folder:
+            loaded = load_random(folder, args.shape, device=args.device, dtype=args.dtype)
+            decode_steps(loaded, min(args.steps, 4), 16, 4, "torch")          # untimed warm-up
+            paths = [decode_steps(loaded, args.steps, args.prompt_tokens, args.budget, k) for k in ("torch", "auto")]
+        for r in paths:
+            print(f"decode steps, kernels={r['kernels']} (kernel path: {r['decode_kernel']}): {r['tokens_per_s']:.0f} "
+                  f"tok/s, {r['step_ms']:.1f} ms/step (forward {r['step_forward_ms']:.1f}), weights-read floor "
+                  f"{r['weights_read_floor_ms']:.2f} ms", file=sys.stderr)
+        print(json.dumps({"bench": "decode_steps", "shape": args.shape, "paths": paths}))
+        return 0
     with tempfile.TemporaryDirectory() as folder:
         res = run(args.pairs, args.rounds, args.budget, folder, args.shape, args.device, args.dtype,
                   warmup=args.warmup, memory_gb=args.memory_gb, sample=args.sample, unsplit=args.unsplit)
@@ -192,6 +322,10 @@ def main(argv=None) -> int:
               f"{s['rows_peak']} rows at most, {s['sorts']} slot sorts, {s['seconds']:.2f}s in generate; decode "
               f"steps computed {s['scores_decoded'] / max(1, s['scores_decoded_own']):.2f}x their rows' own attention "
               "scores", file=sys.stderr)
+    f = res["floor"]
+    print(f"decode steps: {f['step_s']:.2f}s, forward {f['step_forward_s']:.2f}s, other {f['step_other_s']:.2f}s "
+          f"({100 * f['other_share_of_steps']:.0f}%); floor {f['floor_s']:.2f}s ({f['decoded_gflop']:.1f} GFLOP at "
+          f"{f['matmul_gflop_per_s']:.0f} GFLOP/s)", file=sys.stderr)
     for r in res["rows"]:
         print(f"{r['method']:<64} {r['pairs_per_s']:7.3f} pairs/s {r['decoded_tokens_per_s']:8.0f} decoded tok/s "
               f"median {r['median_s']:.2f}s [{r['min_s']:.2f}, {r['max_s']:.2f}]", file=sys.stderr)

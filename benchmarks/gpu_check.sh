@@ -17,6 +17,11 @@
 #      workload on 4 LLMBar sample pairs, to stay within its timeout -> bench_engine.json),
 #      bench_decode at the Qwen3-8B shape on 3 LLMBar sample pairs (HF generate vs the batched
 #      decoder, its steps in width groups and in one width -> bench_decode.json),
+#      bench_decode --steps 64 at the Qwen3-8B shape: 64 greedy rows decoding together through
+#      the masked SDPA path (kernels torch) and the decode-attention kernel path (kernels auto,
+#      taken only if its load-time token probe passes): tokens/s, step time, the weights-read
+#      floor (weights over the measured copy bandwidth) -> bench.log and summary.json; there is
+#      no CUDA-graph-captured path yet (the decode step's shapes are not static), so none is timed;
 #      bench_backends if vllm is installed (-> bench_backends.json);
 #   4. summary.json: environment, exit codes, the benchmark lines.
 # At most 8 files come back from a lent machine: the list above is exactly 8.
@@ -126,6 +131,11 @@ echo "== bench_decode (qwen3-8b shape, bf16)" >> "$LOG"
 timeout 150 "$PY" -P benchmarks/bench_decode.py --shape qwen3-8b --device cuda --dtype bfloat16 \
     --pairs 3 --rounds 1 --budget 32 --warmup 1 --memory-gb 48 --sample --unsplit > "$OUT/bench_decode.json" 2>> "$LOG"
 DECODE_RC=$?
+echo "== bench_decode --steps 64 (qwen3-8b shape, bf16: masked path vs decode kernel)" >> "$LOG"
+timeout 180 "$PY" -P benchmarks/bench_decode.py --steps 64 --prompt-tokens 512 --budget 64 --shape qwen3-8b \
+    --device cuda --dtype bfloat16 > "$TMP/bench_decode_steps_line.json" 2>> "$LOG"
+STEPS_RC=$?
+cat "$TMP/bench_decode_steps_line.json" >> "$LOG"
 # vLLM backend: hf engine vs vLLM on the same token ids, only if this python already has vllm.
 if "$PY" -c "import vllm" 2>/dev/null; then
     echo "== bench_backends" >> "$LOG"
@@ -138,10 +148,11 @@ fi
 tail -n 40 "$LOG"
 
 # 4. summary
-"$PY" - "$OUT" "$TMP" "$TESTS_RC" "$KERNELS_RC" "$ENGINE_RC" "$DECODE_RC" "$BACKENDS_RC" <<'EOF'
+"$PY" - "$OUT" "$TMP" "$TESTS_RC" "$KERNELS_RC" "$ENGINE_RC" "$DECODE_RC" "$BACKENDS_RC" "$STEPS_RC" <<'EOF'
 import json, os, sys
 out, tmp = sys.argv[1], sys.argv[2]
-rc = dict(zip(["tests", "bench_kernels", "bench_engine", "bench_decode", "bench_backends"], map(int, sys.argv[3:])))
+rc = dict(zip(["tests", "bench_kernels", "bench_engine", "bench_decode", "bench_backends", "bench_decode_steps"],
+              map(int, sys.argv[3:])))
 def read(folder, name):
     path = os.path.join(folder, name)
     try:
@@ -152,7 +163,8 @@ def read(folder, name):
         return None
 summary = {"env": read(tmp, "env.json"), "rc": rc, "smoke": read(tmp, "gpu_smoke.json"),
            "bench_kernels": read(tmp, "bench_kernels_line.json"), "bench_engine": read(out, "bench_engine.json"),
-           "bench_decode": read(out, "bench_decode.json"), "bench_backends": read(out, "bench_backends.json")}
+           "bench_decode": read(out, "bench_decode.json"), "bench_backends": read(out, "bench_backends.json"),
+           "bench_decode_steps": read(tmp, "bench_decode_steps_line.json")}
 with open(os.path.join(out, "summary.json"), "w") as f:
     json.dump(summary, f, indent=1)
 print(json.dumps({k: v for k, v in summary.items() if k in ("env", "rc")}))

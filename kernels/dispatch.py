@@ -1,11 +1,11 @@
 """Kernel dispatch: the one place that decides Triton or torch. Callers use only this module.
 
-Boundary: tensors in, tensors out, and one decision — which implementation runs. Knows
-nothing about models, prompts or heads.
+Boundary: tensors in, tensors out, one decision (which implementation runs); no models, prompts.
 
     HAS_TRITON_GPU                       a CUDA device and an importable Triton, decided at import
     resolve_kernels(kind, device=None)   "auto" | "torch" | "triton" -> "triton" | "torch"
     read_choices(hidden, weight, choice_ids, *, bias=None, kernels="auto")   see choice_logits.py
+    decode_attention(q, k_buf, v_buf, slots, lengths, *, scale, kernels="auto")   see decode_attention.py
     compute_evidence(u, eps=EPS, *, category=None, n_categories=0, kernels="auto")
                                          see evidence_features.py
 
@@ -23,6 +23,8 @@ import torch
 
 from baer_fast.kernels._triton import KernelUnavailableError
 from baer_fast.kernels.choice_logits import choice_logits, choice_logits_ref
+from baer_fast.kernels.decode_attention import decode_attention as _decode_attention
+from baer_fast.kernels.decode_attention import decode_attention_ref
 from baer_fast.kernels.constants import EPS
 from baer_fast.kernels.evidence_features import (Evidence, evidence_features,
                                                  evidence_features_ref)
@@ -85,6 +87,13 @@ def read_choices(hidden: torch.Tensor, weight: torch.Tensor, choice_ids: torch.T
     """hidden [N, H], weight [V, H], choice_ids [N, C] | [C] -> logprobs [N, C] fp32."""
     fn = choice_logits if resolve_kernels(kernels, hidden.device) == "triton" else choice_logits_ref
     return fn(hidden, weight, choice_ids, bias=bias)
+
+
+def decode_attention(q: torch.Tensor, k_buf: torch.Tensor, v_buf: torch.Tensor, slots: torch.Tensor,
+                     lengths: torch.Tensor, *, scale: float, kernels: str = "auto") -> torch.Tensor:
+    """q [B, Hq, D], k_buf [S, Hkv, C, D], v_buf [S, Hkv, C, Dv], slots [B], lengths [B] -> [B, Hq, Dv]."""
+    fn = _decode_attention if resolve_kernels(kernels, q.device) == "triton" else decode_attention_ref
+    return fn(q, k_buf, v_buf, slots, lengths, scale=scale)
 
 
 def compute_evidence(u: torch.Tensor, eps: float = EPS, *, category: torch.Tensor | None = None,

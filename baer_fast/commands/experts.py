@@ -112,7 +112,8 @@ def generation_config(args, names: list[str]):
             raise InputError(f"{item.strip()!r}: expected EXPERT=N with N >= 1 and EXPERT one of "
                              f"{', '.join(protocols.GENERATIVE)}", field="--max-new-tokens")
         budgets.update({name: n} if name else {g: n for g in protocols.GENERATIVE})
-    return GenerationConfig(max_new_tokens=budgets, seed=args.seed)
+    # one memory budget: the decoder's slots and activations live within --memory-gb like the engine's KV
+    return GenerationConfig(max_new_tokens=budgets, seed=args.seed, memory_budget_bytes=int(args.memory_gb * 2**30))
 
 
 def _open_writer(path: str, fingerprint: dict, overwrite: bool):

@@ -84,7 +84,8 @@ def open_decoder(engine, config):
     if hasattr(engine, "make_decoder"):
         return engine.make_decoder(config)
     from baer_fast.runtime.decode import Decoder
-    return Decoder(engine.loaded, max_rows=config.max_rows, memory_budget_bytes=config.memory_budget_bytes)
+    return Decoder(engine.loaded, max_rows=config.max_rows, memory_budget_bytes=config.memory_budget_bytes,
+                   kernels=getattr(getattr(engine, "config", None), "kernels", "auto"))
 
 
 def engine_from_args(args, make_hf_engine):

@@ -20,6 +20,7 @@ if not torch.cuda.is_available():
     os.environ["TRITON_INTERPRET"] = "1"
 
 _KERNEL_MODULES = ("baer_fast.kernels.choice_logits", "baer_fast.kernels.evidence_features",
+                   "baer_fast.kernels.decode_attention",
                    "baer_fast.kernels.dispatch")
 
 

@@ -12,3 +12,5 @@ def test_bench_decode_one_sample_pair(tmp_path):
     s, u = res["decoder_stats"], res["unsplit_decoder_stats"]
     assert s["scores_decoded"] >= s["scores_decoded_own"] > 0 and s["scores_prefilled"] > 0
     assert s["scores_decoded_own"] == u["scores_decoded_own"] and s["scores_decoded"] <= u["scores_decoded"]
+    f = res["floor"]
+    assert 0 < f["step_forward_s"] <= f["step_s"] and f["decoded_gflop"] > 0 and f["floor_s"] > 0

@@ -213,43 +213,19 @@ def _full_sort_reference(logits, temps, top_ps, us):
 
 
 @pytest.mark.parametrize("vocab", [50, 1200, 32001])
-def test_nucleus_by_top_k_equals_full_sort(vocab):
-    """Peaked rows (nucleus inside the top K) and flat rows (full sort) pick what a full sort picks."""
+def test_nucleus_equals_plain_loops(vocab):
+    """Peaked rows and flat rows pick what plain Python loops over a full sort pick."""
     import torch
 
-    from baer_fast.runtime.decode import _Row, pick_tokens
+    from baer_fast.runtime.sampling import pick_tokens
     g = torch.Generator().manual_seed(vocab)
     scale = torch.tensor([12.0, 0.1, 6.0, 1.0, 30.0, 0.5])[:, None]
     logits = torch.randn(6, vocab, generator=g) * scale
     temps, top_ps = [0.7, 1.0, 0.5, 1.3, 0.9, 0.7], [0.95, 0.9, 1.0, 0.5, 0.99, 0.3]
     us = torch.rand(6, generator=g, dtype=torch.float64).tolist()
-    rows = [_Row(0, 4, False, t, p, [u], ()) for t, p, u in zip(temps, top_ps, us)]
     want = _full_sort_reference(logits, temps, top_ps, us)
-    assert pick_tokens(logits, rows) == want
-    assert any(r.wide for r in rows) or vocab <= 1024
-    assert pick_tokens(logits, rows) == want          # flat rows now go straight to the full sort
-
-
-def test_near_tie_order_flip_leaves_the_pick_alone():
-    """Two tokens a hair apart in probability swap places in probability order when rounding
-    differs (another batch, another device). The pick may move only for a u inside that hair,
-    not for every u in the two tokens' intervals."""
-    import torch
-
-    from baer_fast.runtime.decode import _Row, pick_tokens
-    g = torch.Generator().manual_seed(0)
-    base = torch.randn(1, 300, generator=g) * 0.5
-    base[0, 7] = base[0, 150] = 2.0                          # two leading, tied tokens
-    one, other = base.clone(), base.clone()
-    one[0, 7] += 1e-5                                         # 7 just ahead of 150 ...
-    other[0, 150] += 1e-5                                     # ... and the other way round
-    us = torch.rand(400, generator=g, dtype=torch.float64).tolist()
-    for top_p in (1.0, 0.9):
-        flips = 0
-        for u in us:
-            rows = [_Row(0, 4, False, 1.0, top_p, [u], ())]
-            flips += pick_tokens(one, rows) != pick_tokens(other, [_Row(0, 4, False, 1.0, top_p, [u], ())])
-        assert flips == 0
+    got = pick_tokens(logits, torch.tensor(temps), torch.tensor(top_ps), torch.tensor(us, dtype=torch.float64))
+    assert got.tolist() == want
 
 
 def test_real_length_prompts_are_not_padded_to_each_others_pasts(qwen):
@@ -286,3 +262,37 @@ def test_decode_steps_count_their_masked_padding(qwen):
         want, own = want + len(lens) * (max(lens) + 1), own + sum(lens) + len(lens)
     assert (both.stats.scores_decoded, both.stats.scores_decoded_own) == (want, own)
     assert want > own
+
+
+def test_memory_budget_forces_waves_and_bounds_the_slots(qwen):
+    """A budget that holds three slots after the forwards' activations: rows go through in waves
+    of at most three, the slot buffers plus the reserve stay within it, and every row's tokens are
+    those of a decoder with room for all of them."""
+    from baer_fast.runtime.slots import activation_bytes
+    prompts = random_prompts(qwen, 7, seed=11)
+    reqs = [GenRequest(p, 4 + k % 3) for k, p in enumerate(prompts)] + [_sampled(prompts[0], [1, 2, 3], n=5)]
+    want = Decoder(qwen).generate(reqs)
+    need = max(len(r.prompt) + r.max_new_tokens + 1 for r in reqs)
+    reserve = activation_bytes(qwen, tokens=64, rows=10, columns=min(need, 4 * 64))
+    budget = reserve + 3 * need * qwen.kv_bytes_per_token
+    dec = Decoder(qwen, memory_budget_bytes=budget, prefill_tokens=64)
+    got = dec.generate(reqs)
+    assert [r.tokens for r in got] == [r.tokens for r in want]
+    assert dec.stats.rows_peak == 3
+    assert dec.stats.kv_bytes_peak + dec.stats.reserve_bytes <= budget
+    assert dec.stats.kv_bytes_peak == 3 * need * qwen.kv_bytes_per_token
+
+
+def test_verdict_reads_pad_short_cues_past_the_widest_slot(qwen):
+    """Two rows finish together and read verdicts in one forward: the widest row has the shortest
+    cue, so its padding runs past the slots' last column. Each verdict equals a plain forward of
+    prompt + generation + cue."""
+    from baer_fast.runtime.naive import NaiveEngine
+    from baer_fast.runtime.queries import Query
+    long, short = random_prompts(qwen, 1, seed=21, lo=40, hi=40)[0], random_prompts(qwen, 1, seed=22, lo=5, hi=5)[0]
+    reqs = [GenRequest(long, 4, cue=(11,), choices=(5, 6)), GenRequest(short, 4, cue=tuple(range(12, 20)), choices=(7, 8))]
+    got = Decoder(qwen, eos_ids=()).generate(reqs)
+    queries = [Query(r.prompt + g.tokens[0] + r.cue, r.choices) for r, g in zip(reqs, got)]
+    plain = NaiveEngine(qwen).run([queries]).logprobs[0]
+    for g, lp in zip(got, plain):
+        assert g.verdicts[0] == pytest.approx(lp, abs=1e-5)

@@ -174,7 +174,7 @@ def eos_ids(path: str, tok, trust_remote_code: bool = False) -> frozenset:
     if eos is None:
         eos = getattr(AutoConfig.from_pretrained(path, local_files_only=True, trust_remote_code=trust_remote_code),
                       "eos_token_id", None)
-    from baer_fast.runtime.decode import eos_set
+    from baer_fast.runtime.stops import eos_set
     return eos_set(eos, tok)
 
 
@@ -274,7 +274,7 @@ class VllmDecoder:
     their own seed (GenRequest.seeds), so a row's tokens do not depend on the batch. EOS is the
     hf decoder's set (vLLM's own EOS rule is off: ignore_eos + stop_token_ids); stop strings let
     vLLM stop early and the stopping token is then re-derived with the hf decoder's own rule
-    (decode._hits_stop), so the kept tokens are the hf decoder's. A request with a cue and
+    (stops.hits_stop), so the kept tokens are the hf decoder's. A request with a cue and
     choices gets its verdicts read right after, through the engine's constrained readout
     without a prefix-cache reset (the generation's KV is reused). vLLM's sampler is not the
     hf decoder's inverse-CDF sampler: sampled rows are reproducible per seed on vLLM, not
@@ -307,7 +307,7 @@ class VllmDecoder:
         return results
 
     def _read_verdicts(self, requests, results) -> None:
-        from baer_fast.runtime.decode import trim_generation
+        from baer_fast.runtime.stops import trim_generation
         tok = self.engine.loaded.tokenizer
         where, queries = [], []
         for i, (req, res) in enumerate(zip(requests, results)):
@@ -327,7 +327,7 @@ def hf_finish(tok, ids: tuple[int, ...], req, eos, vllm_reason: str) -> tuple[tu
     then the budget. vLLM stopped on the same conditions, so normally only its last token stops;
     a stop string that vLLM's incremental detokenizer saw but the hf rule does not is kept as
     vLLM's "stop" (logged) rather than silently extended."""
-    from baer_fast.runtime.decode import hits_stop
+    from baer_fast.runtime.stops import hits_stop
     for k, t in enumerate(ids):
         if t in eos:
             return ids[: k + 1], "eos"
