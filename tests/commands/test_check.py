@@ -24,8 +24,9 @@ def test_a_judge_that_runs(capsys, qwen_dir, loaded_models):
     assert r["decoder"]["width_groups"] is True
     assert r["kv_bytes_per_token"] == 2 * 2 * (2 * 16) * 4          # layers x (K + V) x (heads x dim) x fp32
     assert r["weights_bytes"] == 4 * sum(t.numel() for t in loaded_models(qwen_dir).model.parameters())
-    # every expert that reads a verdict: its labels, each one token id, distinct
-    assert set(r["labels"]) == {n for n in protocols.ALL if n not in protocols.DERIVED_EXPERTS}
+    # every expert that reads a verdict: its labels, each one token id, distinct (pride re-weights
+    # direct's verdicts; calibraeval reads its own label-exchanged prompt too)
+    assert set(r["labels"]) == {n for n in protocols.ALL if n != "pride"}
     assert all(len(set(ids.values())) == len(ids) for ids in r["labels"].values())
     # the prompts' own tokens: every prompt and generative expert, the pairwise ones above pointwise's
     assert set(r["prompt_overhead_tokens"]) == set(protocols.PROMPT_EXPERTS + protocols.GENERATIVE)
