@@ -1,0 +1,1 @@
+"""The expert bank: pairs in, signals out (query building, single-pass and generative runs, derived experts)."""

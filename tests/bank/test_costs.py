@@ -1,0 +1,53 @@
+"""Per-expert cost accounting of a bank run sums to the runtime's own counters exactly."""
+from __future__ import annotations
+
+import pytest
+
+from baer_fast.bank.costs import fit_to_total
+from baer_fast.io.records import Pair
+
+
+def _pairs(n):
+    qs = ["Which is prime, 7 or 8?", "Explain why the sum is even.", "Which is prime, 7 or 8?"]
+    return [Pair(f"c{i}", qs[i % 3], f"answer {i} is seven", f"response {i * 3} is eight because", label="a")
+            for i in range(n)]
+
+
+@pytest.mark.parametrize("naive", [False, True])
+def test_single_pass_shares_sum_to_engine_counter(qwen_dir, naive):
+    from baer_fast.runtime.runner import RunReport, run_experts
+    rep = RunReport()
+    sig = run_experts(qwen_dir, _pairs(5), experts=["direct", "score", "pointwise"], naive=naive, report=rep)
+    cells = [c for s in sig for c in s.meta["expert_cost"].values()]
+    assert sum(c["prefilled"] for c in cells) == rep.stats.tokens_prefilled
+    assert all(c["decoded"] == 0 for c in cells)
+    assert all(c["prefilled"] > 0 for c in cells)
+    # the shares come from the plan itself, not from the final rescaling to the counter
+    from baer_fast.bank.costs import prefill_weights
+    from baer_fast.runtime.runner import make_engine
+    w = prefill_weights(make_engine(qwen_dir, naive=naive), _pairs(5), ["direct", "score", "pointwise"])
+    assert [{k: s.meta["expert_cost"][k]["prefilled"] for k in d} for s, d in zip(sig, w)] == w
+    if naive:      # each prompt whole: the per-pair counter too
+        assert [sum(c["prefilled"] for c in s.meta["expert_cost"].values()) for s in sig] == \
+            [s.meta["tokens_naive"] for s in sig]
+
+
+def test_generative_decoded_and_prefill_sum_to_counters(qwen_dir):
+    from baer_fast.runtime.generative import GenerationConfig
+    from baer_fast.runtime.runner import RunReport, run_experts
+    rep = RunReport()
+    sig = run_experts(qwen_dir, _pairs(3), experts=["direct", "cot"], report=rep,
+                      generation=GenerationConfig(max_new_tokens={"cot": 6}))
+    cost = [s.meta["expert_cost"] for s in sig]
+    assert sum(c["cot"]["decoded"] for c in cost) == sum(c.tokens_decoded for c in rep.generative.cost.values())
+    assert sum(c["cot"]["decoded"] for c in cost) > 0 and all(c["direct"]["decoded"] == 0 for c in cost)
+    total = rep.stats.tokens_prefilled + rep.generative.decode_prefilled
+    assert sum(c[n]["prefilled"] for c in cost for n in c) == total
+
+
+def test_fit_to_total_is_exact_and_keeps_matching_shares():
+    w = [{"a": 3, "b": 1}, {"a": 2, "b": 0}]
+    assert fit_to_total(w, 6) == w
+    for total in (0, 1, 7, 11, 1000):
+        got = fit_to_total(w, total)
+        assert sum(v for d in got for v in d.values()) == total
