@@ -50,10 +50,16 @@ def _records(args, art, rejects):
     from baer_fast.runtime.config import EngineConfig
     from baer_fast.runtime.runner import run_experts
 
-    # derived experts (PriDe, CalibraEval) use the parameters frozen in the artifact, never refitted
-    records = run_experts(args.model, pairs, experts=art["experts"], config=EngineConfig(kernels=args.kernels),
-                          derived_params=art.get("derived_params") or None)
-    return records, args.input
+    from baer_fast.runtime.runner import make_engine
+    engine = make_engine(args.model, config=EngineConfig(kernels=args.kernels))
+
+    def bank(some, experts):
+        # derived experts (PriDe, CalibraEval) use the parameters frozen in the artifact, never refitted
+        return run_experts(engine, some, experts=experts, derived_params=art.get("derived_params") or None)
+    if art.get("cascade"):      # early exit: the rest of the bank only for the pairs stage 1 leaves open
+        from baer_fast.selection.cascade import run_staged
+        return run_staged(art, pairs, bank)[0], args.input
+    return bank(pairs, art["experts"]), args.input
 
 
 def run(args) -> int:
@@ -70,7 +76,8 @@ def run(args) -> int:
         records, where = _records(args, art, rejects)
     finally:
         report_rejects(rejects)
-    check_experts(art, records, where)
+    if not (args.input and art.get("cascade")):      # a cascade runs stage 2 only where needed
+        check_experts(art, records, where)
     head = artifact.deployed_head(art)
     fingerprint = {"command": "score", "input_sha256": file_sha256(where), "head": art["checksum"]}
     if args.input:      # the judge made the evidence: another model's scores must not be mixed in

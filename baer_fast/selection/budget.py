@@ -9,7 +9,7 @@ Search (deterministic): greedy forward from the empty set and greedy backward fr
 full bank, each step scored by the stack's (Eq. 6) out-of-fold accuracy over repeated
 id-hashed fold assignments, one lambda (the full bank's, chosen on selection/calibration).
 Among the visited subsets within the budget the highest CV accuracy wins; ties go to the
-cheaper, then the smaller, then the alphabetically first subset. Test rows are never read.
+lower CV log-loss, then the cheaper, the smaller, the first by name. Test rows are never read.
 """
 from __future__ import annotations
 
@@ -148,19 +148,31 @@ class SubsetCV:
             s[te] = (phi[te] / rms) @ w
         return s
 
-    def accuracy(self, subset: Sequence[str]) -> float:
+    def figures(self, subset: Sequence[str]) -> tuple[float, float]:
+        """(CV accuracy, CV log-loss), each averaged over the fold assignments and rounded."""
         key = tuple(sorted(subset))
         if key not in self._memo:
-            accs = [np.mean(np.where(self.oof_scores(key, f) >= 0, 1.0, -1.0) == self.y) for f in self.folds]
-            self._memo[key] = round(float(np.mean(accs)), self.rounding)
+            scores = [self.oof_scores(key, f) for f in self.folds]
+            acc = np.mean([np.mean(np.where(s >= 0, 1.0, -1.0) == self.y) for s in scores])
+            loss = np.mean([np.mean(np.logaddexp(0.0, -self.y * s)) for s in scores])
+            self._memo[key] = (round(float(acc), self.rounding), round(float(loss), self.rounding))
         return self._memo[key]
+
+    def accuracy(self, subset: Sequence[str]) -> float:
+        return self.figures(subset)[0]
+
+    def rank(self, subset: Sequence[str]) -> tuple[float, float]:
+        """Higher is better: CV accuracy, then lower CV log-loss."""
+        acc, loss = self.figures(subset)
+        return acc, -loss
 
 
 def _visit(cv: SubsetCV, costs: dict, subset, how: str, seen: dict) -> None:
     key = tuple(sorted(subset))
     if key not in seen:
+        acc, loss = cv.figures(key)
         seen[key] = {"experts": list(key), "cost": float(sum(costs[e] for e in key)),
-                     "cv_accuracy": cv.accuracy(key), "found_by": how}
+                     "cv_accuracy": acc, "cv_logloss": loss, "found_by": how}
 
 
 def search(cv: SubsetCV, costs: dict, limit: float) -> list[dict]:
@@ -171,13 +183,13 @@ def search(cv: SubsetCV, costs: dict, limit: float) -> list[dict]:
         cands = [e for e in experts if e not in chosen and sum(costs[x] for x in chosen) + costs[e] <= limit]
         if not cands:
             break
-        best = max(cands, key=lambda e: (cv.accuracy(chosen + [e]), -costs[e], [-ord(c) for c in e]))
+        best = max(cands, key=lambda e: (cv.rank(chosen + [e]), -costs[e], [-ord(c) for c in e]))
         chosen = chosen + [best]
         _visit(cv, costs, chosen, "forward", seen)
     current = list(experts)
     _visit(cv, costs, current, "backward", seen)
     while len(current) > 1:
-        drop = max(current, key=lambda e: (cv.accuracy([x for x in current if x != e]), costs[e],
+        drop = max(current, key=lambda e: (cv.rank([x for x in current if x != e]), costs[e],
                                            [-ord(c) for c in e]))
         current = [x for x in current if x != drop]
         _visit(cv, costs, current, "backward", seen)
@@ -189,7 +201,7 @@ def choose(visited: list[dict], limit: float) -> dict:
     if not within:
         raise InputError(f"no expert subset fits the budget of {limit:g} per pair "
                          f"(cheapest expert: {min(v['cost'] for v in visited):g})", field="--budget")
-    return min(within, key=lambda v: (-v["cv_accuracy"], v["cost"], len(v["experts"]), v["experts"]))
+    return min(within, key=lambda v: (-v["cv_accuracy"], v["cv_logloss"], v["cost"], len(v["experts"]), v["experts"]))
 
 
 def labelled_rows(records: Sequence, spec: SplitSpec):
@@ -228,7 +240,7 @@ def plan_budget(records: Sequence, budget: str, *, spec: SplitSpec = SplitSpec()
             "cv_accuracy": best["cv_accuracy"], "visited": visited,
             "rule": "greedy forward + backward over expert subsets, stack out-of-fold accuracy "
                     f"({model.repeats} id-hashed 5-fold assignments, non-test rows); best within budget, "
-                    "ties to the cheaper"}
+                    "ties to lower CV log-loss, then the cheaper"}
 
 
 def fit_budget(records: Sequence, budget: str, *, condition: str, spec: SplitSpec = SplitSpec(),

@@ -20,7 +20,8 @@ import numpy as np
 from baer_fast.heads.cascade import ROUND_DIGITS, CascadeHead
 from baer_fast.heads.stack import StackHead, fit_stack
 from baer_fast.io.records import Signals
-from baer_fast.selection.budget import CostModel, expert_costs, labelled_rows, plan_budget, restrict, subset_cv_for
+from baer_fast.selection.budget import (CostModel, expert_costs, labelled_rows, parse_budget, plan_budget, restrict,
+                                       subset_cv_for)
 from baer_fast.selection.splits import SplitSpec
 
 log = logging.getLogger("baer_fast")
@@ -52,7 +53,12 @@ def fit_cascade(records: Sequence, full_art: dict, *, spec: SplitSpec = SplitSpe
     """-> full_art with `cascade` added (stage 1 fitted on the non-test rows of `records`)."""
     experts = list(full_art["experts"])
     mine = restrict(records, experts)
-    plan = plan_budget(mine, cascade.cheap_budget, spec=spec, costs_override=costs_override, model=model)
+    kind, value = parse_budget(cascade.cheap_budget)
+    if kind == "fraction":      # a share of the whole bank's cost, even when the full stage is pruned
+        rows, _, _ = labelled_rows(records, spec)
+        bank, _ = expert_costs(rows, sorted({k for r in rows for k in r.experts}), costs_override, model)
+        value = value * sum(bank.values())
+    plan = plan_budget(mine, f"tokens={value!r}", spec=spec, costs_override=costs_override, model=model)
     stage1 = plan["experts"]
     rows, roles, y = labelled_rows(mine, spec)
     cats = sorted({r.subset for r in rows})
