@@ -60,14 +60,14 @@ class Judge:
         """
         from baer_fast import artifact as artifact_io
         from baer_fast.runtime.config import EngineConfig
-        from baer_fast.runtime.runner import make_engine
+        from baer_fast.bank.runner import make_engine
 
         if backend not in BACKENDS:
             raise BaerError(f"unknown backend {backend!r} (choose from {', '.join(BACKENDS)})")
         if backend == "vllm":
             import dataclasses
 
-            from baer_fast.runtime.vllm_backend import VllmEngine, VllmOptions, require_vllm
+            from baer_fast.runtime.vllm.backend import VllmEngine, VllmOptions, require_vllm
             require_vllm()                     # says how to install it before anything loads
             opts = VllmOptions(**vllm_options) if isinstance(vllm_options, dict) else (vllm_options or VllmOptions())
             if dtype != "auto":
@@ -90,7 +90,7 @@ class Judge:
         largest generation budget of the head's generative experts (reasoning must fit too)."""
         if self._room is None:
             from baer_fast import protocols
-            from baer_fast.runtime.prompting import PromptEncoder
+            from baer_fast.bank.prompting import PromptEncoder
 
             loaded = self.engine.loaded
             enc = PromptEncoder(loaded.tokenizer, model_name=loaded.name, context_len=1 << 62)
@@ -104,7 +104,7 @@ class Judge:
 
     def pairs(self, questions: Sequence[str], responses_a: Sequence[str], responses_b: Sequence[str]) -> list:
         from baer_fast.io.records import Pair
-        from baer_fast.runtime.truncation import fit_pair, sanitize
+        from baer_fast.bank.truncation import fit_pair, sanitize
 
         if not len(questions) == len(responses_a) == len(responses_b):
             raise InputError(f"questions, responses_a and responses_b differ in length "
@@ -124,7 +124,7 @@ class Judge:
 
     def signals(self, questions, responses_a, responses_b) -> list:
         """The expert runs of each pair (for auditing), as Signals records."""
-        from baer_fast.runtime.runner import run_experts
+        from baer_fast.bank.runner import run_experts
 
         pairs = self.pairs(questions, responses_a, responses_b)
         if not pairs:

@@ -51,7 +51,7 @@ def _max_diff(ra, rb) -> float:
 
 def bench_engine_pair(name: str, engine, groups, pairs, rounds: int) -> tuple[list[dict], object]:
     """The anchor workload through engine.run and the bank through run_experts."""
-    from baer_fast.runtime.runner import RunReport, run_experts
+    from baer_fast.bank.runner import RunReport, run_experts
     t_anchor, res = _timed(lambda: engine.run(groups), rounds)
     reports: list[RunReport] = []
 
@@ -67,10 +67,10 @@ def bench_engine_pair(name: str, engine, groups, pairs, rounds: int) -> tuple[li
 def run(args, folder: str) -> dict:
     import torch
 
-    import baer_fast.runtime.readout  # noqa: F401  (bound before bench_engine puts the checkout first)
+    import baer_fast.runtime.model.readout  # noqa: F401  (bound before bench_engine puts the checkout first)
     import bench_engine
-    from baer_fast.runtime.engine import PrefixEngine
-    from baer_fast.runtime.model_loader import load_judge
+    from baer_fast.runtime.prefill import PrefixEngine
+    from baer_fast.runtime.model.load import load_judge
 
     model_dir = args.model or bench_engine.build_model(folder)
     loaded = load_judge(model_dir, dtype=args.dtype)
@@ -94,7 +94,7 @@ def run(args, folder: str) -> dict:
 
 
 def _vllm_rows(args, model_dir, groups, pairs, results) -> dict:
-    from baer_fast.runtime.vllm_backend import VllmEngine, VllmOptions
+    from baer_fast.runtime.vllm.backend import VllmEngine, VllmOptions
     info, rows = {}, []
     variants = [("vllm prefix caching", True, 1)] + ([("vllm no prefix caching", False, 1)] if args.vllm_no_cache else [])
     if args.data_parallel_size > 1:

@@ -95,8 +95,8 @@ def _run(loaded, pairs, budget: int, naive: bool, memory_gb: float | None = None
     split: the decoder's steps attend in width groups (False: every row over the widest)."""
     from baer_fast.runtime.config import EngineConfig
     from baer_fast.runtime.decode import Decoder
-    from baer_fast.runtime.engine import PrefixEngine
-    from baer_fast.runtime.generative import GenerationConfig, GenerativeReport, run_generative
+    from baer_fast.runtime.prefill import PrefixEngine
+    from baer_fast.bank.generative import GenerationConfig, GenerativeReport, run_generative
     from baer_fast.runtime.naive import NaiveEngine
     cfg = GenerationConfig(max_new_tokens={n: budget for n in EXPERTS}, seed=0)
     budget_kw = {} if memory_gb is None else {"memory_budget_bytes": int(memory_gb * 2**30)}

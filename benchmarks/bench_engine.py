@@ -51,7 +51,7 @@ def build_model(folder: str) -> str:
 def anchor_groups(loaded, n_pairs: int):
     """Per pair: 2 orders x 6 instructions over the shared [system][question][A][B] skeleton."""
     from baer_fast.protocols.base import ORDERS, Prompt, pairwise_segments
-    from baer_fast.runtime.prompting import PromptEncoder
+    from baer_fast.bank.prompting import PromptEncoder
     from baer_fast.runtime.queries import Query
     from tests.fixtures.tiny_models import text_of_tokens
 
@@ -101,8 +101,8 @@ def _row(name, times, n_pairs, tokens, flops):
 
 def _bank_workload(label: str, loaded, pairs, config, rounds: int, warmup: int):
     """The single-pass bank on `pairs`, naive vs prefix engine -> (naive times, engine times, two rows)."""
-    from baer_fast.runtime.model_loader import flop_model
-    from baer_fast.runtime.runner import RunReport, run_experts
+    from baer_fast.runtime.model.load import flop_model
+    from baer_fast.bank.runner import RunReport, run_experts
     rep_n, rep_p = RunReport(), RunReport()
     t_n, t_p, _, _ = _time_pair(lambda: run_experts(loaded, pairs, naive=True, report=rep_n),
                                 lambda: run_experts(loaded, pairs, config=config, report=rep_p), rounds, warmup)
@@ -116,10 +116,10 @@ def least_gflop_per_pair(loaded, pairs) -> float:
     """GFLOP per pair of the single-pass bank when each distinct prefix of a pair's prompts is
     computed once, every token over exactly its own prefix: the least any exact engine computes."""
     from baer_fast import protocols
-    from baer_fast.runtime.model_loader import flop_model
-    from baer_fast.runtime.prefix_tree import build_tree, tree_scores, tree_tokens
-    from baer_fast.runtime.prompting import PromptEncoder
-    from baer_fast.runtime.runner import build_all_queries
+    from baer_fast.runtime.model.load import flop_model
+    from baer_fast.runtime.plan.prefix_tree import build_tree, tree_scores, tree_tokens
+    from baer_fast.bank.prompting import PromptEncoder
+    from baer_fast.bank.runner import build_all_queries
     enc = PromptEncoder.of(loaded)
     trees = [build_tree([q.ids for q in group]) for group, _ in
              build_all_queries(enc, pairs, protocols.prompt_experts_for(protocols.SINGLE_PASS))]
@@ -137,8 +137,8 @@ def full_bank_tokens(loaded, n_pairs: int, budget: int) -> dict:
     entry (their single-pass prompts are prompt reads in the decoder's tree). Exact counts, not
     timed."""
     from baer_fast import protocols
-    from baer_fast.runtime.generative import GenerationConfig
-    from baer_fast.runtime.runner import RunReport, run_experts
+    from baer_fast.bank.generative import GenerationConfig
+    from baer_fast.bank.runner import RunReport, run_experts
     gen = GenerationConfig(max_new_tokens={n: budget for n in protocols.GENERATIVE})
     pairs = bank_pairs(loaded, n_pairs)
 
@@ -165,8 +165,8 @@ def run(n_pairs: int, rounds: int, folder: str, *, shape: str = "anchor", device
     import torch
 
     from baer_fast.runtime.config import EngineConfig
-    from baer_fast.runtime.engine import PrefixEngine
-    from baer_fast.runtime.model_loader import flop_model
+    from baer_fast.runtime.prefill import PrefixEngine
+    from baer_fast.runtime.model.load import flop_model
     from baer_fast.runtime.naive import NaiveEngine
 
     loaded = load_random(folder, shape, device=device, dtype=dtype)
@@ -290,7 +290,7 @@ if pytest is not None:
         benchmark.pedantic(NaiveEngine(loaded).run, args=(groups,), rounds=2, iterations=1)
 
     def test_anchor_prefix(benchmark, workload):
-        from baer_fast.runtime.engine import PrefixEngine
+        from baer_fast.runtime.prefill import PrefixEngine
         loaded, groups = workload
         benchmark.extra_info["pairs"] = len(groups)
         benchmark.pedantic(PrefixEngine(loaded).run, args=(groups,), rounds=3, iterations=1)

@@ -45,7 +45,7 @@ def accuracy(scores, records) -> float:
 
 
 def test_rows(records, spec):
-    from baer_fast.selection.splits import roles
+    from baer_fast.io.splits import roles
     return [r for r, role in zip(records, roles(records, spec)) if role == "test" and r.label in ("a", "b")]
 
 
@@ -199,7 +199,7 @@ def main(argv=None) -> int:
     ap.add_argument("--plot", default=None)
     args = ap.parse_args(argv)
     from baer_fast.io.adapters import load
-    from baer_fast.selection.splits import SplitSpec
+    from baer_fast.io.splits import SplitSpec
     root = data_root(args.data)
     rows, lobo = [], []
     for bench, kind, folder in SOURCES:

@@ -47,7 +47,7 @@ def run_condition(name: str, signals: list) -> dict:
     from baer_fast.heads.stack import StackHead
     from baer_fast.scoring import score_records
     from baer_fast.selection.fit import fit_condition
-    from baer_fast.selection.splits import roles
+    from baer_fast.io.splits import roles
 
     art = fit_condition(signals, condition=name)
     scores = [s["score"] for s in score_records(art, signals)]

@@ -38,7 +38,7 @@ def load_random(folder: str, shape: str = "anchor", *, device: str = "auto", dty
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from baer_fast.runtime import model_loader as ml
+    from baer_fast.runtime.model import load as ml
     from tests.fixtures.tiny_models import _config
 
     if shape not in SHAPES:

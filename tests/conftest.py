@@ -28,7 +28,7 @@ def poisoned_empty(monkeypatch):
 def refused_width_groups(monkeypatch):
     """The width-group attention raises, as under remote code that picks its attention classes
     by name and knows none of ours (the engine and the decoder must fall back to one width)."""
-    from baer_fast.runtime import width_groups
+    from baer_fast.runtime.plan import width_groups
 
     def refuse(*args, **kwargs):
         raise KeyError(f"{width_groups.NAME} is not an attention class of this model")

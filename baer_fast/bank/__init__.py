@@ -1,1 +1,1 @@
-"""The expert bank: pairs in, signals out (query building, single-pass and generative runs, derived experts)."""
+"""The expert bank: pairs in, signals out (queries, shared questions, single-pass and generative runs)."""

@@ -55,15 +55,15 @@ def owners(names) -> dict:
 
 def tagged_prompts(engine, pairs, names, generation) -> list[list[tuple]]:
     """Per pair, (token ids, expert charged) of every prompt the bank prefills for it."""
-    from baer_fast.runtime.prompting import PromptEncoder
-    from baer_fast.runtime.runner import build_all_queries
+    from baer_fast.bank.prompting import PromptEncoder
+    from baer_fast.bank.runner import build_all_queries
     enc = PromptEncoder.of(engine.loaded)
     who = owners(names)
     built = build_all_queries(enc, pairs, list(who))
     out = [[(q.ids, who[name]) for q, (name, _) in zip(qs, where)] for qs, where in built]
     gen = [n for n in names if n in protocols.GENERATIVE]
     if gen:
-        from baer_fast.runtime.generative import GenerationConfig, _requests
+        from baer_fast.bank.generative import GenerationConfig, _requests
         reqs, _ = _requests(enc, pairs, gen, generation or GenerationConfig())
         for r in reqs:
             out[r.pair].append((r.ids, r.name))
@@ -72,8 +72,8 @@ def tagged_prompts(engine, pairs, names, generation) -> list[list[tuple]]:
 
 def prefill_weights(engine, pairs, names, generation=None) -> list[dict]:
     """Per pair {expert: tokens} by the node-splitting rule (module docstring)."""
-    from baer_fast.runtime.prefix_tree import ancestors, build_tree
-    from baer_fast.runtime.runner import share_questions
+    from baer_fast.runtime.plan.prefix_tree import ancestors, build_tree
+    from baer_fast.bank.runner import share_questions
     tagged = tagged_prompts(engine, pairs, names, generation)
     out = [dict() for _ in pairs]
     if not getattr(engine, "shares_prefixes", True):

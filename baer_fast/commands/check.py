@@ -46,7 +46,7 @@ def _overhead(enc) -> dict:
 def report(loaded) -> dict:
     """What the loader chose for `loaded`, and what every expert's prompts cost (plain JSON)."""
     from baer_fast.runtime.probes import check_decoder
-    from baer_fast.runtime.prompting import PromptEncoder
+    from baer_fast.bank.prompting import PromptEncoder
 
     model, cfg = loaded.model, loaded.model.config.get_text_config()
     enc = PromptEncoder.of(loaded)
@@ -102,7 +102,7 @@ def _table(r: dict) -> str:
 
 
 def run(args) -> int:
-    from baer_fast.runtime.model_loader import load_judge
+    from baer_fast.runtime.model.load import load_judge
     loaded = load_judge(args.model, device=args.device, dtype=args.dtype, attn=args.attn,
                         trust_remote_code=args.trust_remote_code)
     r = report(loaded)

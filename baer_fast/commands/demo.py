@@ -34,7 +34,7 @@ def run_condition(condition: str, signals: list, out_dir: str) -> dict:
     from baer_fast.io.records import write_signals
     from baer_fast.scoring import score_records
     from baer_fast.selection.fit import fit_condition
-    from baer_fast.selection.splits import roles
+    from baer_fast.io.splits import roles
 
     write_signals(os.path.join(out_dir, f"signals.{condition}.jsonl"), signals)
     art = fit_condition(signals, condition=condition)

@@ -46,7 +46,7 @@ def load_scores(path: str, ids: list[str]):
 def run(args) -> int:
     from baer_fast.eval.metrics import evaluate, format_table
     from baer_fast.io.records import read_signals
-    from baer_fast.selection.splits import SplitSpec, roles
+    from baer_fast.io.splits import SplitSpec, roles
 
     art = None
     if args.head:

@@ -54,12 +54,12 @@ def add_arguments(p) -> None:
     p.add_argument("--trust-remote-code", action="store_true", help="allow the model's own Python code")
     p.add_argument("--naive", action="store_true", help="reference path: one plain forward per prompt")
     p.add_argument("--overwrite", action="store_true", help="discard an existing --out instead of resuming")
-    from baer_fast.runtime.vllm_backend import add_arguments as add_backend_arguments
+    from baer_fast.runtime.vllm.backend import add_arguments as add_backend_arguments
     add_backend_arguments(p)     # --backend hf|vllm, --tensor-parallel-size, ... (vllm imported only if chosen)
 
 
 def _experts(arg) -> list[str]:
-    from baer_fast.runtime.runner import resolve_experts
+    from baer_fast.bank.runner import resolve_experts
     from baer_fast import protocols
     names = None if arg is None else [x.strip() for x in arg.split(",") if x.strip()]
     if names == ["all"]:
@@ -88,7 +88,7 @@ def _engine_kind(args) -> str:
 def _generation(args, names: list[str]):
     """GenerationConfig from --max-new-tokens/--seed, or None when no generative expert is asked for."""
     from baer_fast import protocols
-    from baer_fast.runtime.generative import GenerationConfig
+    from baer_fast.bank.generative import GenerationConfig
     gen = [n for n in names if n in protocols.GENERATIVE]
     if not gen:
         return None
@@ -129,7 +129,7 @@ def _load_params(path: str | None) -> dict | None:
 def run(args) -> int:
     from baer_fast import protocols
     from baer_fast.io.records import read_pairs
-    from baer_fast.runtime.model_loader import check_model_dir
+    from baer_fast.runtime.model.load import check_model_dir
 
     names = _experts(args.experts)
     if args.chunk_pairs < 1:
@@ -161,14 +161,14 @@ def run(args) -> int:
 def _stream(args, pairs, names, derived, params, target, fp) -> str:
     from baer_fast.progress import progress
     from baer_fast.runtime.config import EngineConfig
-    from baer_fast.runtime.runner import RunReport, apply_derived, expert_rows, make_engine, to_signals
+    from baer_fast.bank.runner import RunReport, apply_derived, expert_rows, make_engine, to_signals
 
     config = EngineConfig(memory_budget_bytes=int(args.memory_gb * 2**30), batch_tokens=args.batch_tokens,
                           kernels=args.kernels)
     writer = _open_writer(target, fp, args.overwrite)
     texts = _open_writer(args.out + ".texts.jsonl", fp, args.overwrite) if args.keep_texts and args.generation else None
     todo = [p for p in pairs if p.id not in writer.done_ids]
-    from baer_fast.runtime.vllm_backend import engine_from_args
+    from baer_fast.runtime.vllm.backend import engine_from_args
     engine = engine_from_args(args, lambda: make_engine(
         args.model, config=config, naive=args.naive, device=args.device, dtype=args.dtype, attn=args.attn,
         trust_remote_code=args.trust_remote_code)) if todo else None
@@ -219,7 +219,7 @@ def _finish_derived(args, names, derived, raw_path) -> None:
     """Fit pride/calibraeval on the non-test rows of the raw run; write --out and the params."""
     from baer_fast.io.jsonl import atomic_open
     from baer_fast.io.records import Signals, read_signals, write_signals
-    from baer_fast.runtime.runner import apply_derived, fit_derived
+    from baer_fast.bank.runner import apply_derived, fit_derived
 
     raw = read_signals(raw_path)
     params = fit_derived([(s, s.experts) for s in raw], derived)

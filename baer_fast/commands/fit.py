@@ -78,7 +78,7 @@ def run(args) -> int:
     from baer_fast.io.records import read_signals_many
     from baer_fast.io.rejects import rejects_for, report_rejects
     from baer_fast.selection.fit import check_one_condition, fit_condition
-    from baer_fast.selection.splits import SplitSpec
+    from baer_fast.io.splits import SplitSpec
 
     rejects = rejects_for(args, out=args.out)
     try:

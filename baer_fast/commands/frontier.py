@@ -33,7 +33,7 @@ def add_fit_arguments(p) -> None:
 
 def cost_fit(args, records) -> dict | None:
     """The artifact `fit` writes when a cost option is given; None otherwise."""
-    from baer_fast.selection.splits import SplitSpec
+    from baer_fast.io.splits import SplitSpec
     if getattr(args, "transfer_from", None):
         from baer_fast import artifact
         from baer_fast.selection.transfer import fit_transfer, head_paths
@@ -97,7 +97,7 @@ def run(args) -> int:
     from baer_fast.io.rejects import rejects_for, report_rejects
     from baer_fast.selection.budget import plan_budget, read_costs_file
     from baer_fast.selection.fit import check_one_condition
-    from baer_fast.selection.splits import SplitSpec
+    from baer_fast.io.splits import SplitSpec
     rejects = rejects_for(args, out=args.plot or "frontier")
     try:
         records = read_signals_many(args.signals, rejects=rejects)

@@ -48,9 +48,9 @@ def _records(args, art, rejects):
         raise InputError("--input needs --model (the judge that produces the signals)", field="--model")
     pairs = read_pairs(args.input, rejects=rejects)
     from baer_fast.runtime.config import EngineConfig
-    from baer_fast.runtime.runner import run_experts
+    from baer_fast.bank.runner import run_experts
 
-    from baer_fast.runtime.runner import make_engine
+    from baer_fast.bank.runner import make_engine
     engine = make_engine(args.model, config=EngineConfig(kernels=args.kernels))
 
     def bank(some, experts):

@@ -26,7 +26,7 @@ from typing import Sequence
 import numpy as np
 
 from baer_fast.features.evidence import EPS, evidence, runs_tensor
-from baer_fast.features.text_stats import STAT_NAMES
+from baer_fast.io.text_stats import STAT_NAMES
 
 ROUND_DIGITS = 9       # continuous features are rounded so a swap gives bit-identical rows
 SIGN_TOL = 1e-12       # |p - 0.5| below this is undecided (sign 0)

@@ -47,12 +47,12 @@ import time
 from collections import deque
 from dataclasses import dataclass, field
 
-from baer_fast.runtime import width_groups
-from baer_fast.runtime.engine import QUERY_SLICE, flop_chunks
-from baer_fast.runtime.masks import layer_masks
-from baer_fast.runtime.model_loader import flop_model
-from baer_fast.runtime.prefix_tree import build_tree
-from baer_fast.runtime.readout import model_logits, read_rows
+from baer_fast.runtime.plan import width_groups
+from baer_fast.runtime.prefill import QUERY_SLICE, flop_chunks
+from baer_fast.runtime.model.masks import layer_masks
+from baer_fast.runtime.model.load import flop_model
+from baer_fast.runtime.plan.prefix_tree import build_tree
+from baer_fast.runtime.model.readout import model_logits, read_rows
 
 log = logging.getLogger("baer_fast")
 

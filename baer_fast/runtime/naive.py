@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import time
 
-from baer_fast.runtime.prefix_tree import causal_scores
+from baer_fast.runtime.plan.prefix_tree import causal_scores
 from baer_fast.runtime.queries import EngineResult, EngineStats, Query
-from baer_fast.runtime.readout import read_model
+from baer_fast.runtime.model.readout import read_model
 
 
 class NaiveEngine:

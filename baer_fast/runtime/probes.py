@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 
-from baer_fast.runtime.model_loader import ModelError
+from baer_fast.runtime.model.load import ModelError
 
 TOL_FP32 = 1e-3     # max |log-prob difference| from a plain forward in fp32 (the equality bar, loosened)
 TOL_LOW = 0.1       # bf16 / fp16; the tree probe's bar is also at least 8x its rounding noise (_continuation_noise)
@@ -56,7 +56,7 @@ def check_tree_path(loaded) -> float:
     mask or the positions misses on most (MPT: 6 of 9; the first sibling after a prefix sits
     where its positions say); rounding that flips a mixture-of-experts routing on one prompt
     (Mixtral in bf16: 0.87 on one of nine), or in one tree's shared prefix, on three at most."""
-    from baer_fast.runtime.engine import PrefixEngine
+    from baer_fast.runtime.prefill import PrefixEngine
     from baer_fast.runtime.naive import NaiveEngine
     from baer_fast.runtime.queries import Query
     vocab = loaded.model.get_input_embeddings().num_embeddings
@@ -89,7 +89,7 @@ def _continuation_noise(loaded, query, want) -> float:
     import torch
     from transformers import DynamicCache
 
-    from baer_fast.runtime.readout import read_model
+    from baer_fast.runtime.model.readout import read_model
     ids = torch.tensor([query.ids], device=loaded.device)
     cache, k = DynamicCache(), PREFIX
     with torch.inference_mode():
@@ -110,7 +110,7 @@ def check_decoder(loaded) -> dict:
     import torch
 
     from baer_fast.runtime.decode import Decoder, GenRequest
-    from baer_fast.runtime.readout import model_logits
+    from baer_fast.runtime.model.readout import model_logits
     vocab = loaded.model.get_input_embeddings().num_embeddings
     prompts = probe_prompts(vocab)
     try:

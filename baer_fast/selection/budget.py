@@ -25,7 +25,7 @@ from baer_fast.features.evidence import EPS, evidence, runs_tensor, stack_featur
 from baer_fast.heads.router import cv_folds
 from baer_fast.heads.stack import LAMBDAS, fit_stack, training_rms
 from baer_fast.io.records import Signals
-from baer_fast.selection.splits import SplitSpec
+from baer_fast.io.splits import SplitSpec
 
 
 @dataclass(frozen=True)

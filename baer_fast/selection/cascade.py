@@ -22,7 +22,7 @@ from baer_fast.heads.stack import StackHead, fit_stack
 from baer_fast.io.records import Signals
 from baer_fast.selection.budget import (CostModel, expert_costs, labelled_rows, parse_budget, plan_budget, restrict,
                                        subset_cv_for)
-from baer_fast.selection.splits import SplitSpec
+from baer_fast.io.splits import SplitSpec
 
 log = logging.getLogger("baer_fast")
 

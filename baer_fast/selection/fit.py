@@ -23,7 +23,7 @@ from baer_fast.heads.reference import ReferenceHead
 from baer_fast.heads.router import cv_folds, fit_router
 from baer_fast.heads.stack import LAMBDAS, StackHead, fit_stack, fit_stack_weights
 from baer_fast.selection.gates import HEAD_CHOICES, decide, expert_correct, head_correct, reference_gate, router_gate
-from baer_fast.selection.splits import SplitSpec, roles as split_roles
+from baer_fast.io.splits import SplitSpec, roles as split_roles
 
 log = logging.getLogger("baer_fast")
 

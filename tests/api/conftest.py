@@ -32,7 +32,7 @@ def judge_dir(tmp_path_factory):
 def head_path(judge_dir, tmp_path_factory):
     """Single-pass bank on 30 labelled synthetic pairs -> stack head with frozen derived params."""
     from baer_fast import artifact
-    from baer_fast.runtime.runner import RunReport, run_experts
+    from baer_fast.bank.runner import RunReport, run_experts
     from baer_fast.selection.fit import fit_condition
 
     report = RunReport()

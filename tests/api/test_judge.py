@@ -52,7 +52,7 @@ def test_vllm_backend_not_built_says_so(judge_dir, head_path):
 
 def test_vllm_options_reach_the_engine(judge_dir, head_path, monkeypatch):
     """Judge passes data/tensor parallel sizes to the vLLM engine; dtype overrides unless auto."""
-    from baer_fast.runtime import vllm_backend
+    from baer_fast.runtime.vllm import backend as vllm_backend
     seen = []
 
     class FakeEngine:

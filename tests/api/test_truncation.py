@@ -1,6 +1,6 @@
 from hypothesis import given, settings, strategies as st
 
-from baer_fast.runtime.truncation import sanitize, shared_cap
+from baer_fast.bank.truncation import sanitize, shared_cap
 
 
 @settings(max_examples=500)

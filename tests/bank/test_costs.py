@@ -15,7 +15,7 @@ def _pairs(n):
 
 @pytest.mark.parametrize("naive", [False, True])
 def test_single_pass_shares_sum_to_engine_counter(qwen_dir, naive):
-    from baer_fast.runtime.runner import RunReport, run_experts
+    from baer_fast.bank.runner import RunReport, run_experts
     rep = RunReport()
     sig = run_experts(qwen_dir, _pairs(5), experts=["direct", "score", "pointwise"], naive=naive, report=rep)
     cells = [c for s in sig for c in s.meta["expert_cost"].values()]
@@ -24,7 +24,7 @@ def test_single_pass_shares_sum_to_engine_counter(qwen_dir, naive):
     assert all(c["prefilled"] > 0 for c in cells)
     # the shares come from the plan itself, not from the final rescaling to the counter
     from baer_fast.bank.costs import prefill_weights
-    from baer_fast.runtime.runner import make_engine
+    from baer_fast.bank.runner import make_engine
     w = prefill_weights(make_engine(qwen_dir, naive=naive), _pairs(5), ["direct", "score", "pointwise"])
     assert [{k: s.meta["expert_cost"][k]["prefilled"] for k in d} for s, d in zip(sig, w)] == w
     if naive:      # each prompt whole: the per-pair counter too
@@ -33,8 +33,8 @@ def test_single_pass_shares_sum_to_engine_counter(qwen_dir, naive):
 
 
 def test_generative_decoded_and_prefill_sum_to_counters(qwen_dir):
-    from baer_fast.runtime.generative import GenerationConfig
-    from baer_fast.runtime.runner import RunReport, run_experts
+    from baer_fast.bank.generative import GenerationConfig
+    from baer_fast.bank.runner import RunReport, run_experts
     rep = RunReport()
     sig = run_experts(qwen_dir, _pairs(3), experts=["direct", "cot"], report=rep,
                       generation=GenerationConfig(max_new_tokens={"cot": 6}))

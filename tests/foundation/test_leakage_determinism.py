@@ -3,7 +3,7 @@ import dataclasses
 
 from baer_fast import artifact
 from baer_fast.io.records import write_signals
-from baer_fast.selection.splits import roles
+from baer_fast.io.splits import roles
 
 from .conftest import make_signals
 

@@ -1,6 +1,6 @@
 from collections import Counter
 
-from baer_fast.selection.splits import SplitSpec, role, roles
+from baer_fast.io.splits import SplitSpec, role, roles
 
 from .conftest import make_signals
 

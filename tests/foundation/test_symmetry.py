@@ -5,7 +5,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 from baer_fast.features.evidence import evidence, runs_tensor
 from baer_fast.heads.stack import StackHead, fit_stack
 from baer_fast.io.records import Signals
-from baer_fast.selection.splits import roles
+from baer_fast.io.splits import roles
 
 from .conftest import make_signals
 

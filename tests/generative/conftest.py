@@ -13,7 +13,7 @@ def gen_models(tmp_path_factory):
     cache = {}
 
     def get(arch: str):
-        from baer_fast.runtime.model_loader import load_judge
+        from baer_fast.runtime.model.load import load_judge
         if arch not in cache:
             path = build_model_dir(str(tmp_path_factory.mktemp(f"gen_{arch}")), arch=arch,
                                    seed=0 if arch == "qwen3" else 1)

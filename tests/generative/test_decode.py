@@ -258,7 +258,7 @@ def test_real_length_prompts_are_not_padded_to_each_others_pasts(qwen):
     short-past nodes were padded to the longest past (3.87x the least attention scores here);
     bounded by FLOPs (engine.flop_chunks), 1.36x; with each query slice in width groups, 1.21x,
     same tokens."""
-    from baer_fast.runtime.prefix_tree import build_tree, tree_scores
+    from baer_fast.runtime.plan.prefix_tree import build_tree, tree_scores
     from tests.fixtures.checks import sample_bank_groups
     prompts = [q.ids for g in sample_bank_groups(qwen, 12) for q in g]
     least, got = tree_scores(build_tree(prompts)), {}

@@ -4,8 +4,8 @@ import math
 import pytest
 
 from baer_fast import protocols
-from baer_fast.runtime.generative import GenerationConfig, GenerativeReport, run_generative
-from baer_fast.runtime.runner import RunReport, make_engine, run_experts
+from baer_fast.bank.generative import GenerationConfig, GenerativeReport, run_generative
+from baer_fast.bank.runner import RunReport, make_engine, run_experts
 from tests.generative.conftest import pairs as make_pairs
 
 BUDGET = 8
@@ -105,7 +105,7 @@ def test_reference_is_eq9_and_feeds_the_reference_head(qwen):
     from baer_fast.heads.reference import ReferenceHead
     from baer_fast.protocols import reference
     from baer_fast.runtime.naive import NaiveEngine
-    from baer_fast.runtime.prompting import PromptEncoder
+    from baer_fast.bank.prompting import PromptEncoder
     from baer_fast.runtime.queries import Query
     ps = make_pairs(2, seed=4)
     out = run_generative(make_engine(qwen), ps, ["reference"], config=GEN)
@@ -184,9 +184,9 @@ def test_full_bank_reads_single_pass_prompts_in_the_generation_prompt_tree(qwen,
     fewer than the two apart), the engine reads only the generations' verdicts, taking that
     prefix's KV from the decoder for the rubric and PRePair verdicts, and the single-pass runs
     are what the single-pass bank alone gives."""
-    from baer_fast.runtime import generative
+    from baer_fast.bank import generative
     from baer_fast.runtime.decode import Decoder
-    from baer_fast.runtime.engine import PrefixEngine
+    from baer_fast.runtime.prefill import PrefixEngine
     from tests.runtime.test_counts import distinct_prefixes
 
     class Recording(PrefixEngine):
@@ -235,7 +235,7 @@ def test_full_bank_reads_single_pass_prompts_in_the_generation_prompt_tree(qwen,
 
 
 def build_all_queries_for(loaded, pair, names):
-    from baer_fast.runtime.prompting import PromptEncoder
-    from baer_fast.runtime.runner import build_queries
+    from baer_fast.bank.prompting import PromptEncoder
+    from baer_fast.bank.runner import build_queries
     enc = PromptEncoder.of(loaded)
     return build_queries(enc, pair, names)[0]

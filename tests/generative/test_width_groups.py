@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from baer_fast.runtime import width_groups
+from baer_fast.runtime.plan import width_groups
 from baer_fast.runtime.decode import Decoder, GenRequest
 from tests.fixtures.checks import hf_greedy
 from tests.generative.conftest import random_prompts
@@ -103,8 +103,8 @@ def test_real_lengths_lose_their_decode_padding(qwen):
     budgets: with one width per step the rows computed 1.9x their own attention scores; in width
     groups at the CPU's group cost (slots sorted once), 1.07x. Same runs both ways."""
     from baer_fast.commands.demo import sample_pairs
-    from baer_fast.runtime.engine import PrefixEngine
-    from baer_fast.runtime.generative import GenerationConfig, run_generative
+    from baer_fast.runtime.prefill import PrefixEngine
+    from baer_fast.bank.generative import GenerationConfig, run_generative
     names = ["cot", "deliberate", "self_consistency"]
     cfg = GenerationConfig(max_new_tokens={n: 32 for n in names})
     pairs, out = sample_pairs(8), {}
@@ -126,8 +126,8 @@ def test_verdicts_read_after_the_cue_in_width_groups(qwen, sdpa_widths):
     one forward over the finished rows' missing tokens and cues, also split into width groups.
     Same runs as a decoder in one width."""
     from baer_fast.commands.demo import sample_pairs
-    from baer_fast.runtime.engine import PrefixEngine
-    from baer_fast.runtime.generative import GenerationConfig, run_generative
+    from baer_fast.runtime.prefill import PrefixEngine
+    from baer_fast.bank.generative import GenerationConfig, run_generative
     names = ["cot", "deliberate"]
     cfg = GenerationConfig(max_new_tokens={n: 6 for n in names})
     runs = {}

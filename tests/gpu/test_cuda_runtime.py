@@ -24,8 +24,8 @@ import pytest
 import torch
 
 from baer_fast.runtime.config import EngineConfig
-from baer_fast.runtime.model_loader import load_judge
-from baer_fast.runtime.runner import RunReport, run_experts
+from baer_fast.runtime.model.load import load_judge
+from baer_fast.bank.runner import RunReport, run_experts
 from tests.fixtures.tiny_models import build_model_dir, make_pairs
 
 pytestmark = [pytest.mark.gpu,
@@ -73,7 +73,7 @@ def test_engine_equals_naive_fp32_on_cuda(model_dir, pairs, config):
 
 @pytest.mark.parametrize("query_slice", [7, 256])
 def test_no_unwritten_column_is_read_on_cuda(model_dir, poisoned_empty, monkeypatch, query_slice):
-    from baer_fast.runtime import engine as engine_mod
+    from baer_fast.runtime import prefill as engine_mod
     from tests.fixtures.tiny_models import completion_pairs
     monkeypatch.setattr(engine_mod, "QUERY_SLICE", query_slice)
     loaded = load_judge(model_dir, device="cuda", dtype="float32")
@@ -182,7 +182,7 @@ def test_other_architectures_on_cuda(name, tmp_path, pairs):
     """Engine == naive (fp32, CUDA, Triton readout where it compiles), and the constrained readout
     equals the model's own logits."""
     from baer_fast.kernels.dispatch import HAS_TRITON_GPU
-    from baer_fast.runtime.readout import read_model
+    from baer_fast.runtime.model.readout import read_model
     loaded = load_judge(build_model_dir(str(tmp_path / name), seed=9, **OTHER_ARCHS[name]), device="cuda",
                         dtype="float32")
     kernels = "triton" if HAS_TRITON_GPU else "torch"
@@ -209,8 +209,8 @@ def test_bf16_drift_at_the_8b_shape(tmp_path):
     from bench_engine import anchor_groups
     from random_judge import load_random
 
-    from baer_fast.runtime.engine import PrefixEngine
-    from baer_fast.runtime.model_loader import _kv_bytes_per_token
+    from baer_fast.runtime.prefill import PrefixEngine
+    from baer_fast.runtime.model.load import _kv_bytes_per_token
     from baer_fast.runtime.naive import NaiveEngine
 
     fp32 = load_random(str(tmp_path), "qwen3-8b", device="cuda", dtype="float32")
@@ -231,7 +231,7 @@ def test_bf16_drift_at_the_8b_shape(tmp_path):
 def test_tree_probe_on_cuda(tmp_path):
     """The load-time tree probe on CUDA: a judge that runs passes it, and the decoder probe, in
     bf16 (no refusal for rounding); MPT (ALiBi from the sequence layout) is refused in fp32."""
-    from baer_fast.runtime.model_loader import ModelError
+    from baer_fast.runtime.model.load import ModelError
     from baer_fast.runtime.probes import check_decoder, check_tree_path
     ok = load_judge(build_model_dir(str(tmp_path / "qwen3"), arch="qwen3", seed=11), device="cuda", dtype="bfloat16")
     assert check_tree_path(ok) < 0.1 and check_decoder(ok)["ok"]

@@ -46,7 +46,7 @@ def loaded_models():
     cache = {}
 
     def get(path):
-        from baer_fast.runtime.model_loader import load_judge
+        from baer_fast.runtime.model.load import load_judge
         if path not in cache:
             cache[path] = load_judge(path)
         return cache[path]

@@ -7,9 +7,9 @@ import pytest
 from baer_fast.cli import main
 from baer_fast.errors import BaerError, InputError
 from baer_fast.io.records import Pair, write_pairs
-from baer_fast.runtime.model_loader import load_judge
-from baer_fast.runtime.prompting import PromptEncoder
-from baer_fast.runtime.runner import run_experts
+from baer_fast.runtime.model.load import load_judge
+from baer_fast.bank.prompting import PromptEncoder
+from baer_fast.bank.runner import run_experts
 
 
 def _one_line(err) -> str:
@@ -51,14 +51,14 @@ def test_model_without_chat_template(tmp_path, qwen_dir):
 
 
 def test_weight_count_from_headers_equals_the_loaded_model(model_dir, loaded_models):
-    from baer_fast.runtime.model_loader import weight_elements
+    from baer_fast.runtime.model.load import weight_elements
     model = loaded_models(model_dir).model
     assert weight_elements(model_dir) == sum(p.numel() for p in model.parameters())   # tied rows once
 
 
 def test_weights_that_cannot_fit_are_refused_before_loading(tmp_path, capsys, qwen_dir, monkeypatch):
     """An 8B model in fp32 (CPU's default) does not fit in 24 GiB: one clear line, not the OOM killer."""
-    from baer_fast.runtime import model_loader
+    from baer_fast.runtime.model import load as model_loader
     need32 = 4 * model_loader.weight_elements(qwen_dir)
     monkeypatch.setattr(model_loader, "free_bytes", lambda device: need32 - 1)
     loads = []
@@ -88,7 +88,7 @@ def test_a_quantized_checkpoint_is_sized_as_stored(qwen_dir, monkeypatch):
     import torch
     from transformers import AutoConfig
 
-    from baer_fast.runtime import model_loader
+    from baer_fast.runtime.model import load as model_loader
     config = AutoConfig.from_pretrained(qwen_dir)
     config.quantization_config = {"quant_method": "fp8"}
     stored = model_loader._stored_bytes(qwen_dir)
@@ -104,7 +104,7 @@ def test_a_quantized_checkpoint_is_sized_as_stored(qwen_dir, monkeypatch):
 
 @pytest.mark.parametrize("free", ["exact", "unknown"])
 def test_weights_that_fit_load(qwen_dir, monkeypatch, free):
-    from baer_fast.runtime import model_loader
+    from baer_fast.runtime.model import load as model_loader
     need = 2 * model_loader.weight_elements(qwen_dir)
     monkeypatch.setattr(model_loader, "free_bytes", lambda device: need if free == "exact" else None)
     m = load_judge(qwen_dir, device="cpu", dtype="bfloat16")
@@ -116,7 +116,7 @@ def test_cuda_free_memory_counts_the_allocators_unused_blocks(monkeypatch):
     the judge's weights can take them, so they count as free."""
     import torch
 
-    from baer_fast.runtime.model_loader import free_bytes
+    from baer_fast.runtime.model.load import free_bytes
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
     monkeypatch.setattr(torch.cuda, "mem_get_info", lambda dev=None: (5 << 30, 80 << 30))
     monkeypatch.setattr(torch.cuda, "memory_reserved", lambda dev=None: 60 << 30)
@@ -125,7 +125,7 @@ def test_cuda_free_memory_counts_the_allocators_unused_blocks(monkeypatch):
 
 
 def test_free_bytes_reports_this_machine():
-    from baer_fast.runtime.model_loader import free_bytes
+    from baer_fast.runtime.model.load import free_bytes
     free = free_bytes("cpu")
     assert free is not None and 0 < free <= os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
 

@@ -5,8 +5,8 @@ import pytest
 
 from baer_fast.errors import InputError
 from baer_fast.protocols.base import SYSTEM
-from baer_fast.runtime.prompting import PromptEncoder
-from baer_fast.runtime.runner import RunReport, run_experts
+from baer_fast.bank.prompting import PromptEncoder
+from baer_fast.bank.runner import RunReport, run_experts
 from tests.fixtures.checks import max_run_diff
 from tests.fixtures.tiny_models import LLAMA_TEMPLATE, build_model_dir, make_pairs
 

@@ -35,8 +35,8 @@ def test_a_judge_that_runs(capsys, qwen_dir, loaded_models):
 def test_the_overhead_is_what_a_pair_adds_to(capsys, qwen_dir, loaded_models):
     """A pair's longest direct prompt is the overhead plus its own text's tokens (to a few merges)."""
     from baer_fast.io.records import Pair
-    from baer_fast.runtime.prompting import PromptEncoder
-    from baer_fast.runtime.runner import build_queries
+    from baer_fast.bank.prompting import PromptEncoder
+    from baer_fast.bank.runner import build_queries
     from tests.fixtures.tiny_models import text_of_tokens
     _, out, _ = _check(capsys, qwen_dir, "--json")
     overhead = json.loads(out)["prompt_overhead_tokens"]["direct"]

@@ -8,11 +8,11 @@ import pytest
 from baer_fast import protocols
 from baer_fast.io.records import Pair
 from baer_fast.protocols.base import ORDERS, Prompt, pairwise_segments
-from baer_fast.runtime.engine import PrefixEngine
+from baer_fast.runtime.prefill import PrefixEngine
 from baer_fast.runtime.naive import NaiveEngine
-from baer_fast.runtime.prompting import PromptEncoder
+from baer_fast.bank.prompting import PromptEncoder
 from baer_fast.runtime.queries import Query
-from baer_fast.runtime.runner import RunReport, build_queries, run_experts
+from baer_fast.bank.runner import RunReport, build_queries, run_experts
 from tests.fixtures.tiny_models import completion_pairs, text_of_tokens
 
 
@@ -59,7 +59,7 @@ def test_fixed_prompt_set_exact_counts(loaded_models, qwen_dir):
 def test_single_pass_bank_at_q300_a500(encoder, loaded_models, qwen_dir):
     ids = _bank_queries(encoder)
     shared, naive = distinct_prefixes(ids), sum(len(i) for i in ids)
-    from baer_fast.runtime.prefix_tree import build_tree, tree_tokens
+    from baer_fast.runtime.plan.prefix_tree import build_tree, tree_tokens
     assert tree_tokens(build_tree(ids)) == shared
     # the engine itself prefills exactly that minimum, and the naive path every prompt whole
     group = [Query(i, (0, 1)) for i in ids]
@@ -121,7 +121,7 @@ def test_single_pass_bank_flop_ceiling_below_4x(encoder, loaded_models, qwen_dir
     under 4x the least any exact prefix-sharing engine computes, so its FLOP ratio is under 4x for
     every model shape (FLOPs are a positive sum of the two). The engine computes the least tokens
     and, with its query slices and packed rows, a few percent more scores than the least."""
-    from baer_fast.runtime.prefix_tree import build_tree, causal_scores, tree_scores
+    from baer_fast.runtime.plan.prefix_tree import build_tree, causal_scores, tree_scores
     ids = _bank_queries(encoder)
     least_tokens, least_scores = distinct_prefixes(ids), distinct_scores(ids)
     assert tree_scores(build_tree(ids)) == least_scores

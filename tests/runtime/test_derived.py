@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 from baer_fast.io.records import Signals
 from baer_fast.protocols import calibraeval, pride
-from baer_fast.runtime.runner import apply_derived, fit_derived
+from baer_fast.bank.runner import apply_derived, fit_derived
 
 
 def _biased_rows(n, first_bias, seed=0):

@@ -9,9 +9,9 @@ import random
 import pytest
 
 from baer_fast.runtime.config import EngineConfig
-from baer_fast.runtime.engine import PrefixEngine
+from baer_fast.runtime.prefill import PrefixEngine
 from baer_fast.runtime.naive import NaiveEngine
-from baer_fast.runtime.prefix_tree import build_tree, common_prefix, tree_tokens
+from baer_fast.runtime.plan.prefix_tree import build_tree, common_prefix, tree_tokens
 from baer_fast.runtime.queries import Query
 from tests.fixtures.checks import prefix_kv as _prefix_kv
 
@@ -134,8 +134,8 @@ def test_query_slices_match_naive(loaded, monkeypatch, query_slice, one_scatter)
     """Masked forwards run their queries in slices sharing one growing cache; with tiny slices
     every slice boundary falls inside nodes, packed rows and padding. `one-scatter` writes new
     KV with the GPU's single indexed write (past_cache.ONE_SCATTER), here on CPU."""
-    import baer_fast.runtime.engine as engine
-    import baer_fast.runtime.past_cache as past_cache
+    import baer_fast.runtime.prefill as engine
+    import baer_fast.runtime.model.past_cache as past_cache
     monkeypatch.setattr(engine, "QUERY_SLICE", query_slice)
     monkeypatch.setattr(past_cache, "ONE_SCATTER", one_scatter)
     groups = _skeleton_groups(loaded, n_groups=2, seed=3)
@@ -145,8 +145,8 @@ def test_query_slices_match_naive(loaded, monkeypatch, query_slice, one_scatter)
 
 
 def test_query_slices_with_stock_cache(loaded, monkeypatch):
-    import baer_fast.runtime.engine as engine
-    import baer_fast.runtime.past_cache as past_cache
+    import baer_fast.runtime.prefill as engine
+    import baer_fast.runtime.model.past_cache as past_cache
     monkeypatch.setattr(engine, "QUERY_SLICE", 7)
     monkeypatch.setattr(past_cache, "inplace_cache", lambda *args, **kwargs: None)
     _assert_equal(loaded, _skeleton_groups(loaded, n_groups=2, seed=4), EngineConfig())
@@ -159,9 +159,9 @@ def test_no_unwritten_column_is_read(loaded, monkeypatch, query_slice, one_scatt
     """Rows of one forward with pasts of different lengths, in query slices (a reward loop's group:
     one question, completions shared across pairs): the columns a later slice of a shorter-past
     row writes, and those past a row's room, must not hold garbage while earlier slices run."""
-    from baer_fast.runtime import engine as engine_mod
-    from baer_fast.runtime import past_cache
-    from baer_fast.runtime.runner import run_experts
+    from baer_fast.runtime import prefill as engine_mod
+    from baer_fast.runtime.model import past_cache
+    from baer_fast.bank.runner import run_experts
     from tests.fixtures.tiny_models import completion_pairs
     monkeypatch.setattr(engine_mod, "QUERY_SLICE", query_slice)
     monkeypatch.setattr(past_cache, "ONE_SCATTER", one_scatter)
@@ -179,7 +179,7 @@ def test_past_copies_do_not_scale_with_layers(loaded, monkeypatch):
     per kept node for K and V each, for all layers at once: on a GPU every op is a launch."""
     from torch.utils._python_dispatch import TorchDispatchMode
 
-    import baer_fast.runtime.engine as engine_mod
+    import baer_fast.runtime.prefill as engine_mod
 
     class Count(TorchDispatchMode):
         def __init__(self):
@@ -225,7 +225,7 @@ def test_rows_of_real_pairs_are_not_padded_to_each_others_pasts(loaded):
     alone, short-past rows computed their scores over the chunk's longest past (1.86x the least
     any exact engine computes, on the tiny Qwen3); chunks bounded by FLOPs compute 1.36x; with
     each query slice in width groups, 1.21x. Same log-probs either way (and naive's)."""
-    from baer_fast.runtime.prefix_tree import tree_scores
+    from baer_fast.runtime.plan.prefix_tree import tree_scores
     from tests.fixtures.checks import sample_bank_groups
     groups = sample_bank_groups(loaded, 16)
     least = sum(tree_scores(build_tree([q.ids for q in g])) for g in groups)

@@ -4,10 +4,10 @@ import random
 import pytest
 
 from baer_fast.runtime.config import EngineConfig
-from baer_fast.runtime.engine import PrefixEngine
+from baer_fast.runtime.prefill import PrefixEngine
 from baer_fast.runtime.naive import NaiveEngine
 from baer_fast.runtime.queries import Query
-from baer_fast.runtime.runner import RunReport, run_experts
+from baer_fast.bank.runner import RunReport, run_experts
 from tests.fixtures.tiny_models import make_pairs
 
 # every torch.empty float starts as NaN: an unwritten column read anywhere shows up (tests/conftest.py)
@@ -78,7 +78,7 @@ def test_engine_matches_naive_on_random_trees(loaded):
 
 def test_stock_cache_fallback_matches(loaded, pairs, monkeypatch):
     """Where the in-place cache layer cannot be installed, the stock DynamicCache path is used."""
-    import baer_fast.runtime.past_cache as past_cache
+    import baer_fast.runtime.model.past_cache as past_cache
     want = run_experts(loaded, pairs, experts=["direct", "pointwise"])
     monkeypatch.setattr(past_cache, "inplace_cache", lambda *args, **kwargs: None)
     got = run_experts(loaded, pairs, experts=["direct", "pointwise"])

@@ -3,7 +3,7 @@ own FLOP counter on plain eager forwards, where every attention score is compute
 by hand where the counter cannot see the work (an MoE's grouped expert matmuls)."""
 import pytest
 
-from baer_fast.runtime.model_loader import flop_model, load_judge
+from baer_fast.runtime.model.load import flop_model, load_judge
 from tests.fixtures.tiny_models import build_model_dir
 from tests.runtime.test_mla import MLA
 
@@ -40,7 +40,7 @@ def test_moe_experts_count_at_their_routed_share(arch, tmp_path):
 
 def test_engine_and_naive_count_the_same_scores_for_one_prompt(loaded_models, qwen_dir):
     """One prompt alone is a mask-free root: the engine takes SDPA's causal path, like the naive one."""
-    from baer_fast.runtime.engine import PrefixEngine
+    from baer_fast.runtime.prefill import PrefixEngine
     from baer_fast.runtime.naive import NaiveEngine
     from baer_fast.runtime.queries import Query
     m = loaded_models(qwen_dir)

@@ -1,7 +1,7 @@
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from baer_fast.runtime.prefix_tree import ancestors, build_tree, subtree, tree_tokens
+from baer_fast.runtime.plan.prefix_tree import ancestors, build_tree, subtree, tree_tokens
 
 
 def _distinct_prefixes(seqs) -> int:

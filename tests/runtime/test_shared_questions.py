@@ -5,10 +5,10 @@ from dataclasses import replace
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from baer_fast.runtime import runner
-from baer_fast.runtime.prefix_tree import build_tree, tree_tokens
-from baer_fast.runtime.prompting import PromptEncoder
-from baer_fast.runtime.runner import RunReport, build_queries, run_experts
+from baer_fast.bank import runner
+from baer_fast.runtime.plan.prefix_tree import build_tree, tree_tokens
+from baer_fast.bank.prompting import PromptEncoder
+from baer_fast.bank.runner import RunReport, build_queries, run_experts
 from tests.fixtures.tiny_models import make_pairs
 
 
@@ -60,7 +60,7 @@ def test_random_groups_equal_naive_and_each_pair_alone(loaded, poisoned_empty, m
     engine's runs equal the naive path's and each pair's run alone, and each pair's meta keeps
     its own cost."""
     from baer_fast.io.records import Pair
-    from baer_fast.runtime import engine as engine_mod
+    from baer_fast.runtime import prefill as engine_mod
     from baer_fast.runtime.config import EngineConfig
     from tests.fixtures.tiny_models import text_of_tokens
     tok = loaded.tokenizer

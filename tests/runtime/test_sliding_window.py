@@ -7,8 +7,8 @@ attention the model never had. The windows here (24 tokens) are far shorter than
 """
 import pytest
 
-from baer_fast.runtime import engine as engine_mod
-from baer_fast.runtime.model_loader import ModelError, attention_windows
+from baer_fast.runtime import prefill as engine_mod
+from baer_fast.runtime.model.load import ModelError, attention_windows
 from tests.fixtures.checks import assert_decoder_equals_generate, engine_vs_naive
 from tests.fixtures.tiny_models import build_model_dir, completion_pairs, make_pairs
 
@@ -50,7 +50,7 @@ def test_engine_equals_naive(sliding, monkeypatch, query_slice):
 
 
 def test_engine_with_the_stock_cache_equals_naive(sliding, monkeypatch):
-    from baer_fast.runtime import past_cache
+    from baer_fast.runtime.model import past_cache
     monkeypatch.setattr(engine_mod, "QUERY_SLICE", 7)
     monkeypatch.setattr(past_cache, "inplace_cache", lambda *args, **kwargs: None)   # past right-aligned
     assert engine_vs_naive(sliding, _pairs(sliding.tokenizer)) <= 1e-5

@@ -1,5 +1,5 @@
 """Candidate symmetry: runs on the swapped pair mirror the runs on the pair."""
-from baer_fast.runtime.runner import RunReport, run_experts
+from baer_fast.bank.runner import RunReport, run_experts
 from tests.fixtures.tiny_models import make_pairs
 
 

@@ -27,6 +27,6 @@ def bank(n: int = 200, *, seed: int = 0, accuracy=ACCURACY, cost=COST, condition
 
 
 def blank_test_labels(records, spec) -> list:
-    from baer_fast.selection.splits import roles
+    from baer_fast.io.splits import roles
     return [Signals(r.id, r.experts, r.subset, None if role == "test" else r.label, r.split, r.meta)
             for r, role in zip(records, roles(records, spec))]

@@ -15,7 +15,7 @@ from selection.cost_synth import bank
 def _stack_art(records):
     from baer_fast.heads.stack import fit_stack
     from baer_fast.selection.budget import labelled_rows
-    from baer_fast.selection.splits import SplitSpec
+    from baer_fast.io.splits import SplitSpec
     rows, roles, y = labelled_rows(records, SplitSpec())
     experts = sorted({k for r in records for k in r.experts})
     head, _ = fit_stack(rows, y, roles, experts=experts, categories=["default"])

@@ -12,8 +12,8 @@ import pytest
 
 from baer_fast.errors import BaerError
 from baer_fast.runtime.queries import EngineResult, EngineStats, Query
-from baer_fast.runtime.vllm_backend import VllmOptions
-from baer_fast.runtime.vllm_dp import DataParallelEngine, cpu_binds, device_slices, rank_env, shard_bounds
+from baer_fast.runtime.vllm.backend import VllmOptions
+from baer_fast.runtime.vllm.dp import DataParallelEngine, cpu_binds, device_slices, rank_env, shard_bounds
 
 FAIL, DIE, SLOW = 999_001, 999_002, 999_003      # ids that make the fake engine raise / exit / hang
 

@@ -12,11 +12,11 @@ import pytest
 
 pytest.importorskip("vllm")
 
-from baer_fast.runtime.model_loader import load_judge                       # noqa: E402
+from baer_fast.runtime.model.load import load_judge                       # noqa: E402
 from baer_fast.runtime.naive import NaiveEngine                             # noqa: E402
 from baer_fast.runtime.queries import Query                                 # noqa: E402
-from baer_fast.runtime.runner import RunReport, run_experts                 # noqa: E402
-from baer_fast.runtime.vllm_backend import Sampling, VllmEngine              # noqa: E402
+from baer_fast.bank.runner import RunReport, run_experts                 # noqa: E402
+from baer_fast.runtime.vllm.backend import Sampling, VllmEngine              # noqa: E402
 try:                                         # make_pairs is moving from tests/runtime/conftest.py
     from tests.fixtures.tiny_models import make_pairs                       # noqa: E402
 except ImportError:
@@ -121,7 +121,7 @@ def test_arbitrary_allowed_ids_match_naive(hf, vllm_engine):
 
 def test_judge_from_pretrained_vllm_matches_hf(hf, vllm_judge, art, pairs):
     from baer_fast.api import Judge
-    from baer_fast.runtime.engine import PrefixEngine
+    from baer_fast.runtime.prefill import PrefixEngine
     q, a, b = [p.question for p in pairs], [p.response_a for p in pairs], [p.response_b for p in pairs]
     s_v = vllm_judge.score(q, a, b)
     s_h = Judge(PrefixEngine(hf), art).score(q, a, b)
@@ -134,7 +134,7 @@ def test_experts_command_writes_the_same_signals(model_dir, vllm_engine, pairs, 
     (VllmEngine.from_path returns the module's engine so the module keeps its one engine start.)"""
     from baer_fast import cli
     from baer_fast.io.records import read_signals, write_pairs
-    from baer_fast.runtime import vllm_backend
+    from baer_fast.runtime.vllm import backend as vllm_backend
     src = str(tmp_path / "pairs.jsonl")
     write_pairs(src, pairs)
     argv = ["experts", "--model", model_dir, "--input", src, "--experts", ",".join(EXPERTS), "-q",
@@ -181,14 +181,14 @@ GEN_BUDGET = 12
 
 
 def _generation():
-    from baer_fast.runtime.generative import GenerationConfig
+    from baer_fast.bank.generative import GenerationConfig
     return GenerationConfig(max_new_tokens={n: GEN_BUDGET for n in ALL_GEN}, seed=7)
 
 
 @pytest.fixture(scope="module")
 def greedy_requests(vllm_engine, pairs):
-    from baer_fast.runtime.generative import _requests
-    from baer_fast.runtime.prompting import PromptEncoder
+    from baer_fast.bank.generative import _requests
+    from baer_fast.bank.prompting import PromptEncoder
     lo = vllm_engine.loaded
     enc = PromptEncoder.of(lo)
     return _requests(enc, pairs[:4], GREEDY, _generation())[1]
@@ -206,7 +206,7 @@ def test_greedy_generations_match_the_hf_decoder_token_for_token(hf, vllm_engine
     """cot / rubric / prepair requests, greedy, fp32: the same tokens, finish reasons, and the
     verdicts after the cue (hf reads them in its decode slots, vLLM through its readout) to 1e-4."""
     from baer_fast.runtime.decode import Decoder
-    from baer_fast.runtime.vllm_backend import VllmDecoder
+    from baer_fast.runtime.vllm.backend import VllmDecoder
     want = Decoder(hf).generate(greedy_requests)
     got = VllmDecoder(vllm_engine).generate(greedy_requests)
     _same_generations(got, want)
@@ -219,7 +219,7 @@ def test_stop_strings_stop_where_the_hf_decoder_stops(hf, vllm_engine, greedy_re
     import dataclasses
 
     from baer_fast.runtime.decode import Decoder
-    from baer_fast.runtime.vllm_backend import VllmDecoder
+    from baer_fast.runtime.vllm.backend import VllmDecoder
     tok, base = hf.tokenizer, Decoder(hf).generate(greedy_requests)
     reqs = []
     for req, res in zip(greedy_requests, base):
@@ -247,7 +247,7 @@ def _by_id(pairs, out):
 def test_sampled_generations_are_reproducible_per_seed_on_vllm(vllm_engine, pairs):
     """self_consistency on vLLM: the same seed gives the same samples across runs and batch
     compositions (vLLM's sampler is not the hf decoder's, so only vLLM against itself)."""
-    from baer_fast.runtime.generative import run_generative
+    from baer_fast.bank.generative import run_generative
     gen = _generation()
     first = _by_id(pairs[:3], run_generative(vllm_engine, pairs[:3], ["self_consistency"], config=gen))
     other = list(reversed(pairs[:5]))

@@ -11,7 +11,7 @@ import pytest
 
 from baer_fast.errors import BaerError
 from baer_fast.runtime.queries import Query
-from baer_fast.runtime.vllm_backend import (VllmOptions, add_arguments, constrained_logprobs, engine_from_args,
+from baer_fast.runtime.vllm.backend import (VllmOptions, add_arguments, constrained_logprobs, engine_from_args,
                                             options_from_args, require_vllm)
 
 HAS_VLLM = importlib.util.find_spec("vllm") is not None
@@ -24,7 +24,7 @@ def _result(step: dict):
 
 
 def test_module_import_does_not_import_vllm():
-    code = "import sys, baer_fast.runtime.vllm_backend, baer_fast.api; print('vllm' in sys.modules)"
+    code = "import sys, baer_fast.runtime.vllm.backend, baer_fast.api; print('vllm' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
 
@@ -105,7 +105,7 @@ def test_options_are_wired_into_the_experts_command():
 
 
 def test_engine_arguments_pass_through_and_one_engine_is_one_replica():
-    from baer_fast.runtime.vllm_backend import _engine_kwargs
+    from baer_fast.runtime.vllm.backend import _engine_kwargs
     kw = _engine_kwargs("/m", VllmOptions(dtype="float32", tensor_parallel_size=4, max_model_len=16384,
                                           distributed_executor_backend="ray", block_size=16))
     assert kw["enable_prefix_caching"] is True and kw["tensor_parallel_size"] == 4
@@ -119,15 +119,15 @@ def test_engine_arguments_pass_through_and_one_engine_is_one_replica():
 
 
 def test_data_parallel_options_open_the_process_sharded_engine(monkeypatch):
-    from baer_fast.runtime import vllm_dp
-    from baer_fast.runtime.vllm_backend import VllmEngine
+    from baer_fast.runtime.vllm import dp as vllm_dp
+    from baer_fast.runtime.vllm.backend import VllmEngine
     monkeypatch.setattr(vllm_dp, "DataParallelEngine", lambda path, options: ("dp", path, options.data_parallel_size))
     assert engine_from_args(_parse(["--backend", "vllm", "--data-parallel-size", "3"]), lambda: None) == ("dp", "m", 3)
     assert VllmEngine.from_path("/x", VllmOptions(data_parallel_size=2)) == ("dp", "/x", 2)
 
 
 def test_the_vllm_model_has_no_torch_module_and_says_where_generation_goes():
-    from baer_fast.runtime.vllm_backend import VllmModel
+    from baer_fast.runtime.vllm.backend import VllmModel
     m = VllmModel(llm=None, tokenizer=None, path="/models/judge-8b", context_len=8)
     assert m.name == "judge-8b"
     with pytest.raises(BaerError, match="make_decoder"):
@@ -136,7 +136,7 @@ def test_the_vllm_model_has_no_torch_module_and_says_where_generation_goes():
 
 def test_generative_experts_pick_the_engines_own_decoder():
     """runtime/generative.py: an engine with make_decoder (vLLM) decodes with it; others get the hf Decoder."""
-    from baer_fast.runtime.generative import GenerationConfig, _default_decoder
+    from baer_fast.bank.generative import GenerationConfig, _default_decoder
     sentinel = object()
     engine = SimpleNamespace(make_decoder=lambda config: sentinel)
     assert _default_decoder(engine, GenerationConfig()) is sentinel
@@ -155,7 +155,7 @@ def _req(stop=(), budget=10):
 
 
 def test_hf_finish_applies_the_hf_decoders_rule_in_its_order():
-    from baer_fast.runtime.vllm_backend import hf_finish
+    from baer_fast.runtime.vllm.backend import hf_finish
     tok, ids = _CharTok(), tuple(map(ord, "ab[[cd"))
     assert hf_finish(tok, ids, _req(stop=("[[",)), frozenset(), "stop") == (tuple(map(ord, "ab[[")), "stop")
     assert hf_finish(tok, ids + (0,), _req(), frozenset({0}), "stop") == (ids + (0,), "eos")

@@ -29,7 +29,7 @@ def load(kind: str, src: str) -> Imported:
 def bank_signals(pairs, runs_by_expert: dict[str, list], condition: str, costs: dict | None = None) -> list:
     """Build Signals for each pair from {expert: [runs per pair]} (pair order); costs, where the
     source kept what the runs cost: {expert: [{"prefilled", "decoded"} per pair]} -> meta.expert_cost."""
-    from baer_fast.features.text_stats import pair_meta
+    from baer_fast.io.text_stats import pair_meta
     from baer_fast.io.records import Signals
 
     out = []

@@ -112,8 +112,8 @@ def run_generative(engine, pairs, names: list[str], *, config: GenerationConfig 
     verdicts instead. The engine call's stats are added to `report.readout` and to `stats` when
     given.
     """
-    from baer_fast.runtime.prompting import PromptEncoder
-    from baer_fast.runtime.runner import run_shared
+    from baer_fast.bank.prompting import PromptEncoder
+    from baer_fast.bank.runner import run_shared
     loaded = engine.loaded
     report = report if report is not None else GenerativeReport()
     enc = PromptEncoder.of(loaded)
@@ -183,7 +183,7 @@ def _pairwise_prefixes(enc, pairs) -> list[list[tuple[int, ...]]]:
     (template, system, question, both responses), whatever its instruction: the common prefix of
     two probes with different instructions."""
     from baer_fast.protocols.base import ORDERS, Prompt, pairwise_segments
-    from baer_fast.runtime.prefix_tree import common_prefix
+    from baer_fast.runtime.plan.prefix_tree import common_prefix
     items = [(Prompt(o, pairwise_segments(p.question, p.response_a, p.response_b, o, probe), ("A", "B")), p.id, "probe")
              for p in pairs for o in ORDERS for probe in ("x", "y")]
     probes = iter(enc.encode_all(items))

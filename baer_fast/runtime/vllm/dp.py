@@ -92,7 +92,7 @@ def rank_env(n: int, tp: int) -> list[dict]:
 
 def open_replica(path: str, options):
     """A rank's engine (the default factory; runs inside the rank's process)."""
-    from baer_fast.runtime.vllm_backend import VllmEngine
+    from baer_fast.runtime.vllm.backend import VllmEngine
     return VllmEngine.from_path(path, options)
 
 
@@ -157,8 +157,8 @@ class DataParallelEngine:
     def __init__(self, path: str, options, *, factory=open_replica):
         import multiprocessing as mp
 
-        from baer_fast.runtime.model_loader import check_model_dir
-        from baer_fast.runtime.vllm_backend import VllmModel, eos_ids, require_vllm
+        from baer_fast.runtime.model.load import check_model_dir
+        from baer_fast.runtime.vllm.backend import VllmModel, eos_ids, require_vllm
         check_model_dir(path)
         if factory is open_replica:
             require_vllm()                                     # say how to install it before spawning

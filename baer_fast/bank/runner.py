@@ -35,8 +35,8 @@ class RunReport:
 
 def make_engine(model, *, config: EngineConfig = EngineConfig(), naive: bool = False, **load_kw):
     """model: a directory, a LoadedModel, or an engine (returned as is)."""
-    from baer_fast.runtime.engine import PrefixEngine
-    from baer_fast.runtime.model_loader import LoadedModel, load_judge
+    from baer_fast.runtime.prefill import PrefixEngine
+    from baer_fast.runtime.model.load import LoadedModel, load_judge
     from baer_fast.runtime.naive import NaiveEngine
     if hasattr(model, "run") and hasattr(model, "loaded"):
         return model
@@ -117,14 +117,14 @@ def expert_rows(engine, pairs: list[Pair], names, report: RunReport, generation=
     they go to run_generative as `extra`: prompt reads in the decoder's prompt tree, so a pair's
     `[system][question][A][B]` is prefilled once for its generation prompts and them.
     """
-    from baer_fast.runtime.prompting import PromptEncoder
+    from baer_fast.bank.prompting import PromptEncoder
     loaded = engine.loaded
     enc = PromptEncoder.of(loaded)
     built = build_all_queries(enc, pairs, protocols.prompt_experts_for(names))
     groups = [q for q, _ in built]
     gen = [n for n in names if n in protocols.GENERATIVE]
     if gen:
-        from baer_fast.runtime.generative import GenerationConfig, GenerativeReport, run_generative
+        from baer_fast.bank.generative import GenerationConfig, GenerativeReport, run_generative
         if report.generative is None:
             report.generative = GenerativeReport()
         out = run_generative(engine, pairs, gen, config=generation or GenerationConfig(), report=report.generative,
@@ -172,7 +172,7 @@ def check_finite(loaded, pairs: list[Pair], rows: list[dict]) -> None:
 
 def _is_test(pair_like) -> bool:
     try:
-        from baer_fast.selection.splits import role
+        from baer_fast.io.splits import role
     except ImportError:
         return pair_like.split == "test"
     return role(pair_like.id, pair_like.split) == "test"
@@ -202,7 +202,7 @@ def apply_derived(runs: dict, names: list[str], params: dict) -> dict:
 
 def pair_meta(pair: Pair) -> dict:
     try:
-        from baer_fast.features.text_stats import pair_meta as stats
+        from baer_fast.io.text_stats import pair_meta as stats
         meta = stats(pair.question, pair.response_a, pair.response_b)
     except ImportError:
         meta = {"len_q": len(pair.question)}

@@ -78,7 +78,7 @@ class LoadedModel:
         impl = cfg._attn_implementation
         use, split = self.masked_attention() if mask is not None else impl, contextlib.nullcontext()
         if groups is not None and use == "sdpa":
-            from baer_fast.runtime import width_groups
+            from baer_fast.runtime.plan import width_groups
             use, split = width_groups.register(), width_groups.grouped(groups)
         if use != impl:
             cfg._attn_implementation = use
@@ -252,7 +252,7 @@ def _probe(model, cache_arg: str):
     import torch
     from transformers import DynamicCache
 
-    from baer_fast.runtime.engine import _layer_kv
+    from baer_fast.runtime.prefill import _layer_kv
     ids = torch.arange(1, PROBE + 1, device=next(model.parameters()).device)[None]
     ids = ids % model.get_input_embeddings().num_embeddings
     cache, seen = DynamicCache(), []
@@ -283,7 +283,7 @@ def logit_map(model, logits, hidden) -> tuple[float, float | None]:
     (its verdicts would not be its own)."""
     import torch
 
-    from baer_fast.runtime.readout import model_logits
+    from baer_fast.runtime.model.readout import model_logits
     cfg = _text_config(model.config)
     scale = float(getattr(cfg, "logit_scale", None) or 1.0) / float(getattr(cfg, "logits_scaling", None) or 1.0)
     cap = getattr(cfg, "final_logit_softcapping", None)

@@ -36,7 +36,7 @@ import time
 from dataclasses import dataclass, field
 
 from baer_fast.errors import BaerError
-from baer_fast.runtime.prefix_tree import causal_scores
+from baer_fast.runtime.plan.prefix_tree import causal_scores
 from baer_fast.runtime.queries import EngineResult, EngineStats, Query
 
 log = logging.getLogger("baer_fast")
@@ -167,7 +167,7 @@ def _model_len(path: str, options: VllmOptions) -> int:
 
 def load_vllm(path: str, options: VllmOptions = VllmOptions()) -> VllmModel:
     """Start vLLM's offline engine on a local model directory (nothing is downloaded)."""
-    from baer_fast.runtime.model_loader import check_model_dir
+    from baer_fast.runtime.model.load import check_model_dir
     check_model_dir(path)
     vllm = require_vllm()
     os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", str(options.cpu_kv_cache_gb))
@@ -208,7 +208,7 @@ class VllmEngine:
     def from_path(cls, path: str, options: VllmOptions = VllmOptions()):
         """One engine, or with data_parallel_size > 1 `vllm_dp.DataParallelEngine` (same interface)."""
         if options.data_parallel_size > 1:
-            from baer_fast.runtime.vllm_dp import DataParallelEngine
+            from baer_fast.runtime.vllm.dp import DataParallelEngine
             return DataParallelEngine(path, options)
         return cls(load_vllm(path, options))
 

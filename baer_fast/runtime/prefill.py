@@ -46,13 +46,13 @@ import logging
 import time
 from dataclasses import dataclass
 
-from baer_fast.runtime import width_groups
+from baer_fast.runtime.plan import width_groups
 from baer_fast.runtime.config import EngineConfig
-from baer_fast.runtime.masks import layer_masks, windowed
-from baer_fast.runtime.model_loader import flop_model
-from baer_fast.runtime.prefix_tree import Node, ancestors, build_tree, causal_scores, subtree, tree_tokens
+from baer_fast.runtime.model.masks import layer_masks, windowed
+from baer_fast.runtime.model.load import flop_model
+from baer_fast.runtime.plan.prefix_tree import Node, ancestors, build_tree, causal_scores, subtree, tree_tokens
 from baer_fast.runtime.queries import EngineResult, EngineStats, Query
-from baer_fast.runtime.readout import read_rows
+from baer_fast.runtime.model.readout import read_rows
 
 
 log = logging.getLogger("baer_fast")
@@ -340,7 +340,7 @@ class PrefixEngine:
         import torch
         from transformers import DynamicCache
 
-        from baer_fast.runtime.past_cache import inplace_cache
+        from baer_fast.runtime.model.past_cache import inplace_cache
         if p == 0:
             return DynamicCache(), [0] * len(rows), None
         refs = kv[(rows[0].g, rows[0].chain[0])]                       # (K, V) [layers, kvh, n, hd]; MLA: K, V differ

@@ -1,0 +1,1 @@
+"""Planning in pure Python (no torch at import): the prefix tree, width groups, row chunks."""
