@@ -65,14 +65,18 @@ def fit_full(records, spec, mode: str, condition: str) -> dict:
     return fit_condition(records, condition=condition, spec=spec)
 
 
+MODEL = None         # CostModel of the run (--criterion)
+TOLERANCE = 0.01     # the cascade's CV tolerance (--tolerance)
+
+
 def fit_pruned(records, spec, budget: str, mode: str, condition: str) -> dict:
     from baer_fast.selection.budget import fit_budget, plan_budget
     if mode == "stack":
-        plan = plan_budget(records, budget, spec=spec)
+        plan = plan_budget(records, budget, spec=spec, model=MODEL)
         art = stack_art(records, spec, plan["experts"], condition)
         art["budget"] = plan
         return art
-    return fit_budget(records, budget, condition=condition, spec=spec)
+    return fit_budget(records, budget, condition=condition, spec=spec, model=MODEL)
 
 
 def test_cost(records, experts, full_experts) -> float:
@@ -102,7 +106,7 @@ def run_condition(bench: str, backbone: str, records, spec, mode: str) -> dict:
         row[f"pruned_{b}"] = {"test": accuracy(deployed_head(art).score(test), test), "cv": plan["cv_accuracy"],
                               "cost": test_cost(test, plan["experts"], everyone), "experts": plan["experts"]}
     try:
-        art = fit_cascade(records, full, spec=spec, cascade=CascadeSpec("0.3333", 0.01))
+        art = fit_cascade(records, full, spec=spec, cascade=CascadeSpec("0.3333", TOLERANCE), model=MODEL)
     except Exception as e:
         row["cascade"] = {"infeasible": str(e)}
         return row
@@ -191,13 +195,59 @@ def plot(rows: list[dict], path: str) -> None:
     _save_png(fig, path)
 
 
+def plot_transfer(lobo: list[dict], path: str) -> None:
+    from baer_fast.eval.report import _figure, _save_png
+    fig = _figure(7.0, 3.6)
+    ax = fig.add_subplot(1, 1, 1)
+    names = sorted({t["condition"] for t in lobo})
+    x = np.arange(len(names))
+    for k, (key, label) in enumerate((("transfer", "pooled transfer"), ("majority", "majority vote"),
+                                      ("mean_zt", "mean z~"), ("supervised", "supervised (own labels)"))):
+        vals = [100 * np.mean([t[key] for t in lobo if t["condition"] == n]) for n in names]
+        ax.bar(x + 0.2 * (k - 1.5), vals, width=0.2, label=label)
+    ax.set_xticks(x, [n.split("/", 1)[1] + "\n" + n.split("/")[0].replace("LLMBar-", "") for n in names],
+                  fontsize=6, rotation=90)
+    ax.set_ylabel("held-out test accuracy (%)")
+    ax.legend(fontsize=7)
+    _save_png(fig, path)
+
+
+def write_report(out_dir: str, rows: list[dict], lobo: list[dict], summary: dict) -> None:
+    """A page of its own beside the eval report: the two figures and the per-target summary."""
+    import html
+    from baer_fast.io.jsonl import atomic_open
+    os.makedirs(out_dir, exist_ok=True)
+    plot(rows, os.path.join(out_dir, "cost_accuracy.png"))
+    plot_transfer(lobo, os.path.join(out_dir, "cost_transfer.png"))
+    cells = "".join(f"<tr><td>{html.escape(k)}</td><td>{html.escape(json.dumps(v))}</td></tr>"
+                    for k, v in summary.items())
+    page = ("<!doctype html><meta charset='utf-8'><title>baer-fast: accuracy vs cost</title>"
+            "<h1>Accuracy vs cost (benchmarks/cost_accuracy.py)</h1>"
+            "<p>Pruned heads and the cascade: test accuracy minus the full head's, against cost.</p>"
+            "<img src='cost_accuracy.png' alt='accuracy gap vs cost'>"
+            "<p>Leave-one-backbone-out transfer vs label-free baselines.</p>"
+            "<img src='cost_transfer.png' alt='transfer accuracy per held-out backbone'>"
+            f"<h2>Summary</h2><table border='1'>{cells}</table>")
+    with atomic_open(os.path.join(out_dir, "cost.html")) as fh:
+        fh.write(page)
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--data", default=None)
     ap.add_argument("--splits", type=int, default=3)
     ap.add_argument("--head", choices=("stack", "auto"), default="stack")
     ap.add_argument("--plot", default=None)
+    ap.add_argument("--report", default=None, metavar="DIR", help="write cost.html + PNGs there")
+    ap.add_argument("--criterion", choices=("accuracy", "logloss"), default="accuracy",
+                    help="what the subset search maximises first (CostModel.criterion)")
+    ap.add_argument("--tolerance", type=float, default=None, help="cascade CV tolerance (default: CascadeSpec's)")
     args = ap.parse_args(argv)
+    global MODEL, TOLERANCE
+    from baer_fast.selection.budget import CostModel
+    from baer_fast.selection.cascade import CascadeSpec
+    MODEL = CostModel(criterion=args.criterion)
+    TOLERANCE = CascadeSpec().tolerance if args.tolerance is None else args.tolerance
     from baer_fast.io.adapters import load
     from baer_fast.io.splits import SplitSpec
     root = data_root(args.data)
@@ -224,7 +274,10 @@ def main(argv=None) -> int:
     if args.plot:
         plot(rows, args.plot)
     summary = summarize(rows, lobo)
+    if args.report:
+        write_report(args.report, rows, lobo, summary)
     print(json.dumps({"benchmark": "cost_accuracy", "head": args.head, "splits": args.splits,
+                      "criterion": args.criterion, "cascade_tolerance": TOLERANCE,
                       "conditions": len({r["condition"] for r in rows}), "summary": summary}))
     return 0
 

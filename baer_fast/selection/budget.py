@@ -34,6 +34,7 @@ class CostModel:
     default_unit: float = 1.0      # cost per pair of an expert when nothing records its cost
     repeats: int = 3               # fold assignments averaged by the subset search
     rounding: int = 9              # CV accuracies compared after rounding (ties are real ties)
+    criterion: str = "accuracy"    # what the search maximises first: CV "accuracy" or minus CV "logloss"
 
 
 def parse_budget(text: str) -> tuple[str, float]:
@@ -132,7 +133,7 @@ class SubsetCV:
         self.subsets, self.categories, self.y, self.lam = [r.subset for r in rows], list(categories), y, lam
         ids = [r.id for r in rows]
         self.folds = [cv_folds(ids if k == 0 else [f"{k}:{i}" for i in ids]) for k in range(model.repeats)]
-        self.rounding = model.rounding
+        self.rounding, self.criterion = model.rounding, model.criterion
         self._memo: dict[tuple, float] = {}
 
     def phi(self, subset: Sequence[str]) -> np.ndarray:
@@ -162,9 +163,9 @@ class SubsetCV:
         return self.figures(subset)[0]
 
     def rank(self, subset: Sequence[str]) -> tuple[float, float]:
-        """Higher is better: CV accuracy, then lower CV log-loss."""
+        """Higher is better: CV accuracy, then lower CV log-loss (or the other way round)."""
         acc, loss = self.figures(subset)
-        return acc, -loss
+        return (acc, -loss) if self.criterion == "accuracy" else (-loss, acc)
 
 
 def _visit(cv: SubsetCV, costs: dict, subset, how: str, seen: dict) -> None:
@@ -196,12 +197,14 @@ def search(cv: SubsetCV, costs: dict, limit: float) -> list[dict]:
     return list(seen.values())
 
 
-def choose(visited: list[dict], limit: float) -> dict:
+def choose(visited: list[dict], limit: float, criterion: str = "accuracy") -> dict:
     within = [v for v in visited if v["cost"] <= limit * (1 + 1e-12)]
     if not within:
         raise InputError(f"no expert subset fits the budget of {limit:g} per pair "
                          f"(cheapest expert: {min(v['cost'] for v in visited):g})", field="--budget")
-    return min(within, key=lambda v: (-v["cv_accuracy"], v["cv_logloss"], v["cost"], len(v["experts"]), v["experts"]))
+    first = (lambda v: (-v["cv_accuracy"], v["cv_logloss"])) if criterion == "accuracy" else \
+        (lambda v: (v["cv_logloss"], -v["cv_accuracy"]))
+    return min(within, key=lambda v: (*first(v), v["cost"], len(v["experts"]), v["experts"]))
 
 
 def labelled_rows(records: Sequence, spec: SplitSpec):
@@ -231,7 +234,7 @@ def plan_budget(records: Sequence, budget: str, *, spec: SplitSpec = SplitSpec()
     full = float(sum(costs.values()))
     limit = value * full if kind == "fraction" else value
     visited = search(cv, costs, limit)
-    best = choose(visited, limit)
+    best = choose(visited, limit, model.criterion)
     full_cv = cv.accuracy(experts)
     return {"budget": str(budget), "limit_per_pair": limit, "cost_source": source,
             "expert_costs": costs, "full_cost_per_pair": full, "full_cv_accuracy": full_cv,
