@@ -4,7 +4,7 @@
 
 Per condition (benchmark x backbone) and seeded id-hash split (`SplitSpec(seed="cost-<i>")`):
 the full head, the pruned head at 1/3 and 1/2 of the full bank's cost (selection/budget.py)
-and the cascade (cheap stage at 1/3, tolerance 1 point; selection/cascade.py), each with CV
+and the cascade (cheap stage at 1/3, CV tolerance 0; selection/cascade.py), each with CV
 accuracy on non-test rows and accuracy on the test rows (a score of exactly 0 counts half).
 Costs: LLMBar's kept texts (io/adapters/costs.py); JudgeBench keeps none, so one unit per
 expert. Leave-one-backbone-out transfer (selection/transfer.py): heads fitted on the other
@@ -66,7 +66,7 @@ def fit_full(records, spec, mode: str, condition: str) -> dict:
 
 
 MODEL = None         # CostModel of the run (--criterion)
-TOLERANCE = 0.01     # the cascade's CV tolerance (--tolerance)
+TOLERANCE = 0.0      # the cascade's CV tolerance (--tolerance)
 
 
 def fit_pruned(records, spec, budget: str, mode: str, condition: str) -> dict:
@@ -239,7 +239,7 @@ def main(argv=None) -> int:
     ap.add_argument("--head", choices=("stack", "auto"), default="stack")
     ap.add_argument("--plot", default=None)
     ap.add_argument("--report", default=None, metavar="DIR", help="write cost.html + PNGs there")
-    ap.add_argument("--criterion", choices=("accuracy", "logloss"), default="accuracy",
+    ap.add_argument("--criterion", choices=("accuracy", "logloss"), default="logloss",
                     help="what the subset search maximises first (CostModel.criterion)")
     ap.add_argument("--tolerance", type=float, default=None, help="cascade CV tolerance (default: CascadeSpec's)")
     args = ap.parse_args(argv)

@@ -24,8 +24,8 @@ def add_fit_arguments(p) -> None:
                    "bank's (e.g. 0.33) or tokens=N per pair; the subset is chosen by CV on non-test rows")
     p.add_argument("--cascade", action="store_true", help="add an early-exit stage: cheap experts first")
     p.add_argument("--cascade-budget", default="0.33", help="cost of the cheap stage (default 0.33)")
-    p.add_argument("--cascade-tolerance", type=float, default=0.01,
-                   help="CV accuracy the cascade may lose against the full head (default 0.01)")
+    p.add_argument("--cascade-tolerance", type=float, default=0.0,
+                   help="CV accuracy (a fraction) the cascade may lose against the full head (default 0)")
     p.add_argument("--costs", default=None, metavar="FILE", help="JSON {expert: tokens per pair} (overrides meta)")
     p.add_argument("--transfer-from", nargs="+", default=None, metavar="HEAD",
                    help="unlabelled signals: deploy a pooled head from these artifacts (or folders of them)")

@@ -6,10 +6,10 @@ override (expert -> tokens per pair), or, where neither says anything, one unit 
 An expert's cost is its mean over the rows fitting the head; a subset costs the sum.
 
 Search (deterministic): greedy forward from the empty set and greedy backward from the
-full bank, each step scored by the stack's (Eq. 6) out-of-fold accuracy over repeated
-id-hashed fold assignments, one lambda (the full bank's, chosen on selection/calibration).
-Among the visited subsets within the budget the highest CV accuracy wins; ties go to the
-lower CV log-loss, then the cheaper, the smaller, the first by name. Test rows are never read.
+full bank, each step scored by the stack's (Eq. 6) out-of-fold log-loss (CostModel.criterion;
+or accuracy) over repeated id-hashed fold assignments, one lambda (the full bank's, chosen on
+selection/calibration). Among the visited subsets within the budget the best wins; ties go to
+the other figure, then the cheaper, the smaller, the first by name. Test rows are never read.
 """
 from __future__ import annotations
 
@@ -34,7 +34,7 @@ class CostModel:
     default_unit: float = 1.0      # cost per pair of an expert when nothing records its cost
     repeats: int = 3               # fold assignments averaged by the subset search
     rounding: int = 9              # CV accuracies compared after rounding (ties are real ties)
-    criterion: str = "accuracy"    # what the search maximises first: CV "accuracy" or minus CV "logloss"
+    criterion: str = "logloss"     # what the search ranks first: CV "logloss" (smoother on small dev sets) or "accuracy"
 
 
 def parse_budget(text: str) -> tuple[str, float]:
@@ -197,7 +197,7 @@ def search(cv: SubsetCV, costs: dict, limit: float) -> list[dict]:
     return list(seen.values())
 
 
-def choose(visited: list[dict], limit: float, criterion: str = "accuracy") -> dict:
+def choose(visited: list[dict], limit: float, criterion: str = "logloss") -> dict:
     within = [v for v in visited if v["cost"] <= limit * (1 + 1e-12)]
     if not within:
         raise InputError(f"no expert subset fits the budget of {limit:g} per pair "
@@ -241,9 +241,9 @@ def plan_budget(records: Sequence, budget: str, *, spec: SplitSpec = SplitSpec()
             "experts": best["experts"], "cost_per_pair": best["cost"],
             "fraction_of_full": best["cost"] / full if full > 0 else 0.0,
             "cv_accuracy": best["cv_accuracy"], "visited": visited,
-            "rule": "greedy forward + backward over expert subsets, stack out-of-fold accuracy "
+            "rule": f"greedy forward + backward over expert subsets, stack out-of-fold {model.criterion} "
                     f"({model.repeats} id-hashed 5-fold assignments, non-test rows); best within budget, "
-                    "ties to lower CV log-loss, then the cheaper"}
+                    "ties to the other CV figure, then the cheaper"}
 
 
 def fit_budget(records: Sequence, budget: str, *, condition: str, spec: SplitSpec = SplitSpec(),

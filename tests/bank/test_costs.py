@@ -51,3 +51,53 @@ def test_fit_to_total_is_exact_and_keeps_matching_shares():
     for total in (0, 1, 7, 11, 1000):
         got = fit_to_total(w, total)
         assert sum(v for d in got for v in d.values()) == total
+
+
+def test_score_model_runs_stage_two_only_where_the_cascade_needs_it(qwen_dir, tmp_path, monkeypatch):
+    import json
+
+    import numpy as np
+
+    from baer_fast import artifact
+    from baer_fast.bank import runner
+    from baer_fast.cli import main
+    from baer_fast.heads.stack import fit_stack
+    from baer_fast.io.records import write_pairs
+    from baer_fast.selection.cascade import CascadeSpec, fit_cascade
+    pairs = [Pair(p.id, p.question, p.response_a, p.response_b, label="ab"[i % 2],
+                  split=("selection", "calibration")[i % 2] if i < 8 else "test") for i, p in enumerate(_pairs(12))]
+    sig = runner.run_experts(qwen_dir, pairs, experts=["direct", "score"])
+    rows = [s for s in sig if s.split != "test"]
+    y = np.array([1.0 if s.label == "a" else -1.0 for s in rows])
+    full, _ = fit_stack(rows, y, [s.split for s in rows], experts=["direct", "score"], categories=["default"])
+    art = fit_cascade(sig, {"condition": "c", "head": "stack", "experts": ["direct", "score"],
+                            "heads": {"stack": full.to_json()}}, cascade=CascadeSpec("tokens=1e9", 0.0))
+    art["cascade"]["stage1_experts"] = ["direct"]
+    stage1, _ = fit_stack(rows, y, [s.split for s in rows], experts=["direct"], categories=["default"])
+    art["cascade"]["stage1"] = stage1.to_json()
+    conf = np.round(np.abs(stage1.score(sig)), 9)
+    lo, hi = np.sort(conf)[5:7]
+    art["cascade"]["tau"] = float((lo + hi) / 2)             # half the pairs exit, away from the boundary
+    artifact.save(str(tmp_path / "h.json"), art)
+    head = artifact.deployed_head(artifact.load(str(tmp_path / "h.json")))
+    exits = head.exits(sig)
+    assert exits.any() and not exits.all()
+    write_pairs(str(tmp_path / "p.jsonl"), pairs)
+    seen, made = [], []
+    real = runner.run_experts
+
+    def counting(m, ps, **kw):
+        seen.append((len(ps), kw["experts"]))
+        made.append(real(m, ps, **kw))
+        return made[-1]
+    monkeypatch.setattr(runner, "run_experts", counting)
+    assert main(["-q", "score", "--model", qwen_dir, "--input", str(tmp_path / "p.jsonl"),
+                 "--head", str(tmp_path / "h.json"), "--out", str(tmp_path / "s.jsonl")]) == 0
+    assert seen == [(12, ["direct"]), (int((~exits).sum()), ["score"])]
+    got = [json.loads(line)["score"] for line in open(tmp_path / "s.jsonl") if line.startswith("{\"id")]
+    # the scores are the cascade's on exactly the runs the two stages produced
+    from baer_fast.selection.cascade import merge
+    second = iter(made[1])
+    staged = [r if e else merge(r, next(second)) for r, e in zip(made[0], exits)]
+    assert got == [float(x) for x in head.score(staged)]
+    assert [("score" in r.experts) for r in staged] == [not e for e in exits]

@@ -31,8 +31,9 @@ def test_budget_is_respected(records, budget):
     assert plan["cost_per_pair"] == pytest.approx(sum(plan["expert_costs"][e] for e in plan["experts"]))
     assert all(v["cost"] <= limit + 1e-9 for v in plan["visited"] if v["experts"] == plan["experts"])
     assert plan["cost_source"] == "measured"
-    # nothing visited within the budget has a better CV accuracy than the chosen subset
-    assert plan["cv_accuracy"] == max(v["cv_accuracy"] for v in plan["visited"] if v["cost"] <= limit + 1e-9)
+    # nothing visited within the budget has a better CV log-loss (the default criterion) than the chosen subset
+    chosen = next(v for v in plan["visited"] if v["experts"] == plan["experts"])
+    assert chosen["cv_logloss"] == min(v["cv_logloss"] for v in plan["visited"] if v["cost"] <= limit + 1e-9)
 
 
 def test_subset_is_deterministic_and_order_free(records):
