@@ -60,27 +60,27 @@ class Judge:
         """
         from baer_fast import artifact as artifact_io
         from baer_fast.runtime.config import EngineConfig
-        from baer_fast.bank.runner import make_engine
+        from baer_fast.runtime.open import HfOptions, open_engine, open_vllm
 
         if backend not in BACKENDS:
             raise BaerError(f"unknown backend {backend!r} (choose from {', '.join(BACKENDS)})")
         if backend == "vllm":
             import dataclasses
 
-            from baer_fast.runtime.vllm.backend import VllmEngine, VllmOptions, require_vllm
+            from baer_fast.runtime.vllm.backend import VllmOptions, require_vllm
             require_vllm()                     # says how to install it before anything loads
             opts = VllmOptions(**vllm_options) if isinstance(vllm_options, dict) else (vllm_options or VllmOptions())
             if dtype != "auto":
                 opts = dataclasses.replace(opts, dtype=dtype)
             art = artifact_io.load(head) if isinstance(head, str) else head
             options = JudgeOptions(kernels=kernels, device=device, dtype=opts.dtype, truncate=truncate)
-            return cls(VllmEngine.from_path(model_path, opts), art, options=options)
+            return cls(open_vllm(model_path, opts), art, options=options)
         if vllm_options is not None:
             raise BaerError("vllm_options apply to backend='vllm' only")
         art = artifact_io.load(head) if isinstance(head, str) else head
         options = JudgeOptions(kernels=kernels, device=device, dtype=dtype, truncate=truncate)
-        engine = make_engine(model_path, config=EngineConfig(kernels=kernels),
-                             device=device or "auto", dtype=dtype)
+        engine = open_engine(model_path, options=HfOptions(engine=EngineConfig(kernels=kernels),
+                                                           device=device or "auto", dtype=dtype))
         return cls(engine, art, options=options)
 
     # ------------------------------------------------------------------ inputs

@@ -70,7 +70,7 @@ def run(args, folder: str) -> dict:
     import baer_fast.runtime.model.readout  # noqa: F401  (bound before bench_engine puts the checkout first)
     import bench_engine
     from baer_fast.runtime.prefill import PrefixEngine
-    from baer_fast.runtime.model.load import load_judge
+    from baer_fast.runtime.open import load_judge
 
     model_dir = args.model or bench_engine.build_model(folder)
     loaded = load_judge(model_dir, dtype=args.dtype)
@@ -94,15 +94,16 @@ def run(args, folder: str) -> dict:
 
 
 def _vllm_rows(args, model_dir, groups, pairs, results) -> dict:
-    from baer_fast.runtime.vllm.backend import VllmEngine, VllmOptions
+    from baer_fast.runtime.open import open_vllm
+    from baer_fast.runtime.vllm.backend import VllmOptions
     info, rows = {}, []
     variants = [("vllm prefix caching", True, 1)] + ([("vllm no prefix caching", False, 1)] if args.vllm_no_cache else [])
     if args.data_parallel_size > 1:
         variants.append((f"vllm data parallel {args.data_parallel_size}", True, args.data_parallel_size))
     for name, caching, dp in variants:
         t0 = time.perf_counter()
-        engine = VllmEngine.from_path(model_dir, VllmOptions(dtype=args.dtype, prefix_caching=caching,
-                                                             block_size=args.block_size, data_parallel_size=dp))
+        engine = open_vllm(model_dir, VllmOptions(dtype=args.dtype, prefix_caching=caching,
+                                                  block_size=args.block_size, data_parallel_size=dp))
         info[f"{name}: engine_start_s"] = time.perf_counter() - t0
         r, res = bench_engine_pair(name, engine, groups, pairs, args.rounds)
         rows += r

@@ -45,6 +45,8 @@ Q_TOKENS, R_TOKENS = 150, 250
 
 class HFGenerate:
     """The naive decoder: `model.generate` once per request (same GenRequest/GenResult types)."""
+    reads_prompts = exports_prefixes = False      # interfaces.Decoder: a plain decoder
+    stats = None
 
     def __init__(self, loaded):
         from baer_fast.runtime.decode import eos_token_ids

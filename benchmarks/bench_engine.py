@@ -101,7 +101,7 @@ def _row(name, times, n_pairs, tokens, flops):
 
 def _bank_workload(label: str, loaded, pairs, config, rounds: int, warmup: int):
     """The single-pass bank on `pairs`, naive vs prefix engine -> (naive times, engine times, two rows)."""
-    from baer_fast.runtime.model.load import flop_model
+    from baer_fast.runtime.model.flops import flop_model
     from baer_fast.bank.runner import RunReport, run_experts
     rep_n, rep_p = RunReport(), RunReport()
     t_n, t_p, _, _ = _time_pair(lambda: run_experts(loaded, pairs, naive=True, report=rep_n),
@@ -116,10 +116,10 @@ def least_gflop_per_pair(loaded, pairs) -> float:
     """GFLOP per pair of the single-pass bank when each distinct prefix of a pair's prompts is
     computed once, every token over exactly its own prefix: the least any exact engine computes."""
     from baer_fast import protocols
-    from baer_fast.runtime.model.load import flop_model
+    from baer_fast.runtime.model.flops import flop_model
     from baer_fast.runtime.plan.prefix_tree import build_tree, tree_scores, tree_tokens
     from baer_fast.bank.prompting import PromptEncoder
-    from baer_fast.bank.runner import build_all_queries
+    from baer_fast.bank.queries import build_all_queries
     enc = PromptEncoder.of(loaded)
     trees = [build_tree([q.ids for q in group]) for group, _ in
              build_all_queries(enc, pairs, protocols.prompt_experts_for(protocols.SINGLE_PASS))]
@@ -166,7 +166,7 @@ def run(n_pairs: int, rounds: int, folder: str, *, shape: str = "anchor", device
 
     from baer_fast.runtime.config import EngineConfig
     from baer_fast.runtime.prefill import PrefixEngine
-    from baer_fast.runtime.model.load import flop_model
+    from baer_fast.runtime.model.flops import flop_model
     from baer_fast.runtime.naive import NaiveEngine
 
     loaded = load_random(folder, shape, device=device, dtype=dtype)

@@ -39,13 +39,14 @@ def load_random(folder: str, shape: str = "anchor", *, device: str = "auto", dty
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     from baer_fast.runtime.model import load as ml
+    from baer_fast.runtime.open import load_judge
     from tests.fixtures.tiny_models import _config
 
     if shape not in SHAPES:
         raise SystemExit(f"unknown shape {shape!r} (choose from {', '.join(SHAPES)})")
     path = build_anchor_dir(folder)
     if shape == "anchor":
-        return ml.load_judge(path, device=device, dtype=dtype)
+        return load_judge(path, device=device, dtype=dtype)
     device = ("cuda" if torch.cuda.is_available() else "cpu") if device == "auto" else device
     s = dict(SHAPES[shape])
     cfg = _config("qwen3", s.pop("model_vocab"), max_pos=MAX_POS, **s)

@@ -6,6 +6,8 @@ when a kernel is actually requested.
 """
 from __future__ import annotations
 
+from baer_fast.errors import BaerError
+
 try:
     import triton
     import triton.language as tl
@@ -15,9 +17,12 @@ except Exception as exc:  # noqa: BLE001 — any failure means "no kernel", repo
     TRITON_IMPORT_ERROR = f"{type(exc).__name__}: {exc}"
 
 
+class KernelUnavailableError(BaerError):
+    """An explicitly requested kernel implementation cannot run here."""
+
+
 def require_triton() -> None:
     """Raise KernelUnavailableError (a BaerError) when a kernel is asked for without Triton."""
     if triton is None:
-        from baer_fast.kernels.dispatch import KernelUnavailableError
         raise KernelUnavailableError(f"Triton is not importable here ({TRITON_IMPORT_ERROR}); "
                                      "use kernels='torch' or install triton>=3.6")

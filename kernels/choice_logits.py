@@ -4,22 +4,12 @@ Boundary: hidden states and the LM head in, log-probabilities over the C allowed
 out. Knows nothing about prompts, protocols or which label a token means.
 
     choice_logits_ref(hidden, weight, choice_ids, *, bias=None)  torch reference, the CPU path
-    choice_logits(hidden, weight, choice_ids, *, bias=None)      Triton launcher (CUDA, or CPU
-                                                                 under TRITON_INTERPRET=1)
-    _choice_logits_kernel                                        the @triton.jit kernel
+    choice_logits(hidden, weight, choice_ids, *, bias=None)      Triton launcher
 
-Both paths share one signature: hidden [N, H], weight [V, H] (the LM head, or the tied input
-embedding), choice_ids [N, C] (per row) or [C] (shared), optional bias [V] -> logprobs
-[N, C] fp32. Inputs may be fp32, bf16 or fp16; products are accumulated in fp32.
-Only the C gathered rows of `weight` are read, so no [N, V] logits tensor is ever formed.
-
-The kernel does not bounds-check `choice_ids` on the device (that would cost a host sync per
-call); the launcher checks them when they live on the CPU, and callers on the GPU pass
-token ids validated once against the vocabulary (the protocols' verdict token sets).
-
-Triton is imported guarded: this module imports, and the reference works, without it.
-Whether a kernel runs on the GPU or is interpreted is decided by Triton when the kernel is
-defined (TRITON_INTERPRET=1 in the environment before this module is imported).
+hidden [N, H], weight [V, H], choice_ids [N, C] or [C], bias [V] -> logprobs [N, C] fp32,
+accumulated in fp32; only the C gathered rows of `weight` are read. Device-side ids are not
+bounds-checked (no host sync); the launcher checks CPU ones. Triton is imported guarded
+(TRITON_INTERPRET=1 before import interprets it on CPU). More: docs/architecture.md.
 """
 from __future__ import annotations
 
@@ -40,7 +30,7 @@ def choice_logits_ref(hidden: torch.Tensor, weight: torch.Tensor, choice_ids: to
     model's final logit soft-capping (Gemma 2: c * tanh(logit / c)), applied before the
     log-softmax; the kernel has none.
     """
-    # index_select, not weight[ids]: advanced indexing costs ~6 ms on a 151936-row head on CPU
+    # index_select, not weight[ids]: advanced indexing is far slower on a large head on CPU (docs/performance.md)
     if choice_ids.dim() == 1:                            # shared ids: gather [C, H] once
         logits = hidden.float() @ weight.index_select(0, choice_ids).float().T
     else:

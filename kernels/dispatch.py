@@ -3,20 +3,15 @@
 Boundary: tensors in, tensors out, and one decision — which implementation runs. Knows
 nothing about models, prompts or heads.
 
-    HAS_TRITON_GPU               decided once at import: a CUDA device and an importable Triton
-    resolve_kernels(kind, device=None) -> "triton" | "torch"
-        "auto"    Triton when HAS_TRITON_GPU and the tensors are (or will be) on CUDA, else the
-                  torch reference; logs one line per distinct decision, once per process.
-        "torch"   always the torch reference (the CPU path).
-        "triton"  the Triton kernel; without a GPU raises KernelUnavailableError, unless
-                  TRITON_INTERPRET=1 is set (the Triton interpreter on CPU: how tests run the
-                  kernels; about 400x slower than torch, never chosen by "auto").
-    read_choices(hidden, weight, choice_ids, *, bias=None, kernels="auto")
-        constrained verdict readout: hidden [N, H], LM head weight [V, H], choice_ids [N, C]
-        or [C], bias [V] or None -> logprobs [N, C] fp32 (see kernels/choice_logits.py).
+    HAS_TRITON_GPU                       a CUDA device and an importable Triton, decided at import
+    resolve_kernels(kind, device=None)   "auto" | "torch" | "triton" -> "triton" | "torch"
+    read_choices(hidden, weight, choice_ids, *, bias=None, kernels="auto")   see choice_logits.py
     compute_evidence(u, eps=EPS, *, category=None, n_categories=0, kernels="auto")
-        fused evidence features: u [N, K, M] (NaN = missing) -> Evidence(p, delta, z, zt, phi)
-        (see kernels/evidence_features.py).
+                                         see evidence_features.py
+
+"auto" picks Triton for CUDA tensors when HAS_TRITON_GPU, else torch; "triton" without a GPU
+raises KernelUnavailableError unless TRITON_INTERPRET=1 (the interpreter the tests use, never
+chosen by "auto"). More: docs/architecture.md.
 """
 from __future__ import annotations
 
@@ -26,19 +21,15 @@ import os
 
 import torch
 
-from baer_fast.errors import BaerError
-from baer_fast.features.evidence import EPS
+from baer_fast.kernels._triton import KernelUnavailableError
 from baer_fast.kernels.choice_logits import choice_logits, choice_logits_ref
+from baer_fast.kernels.constants import EPS
 from baer_fast.kernels.evidence_features import (Evidence, evidence_features,
                                                  evidence_features_ref)
 
 log = logging.getLogger(__name__)
 
 KINDS = ("auto", "triton", "torch")
-
-
-class KernelUnavailableError(BaerError):
-    """An explicitly requested kernel implementation cannot run here."""
 
 
 def _probe_triton_gpu() -> bool:

@@ -1,24 +1,16 @@
 """Fused evidence features: runs u in, (p, delta, z, zt) and optionally the stack map phi out.
 
 Boundary: tensors of expert runs in, per-expert features out. Knows nothing about files,
-experts' names, heads or labels. The definitions are those of the numpy reference of record,
-`baer_fast.features.evidence` (`evidence`, `logit_clipped`, `stack_features`):
-
-    p_k  = mean of the non-missing runs u_km            (all missing -> 0.5)
-    d_k  = max_m u_km - min_m u_km                      (all missing -> 0)
-    z_k  = log(0.5 + c) - log(0.5 - c),  c = clip(p_k - 0.5, eps - 0.5, 0.5 - eps)
-    zt_k = z_k / (1 + 4 d_k)
-    phi  = [z_1, zt_1, ..., z_K, zt_K, 1[g = c] * mean_k z_k for c in 0..G-1]
+experts' names, heads or labels. Definitions: the numpy reference of record,
+`baer_fast.features.evidence` (p = mean of non-missing runs, delta = their spread,
+z = clipped logit of p, zt = z / (1 + 4 delta), phi = stack map with category interactions).
 
     evidence_features_ref(u, eps, *, category=None, n_categories=0)  torch reference, CPU path
     evidence_features(u, eps, *, category=None, n_categories=0)      Triton launcher
-    _evidence_kernel                                                 the @triton.jit kernel
 
-u [N, K, M] fp64 or fp32 (NaN = missing run, M >= 1); category [N] int (index into the fit's
-categories, -1 or any value outside 0..G-1 = unseen, all-zero interaction block) ->
-`Evidence(p, delta, z, zt, phi)`: four [N, K] tensors in u's dtype, and phi [N, 2K + G] in
-u's dtype when `category` is given, else None. Arithmetic is done in u's dtype; pass fp64 to
-match the numpy reference to rounding.
+u [N, K, M] fp64 or fp32 (NaN = missing run); category [N] int (outside 0..G-1 = unseen) ->
+`Evidence(p, delta, z, zt, phi)`, phi [N, 2K + G] only with `category`. Arithmetic in u's
+dtype; pass fp64 to match the numpy reference to rounding. More: docs/architecture.md.
 """
 from __future__ import annotations
 
@@ -26,9 +18,8 @@ from typing import NamedTuple
 
 import torch
 
-from baer_fast.features.evidence import EPS
-
 from baer_fast.kernels._triton import require_triton, tl, triton  # guarded import, shared
+from baer_fast.kernels.constants import EPS
 
 _TILE = 4096   # BLOCK_N * BLOCK_K * BLOCK_M values per program: K and M are small (<= ~16)
 

@@ -56,7 +56,7 @@ def owners(names) -> dict:
 def tagged_prompts(engine, pairs, names, generation) -> list[list[tuple]]:
     """Per pair, (token ids, expert charged) of every prompt the bank prefills for it."""
     from baer_fast.bank.prompting import PromptEncoder
-    from baer_fast.bank.runner import build_all_queries
+    from baer_fast.bank.queries import build_all_queries
     enc = PromptEncoder.of(engine.loaded)
     who = owners(names)
     built = build_all_queries(enc, pairs, list(who))
@@ -73,7 +73,7 @@ def tagged_prompts(engine, pairs, names, generation) -> list[list[tuple]]:
 def prefill_weights(engine, pairs, names, generation=None) -> list[dict]:
     """Per pair {expert: tokens} by the node-splitting rule (module docstring)."""
     from baer_fast.runtime.plan.prefix_tree import ancestors, build_tree
-    from baer_fast.bank.runner import share_questions
+    from baer_fast.bank.queries import share_questions
     tagged = tagged_prompts(engine, pairs, names, generation)
     out = [dict() for _ in pairs]
     if not getattr(engine, "shares_prefixes", True):

@@ -1,25 +1,14 @@
 """Generative experts: pairs in, canonical runs out — decode every reasoning, then read verdicts.
 
-Two batched phases over a chunk of pairs, whatever the mix of experts:
-  1. every Generation of every (pair, expert) is one request to the decoder (decode.py):
-     batched across pairs, experts and samples; a generation that depends on one candidate
-     or none (PRePair analyses, rubric, reference solution) is declared once per pair, so
-     it is decoded once and both display orders reuse it (counted in `ExpertCost.calls`);
-  2. every Verdict is read with the same constrained readout as the single-pass experts:
-     a continuation (prompt + kept generated ids + cue) whose Generation declared its cue is
-     read by the decoder as the row finishes (no second prefill); any other continuation,
-     and every fresh prompt embedding generated texts, is one token-id query through the
-     prefix engine.
-The single-pass bank's prompts, when they run too, enter phase 1 as prompt reads: the decoder
-reads their verdicts at the end of the prefill that its generation prompts share. For the
-verdict prompts of phase 2 that put generated text after the pairwise skeleton (rubric,
-PRePair: PAIRWISE_VERDICTS), the decoder copies out each order's [system][question][A][B] KV
-right after prefilling it (within the engine's KV budget), and the engine starts from it.
-
-Seeds: a sampled row's seed hashes (global seed, pair id, expert, sample index, the rendered
-prompt text). It depends on what is displayed, not on the display order's name, so the
-swapped pair's order-ba prompt (the same text as the original's order-ab prompt) draws the
-same samples: runs mirror under the swap, and do not depend on batch composition.
+Two batched phases over a chunk of pairs: (1) every Generation of every (pair, expert) is one
+decoder request, batched across pairs, experts and samples; one that depends on one candidate or
+none is decoded once per pair and reused by both orders; (2) every Verdict is read with the same
+constrained readout as the single-pass experts: by the decoder as the row finishes (declared
+cues), else as a token-id query through the engine. The single-pass prompts ride in phase 1 as
+prompt reads where the decoder reads prompts; PAIRWISE_VERDICTS prompts start from the
+decoder's exported [system][question][A][B] KV where the engine takes it.
+Seeds hash (global seed, pair id, expert, sample, rendered prompt): runs mirror under the swap
+and do not depend on batch composition. The design in full: docs/architecture.md.
 """
 from __future__ import annotations
 
@@ -30,6 +19,8 @@ from dataclasses import dataclass, field
 from baer_fast import protocols
 from baer_fast.errors import InputError
 from baer_fast.protocols.reasoning import Continue
+from baer_fast.runtime.config import DECODER
+from baer_fast.runtime.open import open_decoder
 from baer_fast.runtime.queries import EngineStats, Query
 
 CUE_ROOM = 64        # context kept free after a generation for its cue (and the readout)
@@ -39,8 +30,8 @@ CUE_ROOM = 64        # context kept free after a generation for its cue (and the
 class GenerationConfig:
     max_new_tokens: dict = field(default_factory=dict)   # expert -> budget (else the protocol's default)
     seed: int = 0                                         # global seed of every sampled row
-    max_rows: int = 256                                   # decode rows in flight at most...
-    memory_budget_bytes: int = 4 << 30                    # ...and as many as this much slot KV holds
+    max_rows: int = DECODER.max_rows                      # decode rows in flight at most...
+    memory_budget_bytes: int = DECODER.memory_budget_bytes  # ...and as many as this much slot KV holds
 
     def budget(self, name: str) -> int:
         return int(self.max_new_tokens.get(name, protocols.get(name).MAX_NEW_TOKENS))
@@ -113,16 +104,16 @@ def run_generative(engine, pairs, names: list[str], *, config: GenerationConfig 
     given.
     """
     from baer_fast.bank.prompting import PromptEncoder
-    from baer_fast.bank.runner import run_shared
+    from baer_fast.bank.queries import run_shared
     loaded = engine.loaded
     report = report if report is not None else GenerativeReport()
     enc = PromptEncoder.of(loaded)
-    decoder = decoder or _default_decoder(engine, config)
+    decoder = decoder or open_decoder(engine, config)
     reqs, requests = _requests(enc, pairs, names, config)
     extra = [list(e) for e in extra] if extra is not None else [[] for _ in pairs]
     # the extra queries ride in the decoder's prompt tree where it reads prompts and the engine
     # would share their prefixes too (not for the naive reference: every prompt whole)
-    reads = any(extra) and getattr(decoder, "reads_prompts", False) and getattr(engine, "shares_prefixes", True)
+    reads = any(extra) and decoder.reads_prompts and engine.shares_prefixes
     batch, gen_at, members = _with_reads(reqs, requests, extra) if reads else \
         (requests, None, _by_pair(reqs, len(pairs)))
     # KV of each pair's [system][question][A][B] per order, kept from the decoder's prefill for
@@ -130,7 +121,7 @@ def run_generative(engine, pairs, names: list[str], *, config: GenerationConfig 
     # engine's KV budget
     export = _pairwise_prefixes(enc, pairs) if (
         any(getattr(protocols.get(n), "PAIRWISE_VERDICTS", False) for n in names)
-        and getattr(decoder, "exports_prefixes", False) and getattr(engine, "takes_prefix_kv", False)) else None
+        and decoder.exports_prefixes and engine.takes_prefix_kv) else None
     before = _prefilled(decoder)
     if not batch:
         results = []
@@ -151,7 +142,7 @@ def run_generative(engine, pairs, names: list[str], *, config: GenerationConfig 
         extra = [[] for _ in pairs]                     # read already: nothing more for the engine
     report.decode_prefilled = None if None in (before, after, report.decode_prefilled) else \
         report.decode_prefilled + after - before
-    kv = getattr(getattr(decoder, "stats", None), "kv_bytes_peak", None)
+    kv = decoder.stats.kv_bytes_peak if decoder.stats is not None else None
     report.decode_kv_peak = None if None in (kv, report.decode_kv_peak) else max(kv, report.decode_kv_peak)
     gen_ids, texts = _trimmed(loaded.tokenizer, reqs, requests, results)
     groups, where, direct = _verdict_queries(enc, pairs, names, reqs, requests, results, gen_ids, texts)
@@ -229,17 +220,7 @@ def _with_reads(reqs, requests, extra):
 
 
 def _prefilled(decoder) -> int | None:
-    stats = getattr(decoder, "stats", None)
-    return getattr(stats, "tokens_prefilled", None)
-
-
-def _default_decoder(engine, config: GenerationConfig):
-    """The engine's own decoder where it has one (vLLM backend: vllm_backend.VllmDecoder), else the
-    hf decoder on its torch model."""
-    if hasattr(engine, "make_decoder"):
-        return engine.make_decoder(config)
-    from baer_fast.runtime.decode import Decoder
-    return Decoder(engine.loaded, max_rows=config.max_rows, memory_budget_bytes=config.memory_budget_bytes)
+    return decoder.stats.tokens_prefilled if decoder.stats is not None else None
 
 
 def _requests(enc, pairs, names, config):

@@ -9,9 +9,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from baer_fast import protocols
+from baer_fast.bank.queries import build_all_queries, run_shared
 from baer_fast.io.records import Pair, Signals
+from baer_fast.io.splits import role
+from baer_fast.io.text_stats import pair_meta as text_pair_meta
 from baer_fast.runtime.config import EngineConfig
-from baer_fast.runtime.queries import EngineStats, Query
+from baer_fast.runtime.open import HfOptions, open_engine
+from baer_fast.runtime.queries import EngineStats
 
 
 @dataclass
@@ -33,80 +37,11 @@ class RunReport:
         return shared, naive
 
 
-def make_engine(model, *, config: EngineConfig = EngineConfig(), naive: bool = False, **load_kw):
-    """model: a directory, a LoadedModel, or an engine (returned as is)."""
-    from baer_fast.runtime.prefill import PrefixEngine
-    from baer_fast.runtime.model.load import LoadedModel, load_judge
-    from baer_fast.runtime.naive import NaiveEngine
-    if hasattr(model, "run") and hasattr(model, "loaded"):
-        return model
-    loaded = model if isinstance(model, LoadedModel) else load_judge(str(model), **load_kw)
-    return NaiveEngine(loaded, kernels=config.kernels) if naive else PrefixEngine(loaded, config)
-
-
 def resolve_experts(experts) -> list[str]:
     names = list(protocols.SINGLE_PASS if experts is None else experts)
     for name in names:
         protocols.get(name)          # raises on an unknown name
     return names
-
-
-def build_queries(encoder, pair: Pair, prompt_experts: list[str]) -> tuple[list[Query], list[tuple]]:
-    """All prompts of one pair as queries, with (expert, key) for each."""
-    return build_all_queries(encoder, [pair], prompt_experts)[0]
-
-
-def build_all_queries(encoder, pairs: list[Pair], prompt_experts: list[str]) -> list[tuple[list[Query], list[tuple]]]:
-    """build_queries for every pair, tokenized in one batch."""
-    items, where = [], []
-    for i, pair in enumerate(pairs):
-        for name in prompt_experts:
-            for prompt in protocols.get(name).prompts(pair.question, pair.response_a, pair.response_b):
-                items.append((prompt, pair.id, name))
-                where.append((i, name, prompt.key))
-    out = [([], []) for _ in pairs]
-    for ids, (prompt, _, _), (i, name, key) in zip(encoder.encode_all(items), items, where):
-        out[i][0].append(Query(ids, encoder.label_ids(prompt.labels)))
-        out[i][1].append((name, key))
-    return out
-
-
-MAX_SHARED_PAIRS = 16     # pairs of one question per engine group: bounds a group's KV (a wave never splits one)
-
-
-def share_questions(pairs: list[Pair], groups: list[list[Query]]):
-    """Merge the query groups of pairs that ask the same question, so the engine prefills their
-    `[system][question]` once (GRPO rounds, MT-Bench-style sets: many pairs per prompt).
-
-    -> (engine groups, spans): pair i's results are engine group spans[i][0], rows
-    spans[i][1]:spans[i][2]. At most MAX_SHARED_PAIRS pairs per merged group.
-    """
-    merged, members, spans, open_group = [], [], [], {}
-    for pair, group in zip(pairs, groups):
-        g = open_group.get(pair.question)
-        if g is None or members[g] >= MAX_SHARED_PAIRS:
-            g = open_group[pair.question] = len(merged)
-            merged.append([])
-            members.append(0)
-        spans.append((g, len(merged[g]), len(merged[g]) + len(group)))
-        merged[g].extend(group)
-        members[g] += 1
-    return merged, spans
-
-
-def run_shared(engine, pairs: list[Pair], groups: list[list[Query]], given=None):
-    """engine.run over one query group per pair, pairs of one question merged (share_questions)
-    -> (per pair: its queries' log-probs in order, the call's EngineStats). given: per pair,
-    handed-in prefix KV for the engine (PrefixEngine.run), merged with the pairs."""
-    merged, spans = share_questions(pairs, groups)
-    if given is not None and any(given):
-        merged_given = [[] for _ in merged]
-        for (g, _, _), mine in zip(spans, given):
-            merged_given[g].extend(mine)
-        result = engine.run(merged, given=merged_given)
-    else:
-        result = engine.run(merged)
-    return [result.logprobs[g][lo:hi] for g, lo, hi in spans], result.stats
 
 
 def expert_rows(engine, pairs: list[Pair], names, report: RunReport, generation=None) -> list[dict]:
@@ -171,10 +106,6 @@ def check_finite(loaded, pairs: list[Pair], rows: list[dict]) -> None:
 
 
 def _is_test(pair_like) -> bool:
-    try:
-        from baer_fast.io.splits import role
-    except ImportError:
-        return pair_like.split == "test"
     return role(pair_like.id, pair_like.split) == "test"
 
 
@@ -201,11 +132,7 @@ def apply_derived(runs: dict, names: list[str], params: dict) -> dict:
 
 
 def pair_meta(pair: Pair) -> dict:
-    try:
-        from baer_fast.io.text_stats import pair_meta as stats
-        meta = stats(pair.question, pair.response_a, pair.response_b)
-    except ImportError:
-        meta = {"len_q": len(pair.question)}
+    meta = text_pair_meta(pair.question, pair.response_a, pair.response_b)
     meta.update(len_q=len(pair.question), len_a=len(pair.response_a), len_b=len(pair.response_b))
     return meta
 
@@ -232,13 +159,12 @@ def run_experts(model, pairs: list[Pair], *, experts=None, config: EngineConfig 
     """
     names = resolve_experts(experts)
     derived = [n for n in names if n in protocols.DERIVED_EXPERTS]
-    engine = make_engine(model, config=config, naive=naive, **load_kw)
+    engine = open_engine(model, options=HfOptions(engine=config, naive=naive, **load_kw))
     report = report if report is not None else RunReport()
     from baer_fast.bank.costs import counted       # per-expert cost of each pair -> meta.expert_cost
     rows = counted(expert_rows, engine, pairs, names, report, generation)
     if derived:
         report.derived_params = dict(derived_params) if derived_params else fit_derived(
             [(p, r["runs"]) for p, r in zip(pairs, rows)], derived)
-    engine_name = getattr(engine, "kind", "naive" if naive else "prefix")
-    return [to_signals(p, apply_derived(r["runs"], derived, report.derived_params), r, names, engine_name)
+    return [to_signals(p, apply_derived(r["runs"], derived, report.derived_params), r, names, engine.kind)
             for p, r in zip(pairs, rows)]

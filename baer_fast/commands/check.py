@@ -102,7 +102,7 @@ def _table(r: dict) -> str:
 
 
 def run(args) -> int:
-    from baer_fast.runtime.model.load import load_judge
+    from baer_fast.runtime.open import load_judge
     loaded = load_judge(args.model, device=args.device, dtype=args.dtype, attn=args.attn,
                         trust_remote_code=args.trust_remote_code)
     r = report(loaded)

@@ -161,17 +161,17 @@ def run(args) -> int:
 def _stream(args, pairs, names, derived, params, target, fp) -> str:
     from baer_fast.progress import progress
     from baer_fast.runtime.config import EngineConfig
-    from baer_fast.bank.runner import RunReport, apply_derived, expert_rows, make_engine, to_signals
+    from baer_fast.bank.runner import RunReport, apply_derived, expert_rows, to_signals
+    from baer_fast.runtime.open import HfOptions, engine_from_args, open_engine
 
     config = EngineConfig(memory_budget_bytes=int(args.memory_gb * 2**30), batch_tokens=args.batch_tokens,
                           kernels=args.kernels)
     writer = _open_writer(target, fp, args.overwrite)
     texts = _open_writer(args.out + ".texts.jsonl", fp, args.overwrite) if args.keep_texts and args.generation else None
     todo = [p for p in pairs if p.id not in writer.done_ids]
-    from baer_fast.runtime.vllm.backend import engine_from_args
-    engine = engine_from_args(args, lambda: make_engine(
-        args.model, config=config, naive=args.naive, device=args.device, dtype=args.dtype, attn=args.attn,
-        trust_remote_code=args.trust_remote_code)) if todo else None
+    engine = engine_from_args(args, lambda: open_engine(args.model, options=HfOptions(
+        engine=config, naive=args.naive, device=args.device, dtype=args.dtype, attn=args.attn,
+        trust_remote_code=args.trust_remote_code))) if todo else None
     report, t0 = RunReport(), time.perf_counter()       # throughput excludes model loading
     bar = progress(len(todo), desc="experts", quiet=args.quiet or not todo)
     try:

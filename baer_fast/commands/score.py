@@ -50,8 +50,8 @@ def _records(args, art, rejects):
     from baer_fast.runtime.config import EngineConfig
     from baer_fast.bank.runner import run_experts
 
-    from baer_fast.bank.runner import make_engine
-    engine = make_engine(args.model, config=EngineConfig(kernels=args.kernels))
+    from baer_fast.runtime.open import HfOptions, open_engine
+    engine = open_engine(args.model, options=HfOptions(engine=EngineConfig(kernels=args.kernels)))
 
     def bank(some, experts):
         # derived experts (PriDe, CalibraEval) use the parameters frozen in the artifact, never refitted

@@ -16,7 +16,7 @@ from typing import Sequence
 
 import numpy as np
 
-EPS = 1e-3   # p is clipped to [EPS, 1-EPS]; documented in the README and stored in artifacts
+from baer_fast.kernels.constants import EPS   # p is clipped to [EPS, 1-EPS]; stored in artifacts
 
 
 def runs_tensor(records: Sequence, experts: Sequence[str]) -> np.ndarray:

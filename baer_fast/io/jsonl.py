@@ -13,12 +13,15 @@ import math
 import os
 import tempfile
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any, Iterator
+from typing import Any, Iterator, Protocol
 
 from baer_fast.errors import InputError
 
-if TYPE_CHECKING:
-    from baer_fast.io.rejects import Rejects
+
+class RejectSink(Protocol):
+    """Where a reader records a bad line instead of raising (io.rejects.Rejects is the one used)."""
+    def add(self, err: InputError, raw: bytes | str | None = None) -> None: ...
+    def __len__(self) -> int: ...
 
 
 def _reject_constant(name: str) -> float:
@@ -37,7 +40,7 @@ def _open_input(path: str):
         raise InputError(f"cannot read: {e.strerror or e}", path=path) from None
 
 
-def iter_jsonl_raw(path: str, rejects: "Rejects | None" = None) -> Iterator[tuple[int, dict, bytes]]:
+def iter_jsonl_raw(path: str, rejects: "RejectSink | None" = None) -> Iterator[tuple[int, dict, bytes]]:
     """Yield (line_no, object, raw line) per non-blank line.
 
     A bad line raises InputError, or, with `rejects`, is recorded there and skipped.
@@ -66,7 +69,7 @@ def iter_jsonl_raw(path: str, rejects: "Rejects | None" = None) -> Iterator[tupl
         raise InputError(f"empty file: no valid JSON records{extra}", path=path)
 
 
-def iter_jsonl(path: str, rejects: "Rejects | None" = None) -> Iterator[tuple[int, dict]]:
+def iter_jsonl(path: str, rejects: "RejectSink | None" = None) -> Iterator[tuple[int, dict]]:
     """Yield (line_no, object) for each non-blank line; raise InputError on any bad line."""
     for line_no, obj, _ in iter_jsonl_raw(path, rejects):
         yield line_no, obj

@@ -17,6 +17,7 @@ import logging
 import os
 
 from baer_fast.errors import InputError
+from baer_fast.io.jsonl import write_jsonl
 
 log = logging.getLogger("baer_fast")
 ON_ERROR = ("raise", "skip")
@@ -44,8 +45,6 @@ class Rejects:
 
     def save(self) -> str | None:
         """Write `path` atomically (also when empty, replacing a stale one); return it."""
-        from baer_fast.io.jsonl import write_jsonl
-
         if self.path is None:
             return None
         write_jsonl(self.path, self.items)

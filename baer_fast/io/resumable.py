@@ -1,14 +1,10 @@
 """Append-only JSONL outputs that survive a crash and resume without duplicates.
 
-Data go to `path` (plain JSONL, the interchange format, no header line); a sidecar
-`path + ".progress.json"` holds the run's fingerprint and the byte length of the last
-complete batch, and is rewritten atomically after each batch is flushed and fsync'd.
-On restart the data file is cut back to that length (dropping a torn last batch), the
-ids already written are skipped, and a different fingerprint (other model, head or
-input) is refused instead of mixed in. Two runs writing one output at once are
-refused too (an exclusive lock on the data file, where the OS has `fcntl`).
-
-A command that writes per-pair results uses it as:
+Data go to `path` (plain JSONL, no header); a sidecar `path + ".progress.json"` holds the run's
+fingerprint and the byte length of the last complete batch, rewritten atomically after each
+fsync'd batch. On restart the data file is cut back to that length, ids already written are
+skipped, and a different fingerprint (other model, head or input) is refused instead of mixed
+in; two runs writing one output at once are refused (an exclusive lock, where `fcntl` exists).
 
     fp = {"command": "experts", "input_sha256": file_sha256(inp), "model": ...}
     with ResumableWriter(out, fingerprint=fp, overwrite=args.overwrite) as w:

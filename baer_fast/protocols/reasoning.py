@@ -7,15 +7,11 @@ A generative expert exposes `NAME`, `LABELS`, `MAX_NEW_TOKENS` (default budget),
     verdicts(question, a, b, texts) -> list[Verdict]     # stage 2: what to read
     runs(logprobs_by_key) -> list[u]                     # canonical runs, like single-pass experts
 
-`texts[gen_key]` is the list of decoded sample texts of that generation (reasoning with the
-stop string or EOS removed). A Verdict either continues a generation (its prompt ids, the
-generated ids, then the cue's ids; the verdict is read after the cue) or is a fresh Prompt
-(from base.py) whose text embeds generated texts and is read like a single-pass prompt. A
-Generation that declares the cue and labels of its Continue verdicts lets the decoder read
-them as each row finishes (same ids, same constrained readout, no second prefill).
-Generations that depend on one candidate or none (PRePair analyses, the rubric, the reference
-solution) are declared once per pair, so the runtime decodes them once and both display
-orders reuse them.
+`texts[gen_key]`: the decoded sample texts of that generation. A Verdict continues a generation
+(prompt ids, generated ids, cue ids) or is a fresh Prompt embedding generated texts; a
+Generation declaring its Continue verdicts' cue and labels is read by the decoder as each row
+finishes. Generations that depend on one candidate or none are decoded once per pair and reused
+by both display orders.
 """
 from __future__ import annotations
 

@@ -1,6 +1,8 @@
-"""The expert runtime: model loading, prefix-shared batched prefill, constrained readout.
+"""The runtime: token ids in, verdict log-probabilities (and generations) out.
 
-`runner.run_experts` is the entry point; `engine.PrefixEngine` (token ids in, verdict
-log-probabilities out) and `naive.NaiveEngine` (its plain-forward reference) know nothing
-about prompts or labels.
+Knows nothing about pairs, protocols or labels. Rooms, bottom up: `plan/` (pure Python:
+prefix tree, width groups, FLOP-bounded chunks), `model/` (load, masks, KV, readout, FLOPs),
+the engines `prefill.PrefixEngine` and its reference `naive.NaiveEngine`, the decoder
+`decode.Decoder`, `probes` (load-time checks), `vllm/` (the optional backend), and `open`,
+the one place engines and decoders are built.
 """

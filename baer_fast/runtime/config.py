@@ -1,4 +1,4 @@
-"""Engine configuration: the single source of the runtime's defaults."""
+"""The runtime's configurations, each the single source of its component's defaults."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -11,11 +11,11 @@ class EngineConfig:
     memory_budget_bytes: int = 2 << 30
     # Optional hard cap on padded new tokens per forward (CLI --batch-tokens); None = from budget.
     batch_tokens: int | None = None
-    # Constrained-readout implementation: "auto" | "triton" | "torch" (see runtime/readout.py).
+    # Constrained-readout implementation: "auto" | "triton" | "torch" (see runtime/model/readout.py).
     kernels: str = "auto"
     # Share of the budget reserved for KV held between levels; the rest bounds one forward.
     kv_fraction: float = 0.5
-    # Masked forwards over rows of different lengths attend in width groups (runtime/width_groups.py).
+    # Masked forwards over rows of different lengths attend in width groups (runtime/plan/width_groups.py).
     split_attention: bool = True
 
     def __post_init__(self):
@@ -35,3 +35,16 @@ class EngineConfig:
     @property
     def activation_budget_bytes(self) -> int:
         return self.memory_budget_bytes - self.kv_budget_bytes
+
+
+@dataclass(frozen=True)
+class DecoderConfig:
+    """decode.Decoder's defaults (bank.generative.GenerationConfig takes its budgets from here)."""
+    max_rows: int = 256                       # decode rows in flight at most...
+    memory_budget_bytes: int = 4 << 30        # ...and as many as this much slot KV holds
+    prefill_tokens: int = 8192                # new tokens per prefill forward at most
+    group_columns: int | None = None          # one more width group's cost (None: the device's)
+    split_attention: bool = True              # decode steps attend in width groups
+
+
+DECODER = DecoderConfig()

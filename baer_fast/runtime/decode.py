@@ -47,10 +47,11 @@ import time
 from collections import deque
 from dataclasses import dataclass, field
 
+from baer_fast.runtime.config import DECODER
 from baer_fast.runtime.plan import width_groups
-from baer_fast.runtime.prefill import QUERY_SLICE, flop_chunks
+from baer_fast.runtime.plan.chunks import QUERY_SLICE, flop_chunks
 from baer_fast.runtime.model.masks import layer_masks
-from baer_fast.runtime.model.load import flop_model
+from baer_fast.runtime.model.flops import flop_model
 from baer_fast.runtime.plan.prefix_tree import build_tree
 from baer_fast.runtime.model.readout import model_logits, read_rows
 
@@ -172,9 +173,11 @@ class Decoder:
     reads_prompts = True          # takes GenRequest.reads_prompt requests (run_generative asks)
     exports_prefixes = True       # generate(export=...) hands out prompt-prefix KV (run_generative asks)
 
-    def __init__(self, loaded, *, max_rows: int = 256, memory_budget_bytes: int = 4 << 30,
-                 prefill_tokens: int = 8192, eos_ids=None, group_columns: int | None = None,
-                 split_attention: bool = True):
+    def __init__(self, loaded, *, max_rows: int = DECODER.max_rows,
+                 memory_budget_bytes: int = DECODER.memory_budget_bytes,
+                 prefill_tokens: int = DECODER.prefill_tokens, eos_ids=None,
+                 group_columns: int | None = DECODER.group_columns,
+                 split_attention: bool = DECODER.split_attention):
         self.loaded = loaded
         self.max_rows, self.prefill_tokens, self.memory_budget_bytes = max_rows, prefill_tokens, memory_budget_bytes
         self.eos = frozenset(eos_ids) if eos_ids is not None else eos_token_ids(loaded)
@@ -530,7 +533,7 @@ class Decoder:
     def _finished(self, r: _Row) -> str:
         if r.out[-1] in self.eos:
             return "eos"
-        if r.stop and _hits_stop(self.loaded.tokenizer, r.out, r.stop):
+        if r.stop and hits_stop(self.loaded.tokenizer, r.out, r.stop):
             return "stop"
         return "length" if len(r.out) >= r.budget else ""
 
@@ -657,7 +660,7 @@ def trim_generation(tok, ids: tuple[int, ...], finish: str, stop) -> tuple[int, 
     return ids
 
 
-def _hits_stop(tok, out: list[int], stop: tuple[str, ...]) -> bool:
+def hits_stop(tok, out: list[int], stop: tuple[str, ...]) -> bool:
     """Did the last token complete a stop string? Only the decoded tail is examined."""
     longest = max(len(s) for s in stop)
     tail = tok.decode(out[-(longest + 8):], skip_special_tokens=False)

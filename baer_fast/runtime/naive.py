@@ -13,6 +13,8 @@ from baer_fast.runtime.model.readout import read_model
 
 
 class NaiveEngine:
+    kind = "naive"              # capabilities: see interfaces.Engine
+    takes_prefix_kv = False
     shares_prefixes = False     # the reference: no prompt rides in another's prefill (run_generative)
 
     def __init__(self, loaded, *, kernels: str = "auto"):

@@ -1,44 +1,14 @@
 """Prefix-shared batched engine: token ids in, verdict log-probabilities out.
 
 Knows nothing about prompts or labels. Each group of queries (one pair's prompts) becomes a
-radix tree over token ids (prefix_tree.py); every node is computed once, over the KV of its
-ancestors, which is held per node and never recomputed.
-
-Rows. A batch row computes one node, or several siblings packed together ("sibling packing"),
-each optionally with its whole subtree: the row's past is the siblings' shared ancestor chain,
-written once; its new tokens are the packed nodes one after another in depth-first order, each
-token at its own tree position (node.past + offset). A 4-D additive mask lets a token see the
-row's real past, the packed nodes that are its ancestors, and the earlier tokens of its own
-node, nothing else; masked keys get exactly zero weight, so every token sees exactly its own
-prefix. Whether to pack is decided per tree from a cost model (attention scores computed plus
-past tokens copied): short suffixes over a long past pack into one row, long siblings whose
-packed square would mostly compute masked scores stay apart.
-
-Levels. Rows are grouped by the depth of their first node and computed level by level; rows of
-one level are batched with the past left-padded to the longest and new tokens right-padded
-(padding is masked too). Rows sorted by length join a chunk while its model FLOPs (every row
-through the chunk's longest new tokens, its queries over the longest past: queries.FlopModel)
-stay within PAD_SLACK of what the rows would cost alone; on real data, where pasts differ
-widely, a token count alone let past padding double the attention scores. Only a chunk of
-unpacked roots goes maskless, on SDPA's causal path.
-A masked attention is dense, so masked forwards feed their new tokens in query slices of at
-most QUERY_SLICE into one growing cache: a slice never computes scores for keys after its own
-last query. Within a slice, rows (widest first) attend in width groups (width_groups.py): each
-contiguous range of rows over its own widest row's past and new tokens, so a short-past row in
-a chunk with a long-past one does not score the long one's columns. Verdicts are read at node ends from the final normed hidden state and the gathered
-LM-head rows only.
-
-Memory: groups are taken in waves whose held KV (nodes whose children are computed in other
-rows) fits `kv_budget_bytes`; packed rows and the chunks of a level are bounded so one forward
-(activations, scores, mask, past) fits `activation_budget_bytes` (and `batch_tokens`). A single
-node larger than that is still computed, alone.
-
-Handed-in KV: run(groups, given) takes, per group, prefixes whose KV was computed elsewhere (the
-decoder's prefill of a pair's [system][question][A][B], for the verdict prompts that embed
-generated text after it). The tree is rebuilt with each prefix's end as a node boundary; the
-nodes on its path are not computed and their KV is sliced from the given tensors. It is held
-with the wave's KV: the caller bounds it (run_generative: by kv_budget_bytes). A prefix on
-whose path a query ends is not used, since that query's verdict needs a hidden state.
+radix tree over token ids (plan/prefix_tree.py); every node is computed once, over the KV of its
+ancestors, which is held per node and never recomputed. A row computes one node or several
+packed siblings (a 4-D mask keeps every token to its own prefix), rows run level by level in
+chunks bounded by model FLOPs (plan/chunks.py), masked forwards in query slices and width groups
+(plan/width_groups.py); verdicts are read at node ends from the gathered LM-head rows only.
+Groups run in waves whose held KV fits `kv_budget_bytes`; one forward fits
+`activation_budget_bytes`. `run(groups, given)` also takes prefix KV computed elsewhere (the
+decoder's [system][question][A][B]). The design in full: docs/architecture.md.
 """
 from __future__ import annotations
 
@@ -46,10 +16,12 @@ import logging
 import time
 from dataclasses import dataclass
 
-from baer_fast.runtime.plan import width_groups
+from baer_fast.runtime.plan import chunks, width_groups
+from baer_fast.runtime.plan.chunks import flop_chunks, forward_scores, query_slices
 from baer_fast.runtime.config import EngineConfig
 from baer_fast.runtime.model.masks import layer_masks, windowed
-from baer_fast.runtime.model.load import flop_model
+from baer_fast.runtime.model.flops import flop_model
+from baer_fast.runtime.model.kv import layer_kv
 from baer_fast.runtime.plan.prefix_tree import Node, ancestors, build_tree, causal_scores, subtree, tree_tokens
 from baer_fast.runtime.queries import EngineResult, EngineStats, Query
 from baer_fast.runtime.model.readout import read_rows
@@ -57,10 +29,7 @@ from baer_fast.runtime.model.readout import read_rows
 
 log = logging.getLogger("baer_fast")
 
-PAD_SLACK = 1.25     # a chunk may compute at most 25% more FLOPs than its rows would alone...
-PAD_FREE = 64        # ...plus this many tokens' worth, so short suffixes still batch together
 COPY_COST = 16       # one past token's KV copied into a row costs about as much as 16 attention scores
-QUERY_SLICE = 256    # masked forwards run their new tokens in slices of at most this many queries
 
 
 @dataclass
@@ -77,7 +46,9 @@ class _Row:
 
 
 class PrefixEngine:
+    kind = "prefix"              # capabilities: see interfaces.Engine
     takes_prefix_kv = True        # run(groups, given=...): handed-in prefix KV (run_generative asks)
+    shares_prefixes = True
 
     def __init__(self, loaded, config: EngineConfig = EngineConfig()):
         self.loaded, self.config = loaded, config
@@ -179,7 +150,7 @@ class PrefixEngine:
 
     def _cost(self, b: int, n: int, p: int) -> int:
         """Peak bytes of one forward over b rows of n new tokens after a past of p (upper bound)."""
-        elem, c = self.loaded.dtype.itemsize, min(n, QUERY_SLICE) if p else n   # queries per model call
+        elem, c = self.loaded.dtype.itemsize, min(n, chunks.QUERY_SLICE) if p else n   # queries per model call
         scores = b * self._heads * c * (p + n) * 4               # attention probabilities, fp32
         mask = b * c * (p + n) * (elem + 2) * self._masks          # additive mask(s) + their bool sources
         past = b * (p + n) * self.loaded.kv_bytes_per_token      # gathered ancestor KV + room for new
@@ -273,7 +244,7 @@ class PrefixEngine:
             # Masked attention is dense: slicing the queries skips most of the hidden upper
             # triangle (a slice never looks at keys after its own last query). Where rows' keys
             # sit at their own columns (in-place cache), each slice attends in width groups.
-            slices, parts, scores = _slices(n), [], 0
+            slices, parts, scores = query_slices(n), [], 0
             # (the stock cache puts every row's new tokens at p: one width)
             penalty = self._penalty if big is not None else None
             for q0, q1 in slices:
@@ -384,7 +355,7 @@ class PrefixEngine:
                 if (r.g, x) in last_use]
         if not keep:
             return
-        layers = None if big is not None else [_layer_kv(cache, layer) for layer in range(self._layers)]
+        layers = None if big is not None else [layer_kv(cache, layer) for layer in range(self._layers)]
         for i, x, o, m in keep:
             at = new_at[i] + o
             if big is not None:
@@ -421,41 +392,6 @@ def _given(nodes: list[Node], n_real: int, given: list) -> dict:
     return out
 
 
-def _slices(n: int) -> list[tuple[int, int]]:
-    """Query ranges of a masked forward over n new tokens, at multiples of QUERY_SLICE: a row's
-    token lands in the same slice whatever the batch's longest row (fewer batch-dependent sums)."""
-    return [(q0, min(q0 + QUERY_SLICE, n)) for q0 in range(0, n, QUERY_SLICE)]
-
-
-def flop_chunks(items: list, new, past, fm, fits, mask_free=lambda item: False) -> list[list]:
-    """Items (rows of new(item) tokens after past(item)) sorted by (new, past) -> consecutive
-    chunks, one forward each: an item joins the chunk while `fits(rows, longest new, longest past)`
-    and the chunk's model FLOPs (every row through the longest new tokens, its queries over the
-    longest past; mask-free only if every item is) stay within PAD_SLACK of its items' own, plus
-    PAD_FREE tokens' worth. A token bound alone lets short-past rows pad to a long past. An item
-    that fits nowhere is still computed, alone."""
-    chunks, cur, n_max, p_max, free, own = [], [], 0, 0, True, 0
-    for it in sorted(items, key=lambda it: (new(it), past(it))):
-        n, p, f = new(it), past(it), mask_free(it)
-        n2, p2, b2, free2 = max(n_max, n), max(p_max, p), len(cur) + 1, free and f
-        alone = fm.flops(n, forward_scores(1, n, p, f))
-        wasteful = fm.flops(b2 * n2, forward_scores(b2, n2, p2, free2)) > \
-            PAD_SLACK * (own + alone) + PAD_FREE * fm.flops(1, p2 + n2)
-        if cur and (wasteful or not fits(b2, n2, p2)):
-            chunks.append(cur)
-            cur, n2, p2, free2, own = [], n, p, f, 0
-        cur.append(it)
-        n_max, p_max, free, own = n2, p2, free2, own + alone
-    return chunks + ([cur] if cur else [])
-
-
-def forward_scores(b: int, n: int, p: int, mask_free: bool) -> int:
-    """Attention scores (per layer and head) a forward over b rows of n new tokens after a past of
-    p computes: mask-free, SDPA's causal path skips the upper triangle; masked, each query slice
-    is dense over the past and the new tokens up to its own last query."""
-    return b * (causal_scores(n) if mask_free else sum((q1 - q0) * (p + q1) for q0, q1 in _slices(n)))
-
-
 def _tokens(nodes: list[Node], packed: list[int]) -> int:
     return sum(len(nodes[i].tokens) for i in packed)
 
@@ -463,10 +399,3 @@ def _tokens(nodes: list[Node], packed: list[int]) -> int:
 def _kept(rows: list[_Row]) -> set[int]:
     """Nodes of one group whose KV later rows read as past."""
     return {a for r in rows for a in r.chain}
-
-
-def _layer_kv(cache, layer: int):
-    """(keys, values) [b, kvh, t, hd] of one cache layer, across transformers 5.x layouts."""
-    if hasattr(cache, "layers"):
-        return cache.layers[layer].keys, cache.layers[layer].values
-    return cache.key_cache[layer], cache.value_cache[layer]

@@ -6,7 +6,7 @@ import pytest
 from baer_fast.cli import main
 from baer_fast.io.records import write_pairs
 
-from .conftest import synthetic_pairs
+from tests.fixtures.data import synthetic_pairs
 
 
 def _run(*argv):

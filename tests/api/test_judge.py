@@ -52,6 +52,7 @@ def test_vllm_backend_not_built_says_so(judge_dir, head_path):
 
 def test_vllm_options_reach_the_engine(judge_dir, head_path, monkeypatch):
     """Judge passes data/tensor parallel sizes to the vLLM engine; dtype overrides unless auto."""
+    from baer_fast.runtime import open as open_mod
     from baer_fast.runtime.vllm import backend as vllm_backend
     seen = []
 
@@ -61,7 +62,7 @@ def test_vllm_options_reach_the_engine(judge_dir, head_path, monkeypatch):
             seen.append((path, options))
             return cls()
     monkeypatch.setattr(vllm_backend, "require_vllm", lambda: None)
-    monkeypatch.setattr(vllm_backend, "VllmEngine", FakeEngine)
+    monkeypatch.setattr(open_mod, "open_vllm", FakeEngine.from_path)
     Judge.from_pretrained(judge_dir, head=head_path, backend="vllm",
                           vllm_options={"data_parallel_size": 2, "tensor_parallel_size": 4})
     Judge.from_pretrained(judge_dir, head=head_path, backend="vllm", dtype="float32",
@@ -75,7 +76,7 @@ def test_vllm_options_reach_the_engine(judge_dir, head_path, monkeypatch):
 
 def test_head_from_published_bank_is_refused(judge_dir, tmp_path):
     from baer_fast.selection.fit import fit_condition
-    from tests.foundation.conftest import make_signals
+    from tests.fixtures.data import make_signals
     art = fit_condition(make_signals(120), condition="bank")
     with pytest.raises(BaerError, match="cannot run"):
         Judge.from_pretrained(judge_dir, head=art)

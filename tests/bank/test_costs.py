@@ -24,8 +24,8 @@ def test_single_pass_shares_sum_to_engine_counter(qwen_dir, naive):
     assert all(c["prefilled"] > 0 for c in cells)
     # the shares come from the plan itself, not from the final rescaling to the counter
     from baer_fast.bank.costs import prefill_weights
-    from baer_fast.bank.runner import make_engine
-    w = prefill_weights(make_engine(qwen_dir, naive=naive), _pairs(5), ["direct", "score", "pointwise"])
+    from baer_fast.runtime.open import HfOptions, open_engine
+    w = prefill_weights(open_engine(qwen_dir, options=HfOptions(naive=naive)), _pairs(5), ["direct", "score", "pointwise"])
     assert [{k: s.meta["expert_cost"][k]["prefilled"] for k in d} for s, d in zip(sig, w)] == w
     if naive:      # each prompt whole: the per-pair counter too
         assert [sum(c["prefilled"] for c in s.meta["expert_cost"].values()) for s in sig] == \

@@ -24,7 +24,7 @@ import pytest
 import torch
 
 from baer_fast.runtime.config import EngineConfig
-from baer_fast.runtime.model.load import load_judge
+from baer_fast.runtime.open import load_judge
 from baer_fast.bank.runner import RunReport, run_experts
 from tests.fixtures.tiny_models import build_model_dir, make_pairs
 
@@ -73,9 +73,8 @@ def test_engine_equals_naive_fp32_on_cuda(model_dir, pairs, config):
 
 @pytest.mark.parametrize("query_slice", [7, 256])
 def test_no_unwritten_column_is_read_on_cuda(model_dir, poisoned_empty, monkeypatch, query_slice):
-    from baer_fast.runtime import prefill as engine_mod
     from tests.fixtures.tiny_models import completion_pairs
-    monkeypatch.setattr(engine_mod, "QUERY_SLICE", query_slice)
+    monkeypatch.setattr("baer_fast.runtime.plan.chunks.QUERY_SLICE", query_slice)
     loaded = load_judge(model_dir, device="cuda", dtype="float32")
     group = completion_pairs(loaded.tokenizer, 60, (40, 90, 15, 120))
     naive, rep = _signals(loaded, group, naive=True)
@@ -114,7 +113,7 @@ def test_triton_readout_inside_engine(model_dir, pairs):
 def test_decoder_greedy_equals_generate_on_cuda(model_dir, group_columns):
     """Also with every decode step split into width groups wherever a column is saved (0)."""
     from baer_fast.runtime.decode import Decoder, GenRequest
-    from tests.generative.conftest import random_prompts
+    from tests.fixtures.prompts import random_prompts
     loaded = load_judge(model_dir, device="cuda", dtype="float32")
     prompts = random_prompts(loaded, 8, seed=1)
     budgets = [16, 3, 16, 1, 12, 16, 7, 10]
@@ -131,7 +130,7 @@ def test_decoder_tree_prefill_equals_generate_on_cuda(model_dir):
     """Bank-shaped prompts entering together: every tree node prefilled once (scattered slots,
     per-level KV copies on the device), tokens equal `generate` on each prompt alone."""
     from baer_fast.runtime.decode import Decoder, GenRequest
-    from tests.generative.conftest import bank_tree_prompts
+    from tests.fixtures.prompts import bank_tree_prompts
     from tests.runtime.test_counts import distinct_prefixes
     loaded = load_judge(model_dir, device="cuda", dtype="float32")
     prompts = bank_tree_prompts(loaded)
@@ -149,7 +148,7 @@ def test_judge_on_cuda_is_antisymmetric(tmp_path):
     from baer_fast import artifact
     from baer_fast.api import Judge
     from baer_fast.selection.fit import fit_condition
-    from tests.api.conftest import synthetic_pairs
+    from tests.fixtures.data import synthetic_pairs
 
     path = build_model_dir(str(tmp_path / "judge"), arch="qwen3", seed=1, max_pos=512)
     report = RunReport()

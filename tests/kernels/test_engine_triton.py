@@ -6,7 +6,7 @@ on a GPU machine gpu_check.sh runs this file compiled.
 import pytest
 
 from baer_fast.runtime.config import EngineConfig
-from baer_fast.runtime.model.load import load_judge
+from baer_fast.runtime.open import load_judge
 from baer_fast.bank.runner import RunReport, run_experts
 from tests.fixtures.tiny_models import build_model_dir, make_pairs
 

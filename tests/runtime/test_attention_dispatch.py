@@ -9,7 +9,7 @@ one; what the engine, the decoder and the naive path compute must not change.
 import pytest
 
 from baer_fast.bank.generative import GenerationConfig
-from baer_fast.runtime.model.load import load_judge
+from baer_fast.runtime.open import load_judge
 from baer_fast.bank.runner import run_experts
 from tests.fixtures.checks import max_run_diff
 from tests.fixtures.tiny_models import completion_pairs, make_pairs

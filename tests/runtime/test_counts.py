@@ -12,7 +12,8 @@ from baer_fast.runtime.prefill import PrefixEngine
 from baer_fast.runtime.naive import NaiveEngine
 from baer_fast.bank.prompting import PromptEncoder
 from baer_fast.runtime.queries import Query
-from baer_fast.bank.runner import RunReport, build_queries, run_experts
+from baer_fast.bank.runner import RunReport, run_experts
+from baer_fast.bank.queries import build_queries
 from tests.fixtures.tiny_models import completion_pairs, text_of_tokens
 
 

@@ -11,7 +11,7 @@ import pytest
 
 from baer_fast.errors import InputError
 from baer_fast.io.records import Pair
-from baer_fast.runtime.model.load import load_judge
+from baer_fast.runtime.open import load_judge
 from baer_fast.bank.runner import run_experts
 from tests.fixtures.checks import engine_vs_naive
 from tests.fixtures.tiny_models import build_model_dir

@@ -134,9 +134,8 @@ def test_query_slices_match_naive(loaded, monkeypatch, query_slice, one_scatter)
     """Masked forwards run their queries in slices sharing one growing cache; with tiny slices
     every slice boundary falls inside nodes, packed rows and padding. `one-scatter` writes new
     KV with the GPU's single indexed write (past_cache.ONE_SCATTER), here on CPU."""
-    import baer_fast.runtime.prefill as engine
     import baer_fast.runtime.model.past_cache as past_cache
-    monkeypatch.setattr(engine, "QUERY_SLICE", query_slice)
+    monkeypatch.setattr("baer_fast.runtime.plan.chunks.QUERY_SLICE", query_slice)
     monkeypatch.setattr(past_cache, "ONE_SCATTER", one_scatter)
     groups = _skeleton_groups(loaded, n_groups=2, seed=3)
     got = _assert_equal(loaded, groups, EngineConfig())
@@ -145,9 +144,8 @@ def test_query_slices_match_naive(loaded, monkeypatch, query_slice, one_scatter)
 
 
 def test_query_slices_with_stock_cache(loaded, monkeypatch):
-    import baer_fast.runtime.prefill as engine
     import baer_fast.runtime.model.past_cache as past_cache
-    monkeypatch.setattr(engine, "QUERY_SLICE", 7)
+    monkeypatch.setattr("baer_fast.runtime.plan.chunks.QUERY_SLICE", 7)
     monkeypatch.setattr(past_cache, "inplace_cache", lambda *args, **kwargs: None)
     _assert_equal(loaded, _skeleton_groups(loaded, n_groups=2, seed=4), EngineConfig())
 
@@ -159,11 +157,10 @@ def test_no_unwritten_column_is_read(loaded, monkeypatch, query_slice, one_scatt
     """Rows of one forward with pasts of different lengths, in query slices (a reward loop's group:
     one question, completions shared across pairs): the columns a later slice of a shorter-past
     row writes, and those past a row's room, must not hold garbage while earlier slices run."""
-    from baer_fast.runtime import prefill as engine_mod
     from baer_fast.runtime.model import past_cache
     from baer_fast.bank.runner import run_experts
     from tests.fixtures.tiny_models import completion_pairs
-    monkeypatch.setattr(engine_mod, "QUERY_SLICE", query_slice)
+    monkeypatch.setattr("baer_fast.runtime.plan.chunks.QUERY_SLICE", query_slice)
     monkeypatch.setattr(past_cache, "ONE_SCATTER", one_scatter)
     pairs = completion_pairs(loaded.tokenizer, 60, (40, 90, 15, 120))
     experts = ["direct", "score", "pointwise"]

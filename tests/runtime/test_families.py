@@ -15,7 +15,7 @@ FAMILIES = [f for f in _BY_NAME if f not in REFUSED]
 def test_family_runs_exactly(family, tmp_path):
     from transformers import CONFIG_MAPPING
 
-    from baer_fast.runtime.model.load import load_judge
+    from baer_fast.runtime.open import load_judge
     if family not in CONFIG_MAPPING:
         pytest.skip(f"{family} is newer than this transformers")
     path = build_model_dir(str(tmp_path), arch=family, seed=12)

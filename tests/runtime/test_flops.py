@@ -3,7 +3,8 @@ own FLOP counter on plain eager forwards, where every attention score is compute
 by hand where the counter cannot see the work (an MoE's grouped expert matmuls)."""
 import pytest
 
-from baer_fast.runtime.model.load import flop_model, load_judge
+from baer_fast.runtime.model.flops import flop_model
+from baer_fast.runtime.open import load_judge
 from tests.fixtures.tiny_models import build_model_dir
 from tests.runtime.test_mla import MLA
 

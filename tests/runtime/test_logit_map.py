@@ -8,7 +8,8 @@ forward, and a forward doing something unknown is refused at load.
 """
 import pytest
 
-from baer_fast.runtime.model.load import ModelError, load_judge
+from baer_fast.runtime.model.load import ModelError
+from baer_fast.runtime.open import load_judge
 from baer_fast.runtime.model.readout import model_logits, read_model
 from tests.fixtures.checks import assert_decoder_equals_generate, engine_vs_naive
 from tests.fixtures.tiny_models import build_model_dir, make_pairs

@@ -34,5 +34,5 @@ def test_engine_equals_naive(mla):
 
 
 def test_decoder_equals_generate(mla):
-    from tests.generative.conftest import bank_tree_prompts
+    from tests.fixtures.prompts import bank_tree_prompts
     assert_decoder_equals_generate(mla, bank_tree_prompts(mla)[:6], 8, max_rows=3)

@@ -7,7 +7,6 @@ attention the model never had. The windows here (24 tokens) are far shorter than
 """
 import pytest
 
-from baer_fast.runtime import prefill as engine_mod
 from baer_fast.runtime.model.load import ModelError, attention_windows
 from tests.fixtures.checks import assert_decoder_equals_generate, engine_vs_naive
 from tests.fixtures.tiny_models import build_model_dir, completion_pairs, make_pairs
@@ -45,13 +44,13 @@ def _pairs(tok):
 
 @pytest.mark.parametrize("query_slice", [7, 256])
 def test_engine_equals_naive(sliding, monkeypatch, query_slice):
-    monkeypatch.setattr(engine_mod, "QUERY_SLICE", query_slice)
+    monkeypatch.setattr("baer_fast.runtime.plan.chunks.QUERY_SLICE", query_slice)
     assert engine_vs_naive(sliding, _pairs(sliding.tokenizer)) <= 1e-5
 
 
 def test_engine_with_the_stock_cache_equals_naive(sliding, monkeypatch):
     from baer_fast.runtime.model import past_cache
-    monkeypatch.setattr(engine_mod, "QUERY_SLICE", 7)
+    monkeypatch.setattr("baer_fast.runtime.plan.chunks.QUERY_SLICE", 7)
     monkeypatch.setattr(past_cache, "inplace_cache", lambda *args, **kwargs: None)   # past right-aligned
     assert engine_vs_naive(sliding, _pairs(sliding.tokenizer)) <= 1e-5
 
@@ -64,7 +63,7 @@ def test_the_window_matters_here(sliding, monkeypatch):
 
 
 def test_decoder_equals_generate(sliding):
-    from tests.generative.conftest import bank_tree_prompts
+    from tests.fixtures.prompts import bank_tree_prompts
     prompts = bank_tree_prompts(sliding)[:8]
     assert min(len(p) for p in prompts) > WINDOW
     assert_decoder_equals_generate(sliding, prompts, 12, max_rows=4)

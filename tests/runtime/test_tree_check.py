@@ -5,7 +5,8 @@ it passes run with engine == naive."""
 import pytest
 
 from baer_fast.runtime import probes
-from baer_fast.runtime.model.load import ModelError, load_judge
+from baer_fast.runtime.model.load import ModelError
+from baer_fast.runtime.open import load_judge
 from tests.fixtures.checks import engine_vs_naive
 from tests.fixtures.tiny_models import build_model_dir, make_pairs
 

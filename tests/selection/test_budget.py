@@ -14,7 +14,7 @@ from baer_fast.io.records import write_signals
 from baer_fast.selection.budget import fit_budget, newton_odd_logistic, parse_budget, plan_budget
 from baer_fast.io.splits import SplitSpec
 
-from selection.cost_synth import bank, blank_test_labels
+from tests.selection.cost_synth import bank, blank_test_labels
 
 
 @pytest.fixture(scope="module")

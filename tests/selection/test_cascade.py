@@ -9,7 +9,7 @@ from baer_fast.heads.cascade import CascadeHead
 from baer_fast.selection.budget import restrict
 from baer_fast.selection.cascade import CascadeSpec, choose_tau, fit_cascade, run_staged
 
-from selection.cost_synth import bank
+from tests.selection.cost_synth import bank
 
 
 def _stack_art(records):

@@ -13,7 +13,7 @@ from baer_fast.io.records import Signals, write_signals
 from baer_fast.scoring import score_records
 from baer_fast.selection.fit import fit_condition
 
-from heads.synth import _runs, specialist_signals
+from tests.heads.synth import _runs, specialist_signals
 
 N = 220
 

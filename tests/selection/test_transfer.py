@@ -10,8 +10,8 @@ from baer_fast.errors import InputError
 from baer_fast.io.records import Signals, write_signals
 from baer_fast.selection.transfer import agreement_weights, fit_transfer
 
-from selection.cost_synth import bank
-from selection.test_cascade import _stack_art
+from tests.selection.cost_synth import bank
+from tests.selection.test_cascade import _stack_art
 
 
 @pytest.fixture(scope="module")

@@ -12,15 +12,12 @@ import pytest
 
 pytest.importorskip("vllm")
 
-from baer_fast.runtime.model.load import load_judge                       # noqa: E402
+from baer_fast.runtime.open import load_judge                       # noqa: E402
 from baer_fast.runtime.naive import NaiveEngine                             # noqa: E402
 from baer_fast.runtime.queries import Query                                 # noqa: E402
 from baer_fast.bank.runner import RunReport, run_experts                 # noqa: E402
 from baer_fast.runtime.vllm.backend import Sampling, VllmEngine              # noqa: E402
-try:                                         # make_pairs is moving from tests/runtime/conftest.py
-    from tests.fixtures.tiny_models import make_pairs                       # noqa: E402
-except ImportError:
-    from tests.runtime.conftest import make_pairs                           # noqa: E402
+from tests.fixtures.tiny_models import make_pairs                           # noqa: E402
 
 TOL = 1e-4
 EXPERTS = ["direct", "score", "pointwise"]

@@ -11,8 +11,8 @@ import pytest
 
 from baer_fast.errors import BaerError
 from baer_fast.runtime.queries import Query
-from baer_fast.runtime.vllm.backend import (VllmOptions, add_arguments, constrained_logprobs, engine_from_args,
-                                            options_from_args, require_vllm)
+from baer_fast.runtime.vllm.backend import VllmOptions, add_arguments, constrained_logprobs, options_from_args, require_vllm
+from baer_fast.runtime.open import engine_from_args
 
 HAS_VLLM = importlib.util.find_spec("vllm") is not None
 
@@ -120,10 +120,10 @@ def test_engine_arguments_pass_through_and_one_engine_is_one_replica():
 
 def test_data_parallel_options_open_the_process_sharded_engine(monkeypatch):
     from baer_fast.runtime.vllm import dp as vllm_dp
-    from baer_fast.runtime.vllm.backend import VllmEngine
+    from baer_fast.runtime.open import open_vllm
     monkeypatch.setattr(vllm_dp, "DataParallelEngine", lambda path, options: ("dp", path, options.data_parallel_size))
     assert engine_from_args(_parse(["--backend", "vllm", "--data-parallel-size", "3"]), lambda: None) == ("dp", "m", 3)
-    assert VllmEngine.from_path("/x", VllmOptions(data_parallel_size=2)) == ("dp", "/x", 2)
+    assert open_vllm("/x", VllmOptions(data_parallel_size=2)) == ("dp", "/x", 2)
 
 
 def test_the_vllm_model_has_no_torch_module_and_says_where_generation_goes():
@@ -136,10 +136,11 @@ def test_the_vllm_model_has_no_torch_module_and_says_where_generation_goes():
 
 def test_generative_experts_pick_the_engines_own_decoder():
     """runtime/generative.py: an engine with make_decoder (vLLM) decodes with it; others get the hf Decoder."""
-    from baer_fast.bank.generative import GenerationConfig, _default_decoder
+    from baer_fast.bank.generative import GenerationConfig
+    from baer_fast.runtime.open import open_decoder
     sentinel = object()
     engine = SimpleNamespace(make_decoder=lambda config: sentinel)
-    assert _default_decoder(engine, GenerationConfig()) is sentinel
+    assert open_decoder(engine, GenerationConfig()) is sentinel
 
 
 class _CharTok:

@@ -43,7 +43,7 @@ class LoadedModel:
 
     def kv_shape(self) -> tuple[tuple[int, int], tuple[int, int]]:
         """((K heads, K dim), (V heads, V dim)) per token of one layer's cache."""
-        return self.kv_dims or _config_kv_dims(self.model.config)
+        return self.kv_dims or config_kv_dims(self.model.config)
 
     @property
     def device(self):
@@ -130,7 +130,7 @@ def _auto_dtype(device: str, dtype: str):
     return torch.bfloat16 if device.startswith("cuda") else torch.float32
 
 
-def _text_config(config):
+def text_config(config):
     return config.get_text_config() if hasattr(config, "get_text_config") else config
 
 
@@ -157,7 +157,7 @@ def _attn_impl(attn: str, config, name: str) -> str:
 
 def _softcaps_attention(config) -> bool:
     """Gemma 2 caps attention scores (attn_logit_softcapping), which SDPA cannot."""
-    return bool(getattr(_text_config(config), "attn_logit_softcapping", None))
+    return bool(getattr(text_config(config), "attn_logit_softcapping", None))
 
 
 def weight_elements(path: str) -> int:
@@ -212,7 +212,7 @@ def _stored_bytes(path: str) -> int:
     return sum(os.path.getsize(f) for f in glob.glob(os.path.join(path, "*.safetensors")))
 
 
-def load_judge(path: str, *, device: str = "auto", dtype: str = "auto", attn: str = "sdpa",
+def load_model(path: str, *, device: str = "auto", dtype: str = "auto", attn: str = "sdpa",
                trust_remote_code: bool = False) -> LoadedModel:
     import torch
     from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
@@ -235,8 +235,6 @@ def load_judge(path: str, *, device: str = "auto", dtype: str = "auto", attn: st
     logits, hidden, kv_dims = _probe(model, cache_arg)
     loaded = LoadedModel(model, tok, path, cache_arg, _context_len(model.config, name),
                          _kv_bytes_per_token(model, kv_dims), windows, *logit_map(model, logits, hidden), kv_dims)
-    from baer_fast.runtime.probes import check_tree_path
-    loaded.tree_probe_err = check_tree_path(loaded)
     return loaded
 
 
@@ -252,7 +250,7 @@ def _probe(model, cache_arg: str):
     import torch
     from transformers import DynamicCache
 
-    from baer_fast.runtime.prefill import _layer_kv
+    from baer_fast.runtime.model.kv import layer_kv
     ids = torch.arange(1, PROBE + 1, device=next(model.parameters()).device)[None]
     ids = ids % model.get_input_embeddings().num_embeddings
     cache, seen = DynamicCache(), []
@@ -266,7 +264,7 @@ def _probe(model, cache_arg: str):
     finally:
         hook.remove()
     layers = len(cache.layers) if hasattr(cache, "layers") else len(cache.key_cache)
-    dims = {tuple((t.shape[1], t.shape[3]) for t in _layer_kv(cache, i)) for i in range(layers)}
+    dims = {tuple((t.shape[1], t.shape[3]) for t in layer_kv(cache, i)) for i in range(layers)}
     if len(dims) != 1:
         raise ModelError(f"{type(model).__name__}: its layers cache differently shaped keys/values {sorted(dims)}; "
                          f"the hf engine holds every layer's KV in one tensor (try --backend vllm)")
@@ -284,7 +282,7 @@ def logit_map(model, logits, hidden) -> tuple[float, float | None]:
     import torch
 
     from baer_fast.runtime.model.readout import model_logits
-    cfg = _text_config(model.config)
+    cfg = text_config(model.config)
     scale = float(getattr(cfg, "logit_scale", None) or 1.0) / float(getattr(cfg, "logits_scaling", None) or 1.0)
     cap = getattr(cfg, "final_logit_softcapping", None)
     cap = float(cap) if cap else None
@@ -309,7 +307,7 @@ class _ProbeModel:            # what readout.model_logits reads of a LoadedModel
 def attention_windows(config) -> dict:
     """{layer type: sliding window in tokens, or None for full causal attention} over the model's
     layers, from its config (`layer_types`, `sliding_window`, `use_sliding_window`)."""
-    cfg = _text_config(config)
+    cfg = text_config(config)
     window = getattr(cfg, "sliding_window", None)
     if getattr(cfg, "use_sliding_window", True) is False:
         window = None
@@ -331,7 +329,7 @@ def _context_len(config, name: str = "the model") -> int:
     them past its original length, for every token of the call: a shared prefix computed in one
     call could then not equal the same tokens in a plain forward of a longer prompt. Up to that
     length the frequencies are fixed, so prompts are held to it (the context-window error)."""
-    cfg = _text_config(config)
+    cfg = text_config(config)
     limit = int(getattr(cfg, "max_position_embeddings", 0) or 1 << 30)
     original, kind = _dynamic_rope_limit(cfg)
     if original is not None and original < limit:
@@ -356,9 +354,9 @@ def _dynamic_rope_limit(cfg) -> tuple[int | None, str]:
     return min(found) if found else (None, "")
 
 
-def _config_kv_dims(config) -> tuple[tuple[int, int], tuple[int, int]]:
+def config_kv_dims(config) -> tuple[tuple[int, int], tuple[int, int]]:
     """((K heads, K dim), (V heads, V dim)) as the config states them (K and V alike)."""
-    cfg = _text_config(config)
+    cfg = text_config(config)
     heads = getattr(cfg, "num_key_value_heads", None) or cfg.num_attention_heads
     dim = getattr(cfg, "head_dim", None) or cfg.hidden_size // cfg.num_attention_heads
     return (heads, dim), (heads, dim)
@@ -366,34 +364,5 @@ def _config_kv_dims(config) -> tuple[tuple[int, int], tuple[int, int]]:
 
 def _kv_bytes_per_token(model, kv_dims=()) -> int:
     """K+V bytes of one token over all layers: from the probed cache shapes, else the config."""
-    (hk, dk), (hv, dv) = kv_dims or _config_kv_dims(model.config)
-    return _text_config(model.config).num_hidden_layers * (hk * dk + hv * dv) * next(model.parameters()).element_size()
-
-
-def flop_model(loaded: LoadedModel):
-    """The judge's FlopModel (queries.py): its decoder matrices, counted from the weights (an MoE
-    expert's at its routed share, top-k of the experts; shared experts in full), and 2 x (query-key
-    dim + value dim) per query head and layer for each attention score: the attention's own widths,
-    not the cache's, which an MLA judge holds compressed."""
-    import torch
-
-    from baer_fast.runtime.queries import FlopModel
-    cfg = _text_config(loaded.model.config)
-    top_k = getattr(cfg, "num_experts_per_tok", None)
-    experts = (getattr(cfg, "num_experts", None) or getattr(cfg, "num_local_experts", None)
-               or getattr(cfg, "n_routed_experts", None))
-    weights = 0.0
-    for mod_name, mod in loaded.base.named_modules():
-        if isinstance(mod, torch.nn.Embedding):
-            continue
-        for name, prm in mod.named_parameters(recurse=False):
-            if prm.ndim < 2 or "bias" in name:
-                continue                                   # norms, biases (an MoE's are 2-D): lower order
-            full = f"{mod_name}.{name}"
-            routed = top_k and experts and ".experts." in f".{full}" and "shared_expert" not in full
-            weights += prm.numel() * (top_k / experts if routed else 1)
-    head = _config_kv_dims(cfg)[0][1]
-    nope, rope = getattr(cfg, "qk_nope_head_dim", None), getattr(cfg, "qk_rope_head_dim", None)
-    dk = nope + rope if nope and rope else head              # MLA: queries meet keys over nope + rope dims...
-    dv = getattr(cfg, "v_head_dim", None) or head            # ...and weight values of their own width
-    return FlopModel(round(weights), 2 * cfg.num_hidden_layers * cfg.num_attention_heads * (dk + dv))
+    (hk, dk), (hv, dv) = kv_dims or config_kv_dims(model.config)
+    return text_config(model.config).num_hidden_layers * (hk * dk + hv * dv) * next(model.parameters()).element_size()

@@ -1,25 +1,13 @@
 """Masked forwards in width groups: each range of rows attends over its own widest row only.
 
-A masked forward over rows of different lengths (a decode step over the decoder's slots, a
-query slice of the engine's or the decoder's prefill) attends over key columns [0, width).
-With one width for the whole call, every row reads (and scores) the widest row's columns under
-a mask; on real lengths a decode step computed 1.87x the rows' own scores (DecodeStats). Here
-the rows are cut into contiguous ranges, and inside the one model forward each layer's
-attention runs once per range over that range's own width: the weights are read once per
-forward as before, and only the attention is split.
-
-`plan(widths, penalty)` cuts the rows (in slot order) into at most MAX_GROUPS ranges minimising
-the columns attended plus `penalty` per extra range (an attention call's fixed cost, in row
-columns). Ranges only help when rows of similar widths sit together, so the engine puts a
-chunk's rows widest first and the decoder sorts its slots by length when that pays
-(decode.Decoder._maybe_sort); between admissions and retirements every decode row grows by one
-column per step, which keeps both the order and the plan.
-
-The split runs as a registered transformers attention function (`NAME`) that wraps SDPA; the
-model's masks (4-D, prepared by the decoder) pass through transformers unchanged, and each
-range takes its rows' slice of them. Masked columns get exactly zero weight either way, so a
-row's attention output is the same in any range up to float rounding (the kernel's blocking
-over keys: ~4e-6 in the logits of the fp32 bench model).
+A masked forward over rows of different lengths (a decode step, a query slice of a prefill)
+attends over key columns [0, width); with one width every row scores the widest row's columns.
+`plan(widths, penalty)` cuts the rows (in slot order) into at most MAX_GROUPS contiguous ranges
+minimising the columns attended plus `penalty` per extra range (an attention call's fixed cost).
+The split runs as a registered transformers attention function (`NAME`) wrapping SDPA: the
+weights are read once per forward, only the attention is split, and a row's output is the same
+in any range up to float rounding. Planning is pure Python; `attention`/`register` import torch
+and transformers lazily. The design in full: docs/architecture.md.
 """
 from __future__ import annotations
 

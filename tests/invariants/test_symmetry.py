@@ -1,0 +1,64 @@
+"""Candidate symmetry (DESIGN invariant): swapping a<->b negates every score, keeps invariants."""
+import numpy as np
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+from baer_fast.features.evidence import evidence, runs_tensor
+from baer_fast.heads.stack import StackHead, fit_stack
+from baer_fast.io.records import Signals
+from baer_fast.io.splits import roles
+
+from tests.fixtures.data import make_signals
+
+EXPERTS = ["e1", "e2", "e3", "e4"]
+_HEAD = None
+
+
+def fitted_head() -> StackHead:
+    global _HEAD
+    if _HEAD is None:
+        rows = make_signals(300, seed=1)
+        y = np.array([1.0 if r.label == "a" else -1.0 for r in rows])
+        _HEAD, _ = fit_stack(rows, y, roles(rows), experts=EXPERTS, categories=["chat", "math"])
+    return _HEAD
+
+
+prob = st.one_of(st.none(), st.floats(0.0, 1.0), st.sampled_from([0.0, 0.5, 1.0]))
+runs = st.lists(prob, min_size=1, max_size=6)
+signals = st.builds(
+    lambda ex, subset: Signals("x", ex, subset=subset),
+    st.dictionaries(st.sampled_from(EXPERTS + ["extra"]), runs, min_size=0, max_size=5),
+    st.sampled_from(["chat", "math", "unseen"]))
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(signals)
+def test_stack_score_negates_under_swap(rec):
+    head = fitted_head()
+    s, s_swapped = head.score([rec])[0], head.score([rec.swapped()])[0]
+    assert abs(s + s_swapped) <= 1e-9
+    if s != 0:
+        winner = "a" if s >= 0 else "b"
+        winner_swapped = "a" if s_swapped >= 0 else "b"
+        assert winner != winner_swapped           # the same RESPONSE wins
+
+
+@settings(max_examples=300, deadline=None)
+@given(signals)
+def test_invariant_features_unchanged_and_signed_features_negate(rec):
+    p, d, z, zt = evidence(runs_tensor([rec], EXPERTS))
+    p2, d2, z2, zt2 = evidence(runs_tensor([rec.swapped()], EXPERTS))
+    np.testing.assert_allclose(d2, d, atol=1e-12)
+    np.testing.assert_allclose(p2, 1 - p, atol=1e-12)
+    np.testing.assert_allclose(z2, -z, atol=1e-9)
+    np.testing.assert_allclose(zt2, -zt, atol=1e-9)
+    head = fitted_head()
+    np.testing.assert_allclose(head.features([rec.swapped()]), -head.features([rec]), atol=1e-9)
+
+
+def test_swap_is_an_involution_on_records():
+    rec = make_signals(1, seed=3)[0]
+    twice = rec.swapped().swapped()
+    assert twice.label == rec.label and twice.meta == rec.meta
+    for k in rec.experts:
+        assert [None if u is None else round(u, 12) for u in twice.experts[k]] == \
+               [None if u is None else round(u, 12) for u in rec.experts[k]]

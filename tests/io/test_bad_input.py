@@ -1,0 +1,91 @@
+"""Bad input: one clear line naming file:line and field, exit 2, no partial output."""
+import json
+
+import pytest
+
+from baer_fast.io.records import write_signals
+
+from tests.fixtures.data import make_signals
+
+GOOD = {"id": "x1", "subset": "s", "label": "a", "meta": {}, "experts": {"e1": [0.9, 0.8]}}
+
+
+def _line(**over):
+    d = json.loads(json.dumps(GOOD))
+    d.update(over)
+    return json.dumps(d)
+
+
+CASES = {
+    "malformed_json": ('{"id": "x1", "experts": {', 1, "malformed JSON"),
+    "missing_field": (json.dumps({"id": "x1", "subset": "s"}), 1, "field 'experts'"),
+    "wrong_type": (_line(experts=[0.5]), 1, "field 'experts': expected dict"),
+    "u_outside": (_line(experts={"e1": [1.5, 0.2]}), 1, "field 'experts.e1'"),
+    "u_string": (_line(experts={"e1": ["0.5"]}), 1, "field 'experts.e1'"),
+    "duplicate_id": (_line() + "\n" + _line(), 2, "duplicate id"),
+    "bad_label": (_line(label="A"), 1, "field 'label'"),
+    "empty_file": ("", None, "empty file"),
+    "nan": (_line().replace("0.9", "NaN"), 1, "malformed JSON"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_bad_signals_fail_fit_and_score_cleanly(cli, tmp_path, case):
+    text, line, needle = CASES[case]
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text(_line(id="ok0") + "\n" + text + "\n" if line else text)
+    shift = 1 if line else 0
+    out = tmp_path / "head.json"
+    code, _, err = cli("fit", "--signals", bad, "--condition", "c", "--out", out)
+    assert code == 2
+    msg = err.strip().splitlines()
+    assert len(msg) == 1, err
+    where = f"{bad}:{line + shift}:" if line else f"{bad}:"
+    assert where in msg[0] and needle in msg[0], msg[0]
+    assert not out.exists() and not list(tmp_path.glob(".*.tmp"))
+
+
+def _good_head(cli, tmp_path):
+    sig = tmp_path / "good.jsonl"
+    write_signals(str(sig), make_signals(120, seed=4))
+    head = tmp_path / "head.json"
+    assert cli("fit", "--signals", sig, "--condition", "c", "--out", head)[0] == 0
+    return sig, head
+
+
+def test_unknown_expert_in_artifact_is_a_clear_error(cli, tmp_path):
+    sig, head = _good_head(cli, tmp_path)
+    other = tmp_path / "other.jsonl"
+    write_signals(str(other), make_signals(20, experts=("x1", "x2"), seed=5))
+    out = tmp_path / "scores.jsonl"
+    code, _, err = cli("score", "--signals", other, "--head", head, "--out", out)
+    assert code == 2 and "expert 'e1' of the head artifact is absent" in err
+    assert str(other) in err and len(err.strip().splitlines()) == 1
+    assert not out.exists()
+
+
+def test_tampered_artifact_is_refused(cli, tmp_path):
+    sig, head = _good_head(cli, tmp_path)
+    d = json.loads(head.read_text())
+    d["heads"]["stack"]["weights"][0] += 1.0
+    head.write_text(json.dumps(d))
+    code, _, err = cli("score", "--signals", sig, "--head", head, "--out", tmp_path / "s.jsonl")
+    assert code == 2 and "checksum" in err and "mismatch" in err
+
+
+def test_pickled_artifact_is_never_unpickled(cli, tmp_path):
+    import pickle
+    sig, _ = _good_head(cli, tmp_path)
+    evil = tmp_path / "evil.json"
+    evil.write_bytes(pickle.dumps({"format": "baer-fast-head"}))
+    code, _, err = cli("score", "--signals", sig, "--head", evil, "--out", tmp_path / "s.jsonl")
+    assert code == 2 and "never unpickled" in err
+
+
+def test_bad_pairs_name_the_field(tmp_path):
+    from baer_fast.errors import InputError
+    from baer_fast.io.records import read_pairs
+    p = tmp_path / "pairs.jsonl"
+    p.write_text(json.dumps({"id": "a", "question": "q", "response_a": "x"}) + "\n")
+    with pytest.raises(InputError, match=r"pairs.jsonl:1: field 'response_b': missing"):
+        read_pairs(str(p))

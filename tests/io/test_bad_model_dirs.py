@@ -1,0 +1,208 @@
+"""Bad models and bad pairs fail with one clear line, before any silent guess."""
+import os
+import shutil
+
+import pytest
+
+from baer_fast.cli import main
+from baer_fast.errors import BaerError, InputError
+from baer_fast.io.records import Pair, write_pairs
+from baer_fast.runtime.open import load_judge
+from baer_fast.bank.prompting import PromptEncoder
+from baer_fast.bank.runner import run_experts
+
+
+def _one_line(err) -> str:
+    msg = str(err)
+    assert "\n" not in msg
+    return msg
+
+
+def test_missing_model_dir(tmp_path):
+    with pytest.raises(InputError) as e:
+        load_judge(str(tmp_path / "nope"))
+    assert "model directory not found" in _one_line(e.value)
+
+
+def test_pickle_weights_refused(tmp_path, qwen_dir):
+    d = tmp_path / "pickled"
+    shutil.copytree(qwen_dir, d)
+    os.rename(d / "model.safetensors", d / "pytorch_model.bin")
+    with pytest.raises(InputError) as e:
+        load_judge(str(d))
+    assert "pytorch_model.bin" in _one_line(e.value) and "safetensors" in str(e.value)
+
+
+def test_model_without_chat_template(tmp_path, qwen_dir):
+    d = tmp_path / "no_template"
+    shutil.copytree(qwen_dir, d)
+    for name in ("chat_template.jinja", "chat_template.json"):
+        if (d / name).exists():
+            os.unlink(d / name)
+    cfg = (d / "tokenizer_config.json").read_text()
+    assert "chat_template" not in cfg or True
+    import json
+    obj = json.loads(cfg)
+    obj.pop("chat_template", None)
+    (d / "tokenizer_config.json").write_text(json.dumps(obj))
+    with pytest.raises(InputError) as e:
+        load_judge(str(d))
+    assert "no chat template" in _one_line(e.value)
+
+
+def test_weight_count_from_headers_equals_the_loaded_model(model_dir, loaded_models):
+    from baer_fast.runtime.model.load import weight_elements
+    model = loaded_models(model_dir).model
+    assert weight_elements(model_dir) == sum(p.numel() for p in model.parameters())   # tied rows once
+
+
+def test_weights_that_cannot_fit_are_refused_before_loading(tmp_path, capsys, qwen_dir, monkeypatch):
+    """An 8B model in fp32 (CPU's default) does not fit in 24 GiB: one clear line, not the OOM killer."""
+    from baer_fast.runtime.model import load as model_loader
+    need32 = 4 * model_loader.weight_elements(qwen_dir)
+    monkeypatch.setattr(model_loader, "free_bytes", lambda device: need32 - 1)
+    loads = []
+    monkeypatch.setattr("transformers.AutoModelForCausalLM.from_pretrained",
+                        lambda *a, **k: loads.append(a) or pytest.fail("weights loaded"))
+    with pytest.raises(model_loader.ModelError) as e:
+        load_judge(qwen_dir, device="cpu")
+    msg = _one_line(e.value)
+    name = os.path.basename(os.path.normpath(qwen_dir))
+    assert name in msg and "float32" in msg and "--dtype bfloat16" in msg and "cpu has" in msg
+    pairs = tmp_path / "pairs.jsonl"
+    write_pairs(str(pairs), [Pair("x", "q", "a", "b")])
+    rc = main(["experts", "--model", qwen_dir, "--input", str(pairs), "--out", str(tmp_path / "s.jsonl"),
+               "--device", "cpu"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert rc == 2 and err[-1].startswith("error:") and "--dtype bfloat16" in err[-1]
+    monkeypatch.setattr(model_loader, "free_bytes", lambda device: need32 // 2 - 1)     # bf16 does not fit either
+    with pytest.raises(model_loader.ModelError) as e:
+        load_judge(qwen_dir, device="cpu", dtype="bfloat16")
+    assert "bfloat16" in str(e.value) and "--dtype" not in str(e.value)
+    assert loads == []
+
+
+def test_a_quantized_checkpoint_is_sized_as_stored(qwen_dir, monkeypatch):
+    """fp8/GPTQ/AWQ weights stay in their stored types: elements x bf16 would refuse an fp8 judge
+    that fits (and undercount packed 4-bit ones); the files' size is the estimate."""
+    import torch
+    from transformers import AutoConfig
+
+    from baer_fast.runtime.model import load as model_loader
+    config = AutoConfig.from_pretrained(qwen_dir)
+    config.quantization_config = {"quant_method": "fp8"}
+    stored = model_loader._stored_bytes(qwen_dir)
+    assert stored != 2 * model_loader.weight_elements(qwen_dir)
+    bf16 = torch.bfloat16
+    monkeypatch.setattr(model_loader, "free_bytes", lambda device: stored)
+    model_loader.check_fits(qwen_dir, "cpu", bf16, config)                   # fits as stored
+    monkeypatch.setattr(model_loader, "free_bytes", lambda device: stored - 1)
+    with pytest.raises(model_loader.ModelError, match="as stored") as e:
+        model_loader.check_fits(qwen_dir, "cpu", bf16, config)
+    assert "--dtype" not in str(e.value)
+
+
+@pytest.mark.parametrize("free", ["exact", "unknown"])
+def test_weights_that_fit_load(qwen_dir, monkeypatch, free):
+    from baer_fast.runtime.model import load as model_loader
+    need = 2 * model_loader.weight_elements(qwen_dir)
+    monkeypatch.setattr(model_loader, "free_bytes", lambda device: need if free == "exact" else None)
+    m = load_judge(qwen_dir, device="cpu", dtype="bfloat16")
+    assert str(m.dtype) == "torch.bfloat16"
+
+
+def test_cuda_free_memory_counts_the_allocators_unused_blocks(monkeypatch):
+    """In an RLHF process the trainer's freed blocks stay reserved by torch's caching allocator;
+    the judge's weights can take them, so they count as free."""
+    import torch
+
+    from baer_fast.runtime.model.load import free_bytes
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "mem_get_info", lambda dev=None: (5 << 30, 80 << 30))
+    monkeypatch.setattr(torch.cuda, "memory_reserved", lambda dev=None: 60 << 30)
+    monkeypatch.setattr(torch.cuda, "memory_allocated", lambda dev=None: 30 << 30)
+    assert free_bytes("cuda") == free_bytes("cuda:0") == 35 << 30
+
+
+def test_free_bytes_reports_this_machine():
+    from baer_fast.runtime.model.load import free_bytes
+    free = free_bytes("cpu")
+    assert free is not None and 0 < free <= os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+
+
+def test_label_that_is_not_one_token(digits_dir, loaded_models):
+    m = loaded_models(digits_dir)
+    enc = PromptEncoder(m.tokenizer, model_name="qwen3-digits", context_len=m.context_len)
+    assert len(enc.label_ids(tuple("123456789"))) == 9       # the score scale is safe here
+    with pytest.raises(InputError) as e:
+        enc.label_ids(("1", "10"))
+    msg = _one_line(e.value)
+    assert "'10'" in msg and "qwen3-digits" in msg and "2 tokens" in msg
+
+
+def test_score_expert_runs_on_digit_splitting_tokenizer(digits_dir, loaded_models):
+    pairs = [Pair("d", "What is 10 + 20?", "30", "It is 31 or 12.")]
+    sig = run_experts(loaded_models(digits_dir), pairs, experts=["score"])
+    assert len(sig[0].experts["score"]) == 2 and all(0 < u < 1 for u in sig[0].experts["score"])
+
+
+def test_pair_longer_than_context(short_ctx_dir, loaded_models):
+    long = "word " * 300
+    with pytest.raises(InputError) as e:
+        run_experts(loaded_models(short_ctx_dir), [Pair("long1", "q?", long, "short")], experts=["direct"])
+    msg = _one_line(e.value)
+    assert "long1" in msg and "context window" in msg and "(128)" in msg
+
+
+def test_cli_reports_one_line_and_exit_2(tmp_path, capsys, qwen_dir):
+    pairs = tmp_path / "pairs.jsonl"
+    write_pairs(str(pairs), [Pair("x", "q", "a", "b")])
+    rc = main(["experts", "--model", str(tmp_path / "missing"), "--input", str(pairs),
+               "--out", str(tmp_path / "s.jsonl")])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert rc == 2 and err[-1].startswith("error:") and "model directory not found" in err[-1]
+    rc = main(["experts", "--model", qwen_dir, "--input", str(pairs), "--out", str(tmp_path / "s.jsonl"),
+               "--experts", "direct,bogus"])
+    assert rc == 2 and "bogus" in capsys.readouterr().err
+
+
+def test_triton_readout_requested_without_it_fails_loudly(loaded, monkeypatch):
+    import torch
+    if torch.cuda.is_available():
+        pytest.skip("a GPU is present: --kernels triton is valid here")
+    monkeypatch.delenv("TRITON_INTERPRET", raising=False)
+    from baer_fast.runtime.config import EngineConfig
+    with pytest.raises(BaerError):
+        run_experts(loaded, [Pair("x", "q", "a", "b")], experts=["direct"], config=EngineConfig(kernels="triton"))
+
+
+@pytest.fixture(scope="module")
+def nan_model_dir(tmp_path_factory, qwen_dir):
+    """The tiny Qwen3 with its final norm's weight set to NaN: every logit comes out NaN."""
+    import torch
+    from transformers import AutoModelForCausalLM
+    d = tmp_path_factory.mktemp("nan_model") / "broken-qwen3"
+    shutil.copytree(qwen_dir, d)
+    model = AutoModelForCausalLM.from_pretrained(qwen_dir)
+    with torch.no_grad():
+        model.model.norm.weight.fill_(float("nan"))
+    model.save_pretrained(str(d), safe_serialization=True)
+    return str(d)
+
+
+def test_non_finite_verdicts_stop_with_the_model_and_pairs_named(nan_model_dir, loaded_models):
+    pairs = [Pair("nan1", "Add 2 and 3.", "5", "6"), Pair("nan2", "Name a prime.", "7", "9")]
+    with pytest.raises(BaerError) as e:
+        run_experts(loaded_models(nan_model_dir), pairs, experts=["direct", "score"])
+    msg = _one_line(e.value)
+    assert "broken-qwen3" in msg and "non-finite" in msg and "nan1 (direct)" in msg and "nan2 (score)" in msg
+
+
+def test_cli_reports_non_finite_verdicts_in_one_line(tmp_path, capsys, nan_model_dir):
+    pairs = tmp_path / "pairs.jsonl"
+    write_pairs(str(pairs), [Pair("x", "q", "a", "b")])
+    out = tmp_path / "s.jsonl"
+    rc = main(["experts", "--model", nan_model_dir, "--input", str(pairs), "--out", str(out), "--experts", "direct"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert rc == 2 and err[-1].startswith("error:") and "non-finite" in err[-1] and "x (direct)" in err[-1]
+    assert not out.exists() or "NaN" not in out.read_text()
