@@ -2,18 +2,15 @@
 
 Hooked once around the runner's `expert_rows` (`counted`); writes row["expert_cost"] =
 {expert: {"prefilled", "decoded", "seconds"}}, which `to_signals` puts in `meta.expert_cost`.
-Apportioning rule (docs/cost.md):
-  - prefill: the prompt trees the engine plans (pairs of one question merged, as
-    `share_questions` does) are rebuilt from the same token ids; each node's tokens are split
-    equally among the (pair, expert)s with a prompt through it (integer split, the remainder to
-    the first in (pair, expert) order). The naive engine charges each prompt whole. Generation
-    prompts join the trees with the single-pass prompts. The shares are then fitted to the
-    run's counters (engine + decoder prefill) by largest remainder, so they sum to them exactly
-    (for the single-pass bank on the prefix and naive engines the shares already are the counts);
-  - decoded: each expert's own generated tokens (exact, from the decoder's results);
-  - seconds: the call's wall time split in proportion to prefilled + decoded tokens.
-A derived expert (pride, calibraeval) costs nothing beyond its source; its source's prompts
-are charged to it only when the source itself is not in the bank.
+Rule (docs/cost.md): prefill — the engine's prompt trees (pairs of one question merged, as
+`share_questions` does) are rebuilt from the same ids, each node's tokens split equally
+(integer split, remainder to the first in (pair, expert) order) among the (pair, expert)s
+with a prompt through it; the naive engine charges each prompt whole; generation prompts
+join the trees. The shares are fitted to the run's counters (engine + decoder prefill) by
+largest remainder, so they sum to them exactly (for the single-pass bank on the prefix and
+naive engines they already are the counts). decoded — each expert's own generated tokens.
+seconds — the call's wall time in proportion to prefilled + decoded tokens. A derived expert
+costs nothing beyond its source (charged the source's prompts when the source is absent).
 """
 from __future__ import annotations
 

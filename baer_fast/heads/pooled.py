@@ -32,7 +32,14 @@ class PooledHead:
 
     @classmethod
     def from_json(cls, d: dict) -> "PooledHead":
-        from baer_fast.heads import head_class
-        members = [(head_class(m["head"]["kind"]).from_json(m["head"]), float(m["scale"]), float(m["weight"]))
+        members = [(member_class(m["head"]["kind"]).from_json(m["head"]), float(m["scale"]), float(m["weight"]))
                    for m in d["members"]]
         return cls(members, list(d["members"]))
+
+
+def member_class(kind: str):
+    """The heads a member may be (a pooled head does not nest); KeyError otherwise."""
+    from baer_fast.heads.reference import ReferenceHead
+    from baer_fast.heads.router import RouterHead
+    from baer_fast.heads.stack import StackHead
+    return {"stack": StackHead, "route": RouterHead, "reference": ReferenceHead}[kind]

@@ -19,8 +19,11 @@ import numpy as np
 
 from baer_fast import __version__
 from baer_fast.errors import InputError
-from baer_fast.heads.pooled import PooledHead
+from baer_fast.heads.pooled import member_class
 from baer_fast.io.records import Signals
+
+
+MEMBER_KINDS = ("stack", "route", "reference")     # a member is an artifact's deployed head (its cascade unused)
 
 
 def head_paths(items: Sequence[str]) -> list[str]:
@@ -49,15 +52,15 @@ def agreement_weights(z: np.ndarray) -> np.ndarray:
 
 def fit_transfer(records: Sequence, arts: Sequence[tuple[str, dict]], *, condition: str) -> dict:
     """arts: (name, loaded artifact) of other conditions -> pooled artifact (unsaved)."""
-    from baer_fast.artifact import deployed_head
     target = unlabelled(records)
     present = {k for r in target for k in r.experts}
-    usable = [(n, a) for n, a in arts if set(a["experts"]) <= present]
-    skipped = sorted(n for n, a in arts if not set(a["experts"]) <= present)
+    fits = [set(a["experts"]) <= present and a["head"] in MEMBER_KINDS for _, a in arts]
+    usable = [na for na, ok in zip(arts, fits) if ok]
+    skipped = sorted(n for (n, _), ok in zip(arts, fits) if not ok)
     if not usable:
         raise InputError(f"none of the {len(arts)} heads can score these signals: each uses an expert "
-                         "they lack", field="--transfer-from")
-    heads = [deployed_head(a) for _, a in usable]
+                         "they lack (or is itself a pooled head)", field="--transfer-from")
+    heads = [member_class(a["head"]).from_json(a["heads"][a["head"]]) for _, a in usable]
     raw = np.stack([np.asarray(h.score(target), dtype=np.float64) for h in heads])
     scale = np.sqrt(np.mean(raw ** 2, axis=1))
     scale = np.where(scale > 0, scale, 1.0)
@@ -77,7 +80,3 @@ def fit_transfer(records: Sequence, arts: Sequence[tuple[str, dict]], *, conditi
         "fitted_on": {"n_rows": 0, "n_selection": 0, "n_calibration": 0, "unlabelled_pairs": len(target),
                       "labels_read": False},
     }
-
-
-def pooled_head(art: dict) -> PooledHead:
-    return PooledHead.from_json(art["heads"]["pooled"])

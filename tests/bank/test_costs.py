@@ -15,17 +15,18 @@ def _pairs(n):
 
 @pytest.mark.parametrize("naive", [False, True])
 def test_single_pass_shares_sum_to_engine_counter(qwen_dir, naive):
+    from baer_fast.bank.costs import prefill_weights
     from baer_fast.bank.runner import RunReport, run_experts
-    rep = RunReport()
-    sig = run_experts(qwen_dir, _pairs(5), experts=["direct", "score", "pointwise"], naive=naive, report=rep)
+    from baer_fast.runtime.open import HfOptions, open_engine
+    engine = open_engine(qwen_dir, options=HfOptions(naive=naive))
+    rep, names = RunReport(), ["direct", "score", "pointwise"]
+    sig = run_experts(engine, _pairs(5), experts=names, report=rep)
     cells = [c for s in sig for c in s.meta["expert_cost"].values()]
     assert sum(c["prefilled"] for c in cells) == rep.stats.tokens_prefilled
     assert all(c["decoded"] == 0 for c in cells)
     assert all(c["prefilled"] > 0 for c in cells)
     # the shares come from the plan itself, not from the final rescaling to the counter
-    from baer_fast.bank.costs import prefill_weights
-    from baer_fast.runtime.open import HfOptions, open_engine
-    w = prefill_weights(open_engine(qwen_dir, options=HfOptions(naive=naive)), _pairs(5), ["direct", "score", "pointwise"])
+    w = prefill_weights(engine, _pairs(5), names)
     assert [{k: s.meta["expert_cost"][k]["prefilled"] for k in d} for s, d in zip(sig, w)] == w
     if naive:      # each prompt whole: the per-pair counter too
         assert [sum(c["prefilled"] for c in s.meta["expert_cost"].values()) for s in sig] == \
@@ -53,6 +54,7 @@ def test_fit_to_total_is_exact_and_keeps_matching_shares():
         assert sum(v for d in got for v in d.values()) == total
 
 
+@pytest.mark.slow        # loads the tiny judge twice (the bank, then `score --model`)
 def test_score_model_runs_stage_two_only_where_the_cascade_needs_it(qwen_dir, tmp_path, monkeypatch):
     import json
 

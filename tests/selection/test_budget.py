@@ -19,7 +19,7 @@ from tests.selection.cost_synth import bank, blank_test_labels
 
 @pytest.fixture(scope="module")
 def records():
-    return bank(200, seed=1)
+    return bank(150, seed=1)
 
 
 @pytest.mark.parametrize("budget", ["0.33", "0.5", "tokens=400"])
@@ -47,8 +47,8 @@ def test_subset_is_deterministic_and_order_free(records):
     assert plan_budget(records, "0.33") == a
 
 
-def test_blanking_test_labels_leaves_the_artifact_unchanged(records, tmp_path):
-    spec = SplitSpec()
+def test_blanking_test_labels_leaves_the_artifact_unchanged(tmp_path):
+    spec, records = SplitSpec(), bank(90, seed=4)
     a = fit_budget(records, "0.5", condition="c", spec=spec)
     b = fit_budget(blank_test_labels(records, spec), "0.5", condition="c", spec=spec)
     artifact.save(str(tmp_path / "a.json"), a)
@@ -88,9 +88,9 @@ def test_newton_solver_matches_the_stack_fit():
         assert np.allclose(newton_odd_logistic(x, y, lam), fit_odd_logistic(x, y, lam), atol=1e-6)
 
 
-def test_fit_cli_budget_then_frontier(records, tmp_path, capsys):
+def test_fit_cli_budget_then_frontier(tmp_path, capsys):
     sig = tmp_path / "s.jsonl"
-    write_signals(str(sig), records)
+    write_signals(str(sig), bank(90, seed=6))
     out = tmp_path / "h.json"
     assert main(["fit", "--signals", str(sig), "--condition", "c", "--out", str(out), "--budget", "0.5"]) == 0
     art = artifact.load(str(out))
