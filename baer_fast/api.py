@@ -3,6 +3,9 @@
     judge = Judge.from_pretrained("path/to/judge-model", head="head.json")
     s = judge.score(questions, responses_a, responses_b)      # torch.float64 [N]
 
+Without `head` the label-free default head is used (heads/default.py: the mean of z~ over
+direct and score), so a reward loop can start before any pair is labelled.
+
 The model stays resident; batches are sized by the engine's memory budget; the same
 inputs give the same scores. Every pair gets a score: text that is not valid UTF-8 is
 repaired and over-long pairs are cut symmetrically (runtime/truncation.py) instead of
@@ -48,10 +51,11 @@ class Judge:
         self._room = None
 
     @classmethod
-    def from_pretrained(cls, model_path: str, head, *, backend: str = "hf", kernels: str = "auto",
+    def from_pretrained(cls, model_path: str, head=None, *, backend: str = "hf", kernels: str = "auto",
                         device: str | None = None, dtype: str = "auto", truncate: bool = True,
                         vllm_options=None) -> "Judge":
-        """head: a path to a head artifact, or an already loaded artifact dict.
+        """head: a path to a head artifact, an already loaded artifact dict, or None for the
+        label-free default head (`artifact.default_artifact()`, recorded as head "default").
 
         vllm_options (backend="vllm" only): a `VllmOptions` or a dict of its fields, e.g.
         `{"data_parallel_size": 2, "tensor_parallel_size": 4}`; `dtype` overrides its dtype
@@ -72,12 +76,12 @@ class Judge:
             opts = VllmOptions(**vllm_options) if isinstance(vllm_options, dict) else (vllm_options or VllmOptions())
             if dtype != "auto":
                 opts = dataclasses.replace(opts, dtype=dtype)
-            art = artifact_io.load(head) if isinstance(head, str) else head
+            art = head_artifact(head)
             options = JudgeOptions(kernels=kernels, device=device, dtype=opts.dtype, truncate=truncate)
             return cls(open_vllm(model_path, opts), art, options=options)
         if vllm_options is not None:
             raise BaerError("vllm_options apply to backend='vllm' only")
-        art = artifact_io.load(head) if isinstance(head, str) else head
+        art = head_artifact(head)
         options = JudgeOptions(kernels=kernels, device=device, dtype=dtype, truncate=truncate)
         engine = open_engine(model_path, options=HfOptions(engine=EngineConfig(kernels=kernels),
                                                            device=device or "auto", dtype=dtype))
@@ -149,6 +153,21 @@ class Judge:
     def prob_a(self, questions, responses_a, responses_b):
         """P(a better) = sigmoid(score), [N] float64."""
         return torch_sigmoid(self.score(questions, responses_a, responses_b))
+
+    def results(self, questions, responses_a, responses_b) -> list[dict]:
+        """Score records ({"score", "p_a", "winner", "head", "expert", ...}, scoring.py), one per pair."""
+        from baer_fast.scoring import score_records
+
+        records = self.signals(questions, responses_a, responses_b)
+        return score_records(self.art, records, self.head) if records else []
+
+
+def head_artifact(head) -> dict:
+    """A head artifact from a path, a loaded dict, or None (the label-free default head)."""
+    from baer_fast import artifact as artifact_io
+    if head is None:
+        return artifact_io.default_artifact()
+    return artifact_io.load(head) if isinstance(head, str) else head
 
 
 def torch_sigmoid(x):

@@ -99,6 +99,18 @@ def _validate(d, path: str) -> None:
         raise ArtifactError(f"{path}: field 'head': deployed head {d['head']!r} has no parameters in 'heads'")
 
 
+def default_artifact() -> dict:
+    """The label-free default head (heads/default.py) as a loaded artifact, built in code."""
+    from baer_fast.heads.default import DefaultHead
+
+    head = DefaultHead()
+    d = {"format": FORMAT, "schema_version": SCHEMA_VERSION, "condition": "default", "head": head.kind,
+         "heads": {head.kind: head.to_json()}, "experts": list(head.experts), "derived_params": {},
+         "fitted_on": None}
+    d["checksum"] = checksum(d)
+    return d
+
+
 def deployed_head(d: dict):
     """Instantiate the deployed head object of a loaded artifact."""
     from baer_fast.heads import head_class

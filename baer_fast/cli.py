@@ -23,6 +23,7 @@ COMMANDS = {
     "frontier": ("frontier", "cross-validated accuracy vs cost of the expert subsets a budget search visits"),
     "score": ("score", "score pairs with a frozen head -> scores.jsonl"),
     "eval": ("eval", "accuracy, coverage, McNemar and oracle of scores vs. single experts"),
+    "serve": ("serve", "serve a judge over HTTP for RLHF (batched, authenticated): POST /v1/judge, /get_reward"),
     "demo": ("demo", "import -> fit -> score -> eval on the LLMBar sample shipped in the package"),
 }
 

@@ -51,7 +51,7 @@ def test_rows(records, spec):
 
 def stack_art(records, spec, experts, condition: str) -> dict:
     """A minimal artifact around the stack fitted on the non-test rows (what --head stack deploys)."""
-    from baer_fast.heads.stack import fit_stack
+    from baer_fast.selection.budget import fit_stack
     from baer_fast.selection.budget import labelled_rows, restrict
     rows, roles, y = labelled_rows(restrict(records, experts), spec)
     head, _ = fit_stack(rows, y, roles, experts=sorted(experts), categories=sorted({r.subset for r in rows}))

@@ -151,6 +151,13 @@ def judge(judge_dir, head_path):
     return Judge.from_pretrained(judge_dir, head=head_path, kernels="torch")
 
 
+@pytest.fixture(scope="session")
+def default_judge(judge_dir):
+    """The same model with no head: the label-free default head (heads/default.py)."""
+    from baer_fast.api import Judge
+    return Judge.from_pretrained(judge_dir, kernels="torch")
+
+
 # ---------------------------------------------------------------- no model
 
 

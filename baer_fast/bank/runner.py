@@ -144,7 +144,8 @@ def to_signals(pair: Pair, runs: dict, row: dict, names: list[str], engine_name:
         meta["generation"] = row["generation"]
     if "expert_cost" in row:
         meta["expert_cost"] = row["expert_cost"]
-    return Signals(pair.id, {n: runs[n] for n in names}, pair.subset, pair.label, pair.split, meta)
+    return Signals(pair.id, {n: runs[n] for n in names}, pair.subset, pair.label, pair.split, meta,
+                   category=pair.category)
 
 
 def run_experts(model, pairs: list[Pair], *, experts=None, config: EngineConfig = EngineConfig(),

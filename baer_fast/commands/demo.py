@@ -48,11 +48,14 @@ def run_condition(condition: str, signals: list, out_dir: str) -> dict:
 
 
 def summary_row(condition: str, rep: dict) -> str:
-    t = rep["strongest_on_test"]
+    t = rep["strongest_baseline"]
     d = rep["strongest_on_dev"]
-    return (f"{condition:<14} {rep['head']:<6} {100 * rep['accuracy']:6.1f}  "
-            f"{100 * t['accuracy']:6.1f} {t['expert']:<18} {100 * d['accuracy']:6.1f} {d['expert']:<18} "
-            f"{t['mcnemar']['p_value']:7.3f} {100 * rep['oracle_any_expert']:6.1f}")
+    best = f"{t['expert']} ({t['reading'][0]})"
+    return (f"{condition:<14} {rep['head']:<8} {100 * rep['accuracy']:6.1f}  "
+            f"{100 * t['accuracy']:6.1f} {best:<22} {100 * (rep['accuracy'] - t['accuracy']):+6.1f} "
+            f"{100 * d['accuracy']:6.1f} {d['expert']:<18} "
+            f"{t['mcnemar_strict']['p_value']:7.3f} {t['mcnemar_native']['p_value']:7.3f} "
+            f"{100 * rep['oracle_any_expert']:6.1f}")
 
 
 def run(args) -> int:
@@ -71,10 +74,11 @@ def run(args) -> int:
         return 0
     n_test = next(iter(reports.values()))["n_scored"]
     print(f"Test-split accuracy (%) on LLMBar Natural, {n_test} held-apart pairs per backbone")
-    print(f"{'condition':<14} {'head':<6} {'BAER':>6}  {'best@test':>6} {'(protocol)':<18} "
-          f"{'best@dev':>6} {'(protocol)':<18} {'McNemar':>7} {'oracle':>6}")
+    print(f"{'condition':<14} {'head':<8} {'BAER':>6}  {'best':>6} {'(protocol, reading)':<22} {'gain':>6} "
+          f"{'@dev':>6} {'(protocol)':<18} {'p strict':>7} {'p native':>7} {'oracle':>6}")
     for condition, rep in reports.items():
         print(summary_row(condition, rep))
-    print("best@test: strongest single protocol chosen on test (the paper's baseline); "
-          "best@dev: chosen on dev rows. McNemar: exact two-sided p, BAER vs best@test.")
+    print("best: strongest external protocol chosen ON TEST under its stronger reading (s = strict: undecided "
+          "is an error; n = native: each order judged alone, half credit when the orders disagree); @dev: chosen "
+          "on dev rows. p: exact McNemar vs. the strict reading, exact paired sign-flip test vs. the native one.")
     return 0

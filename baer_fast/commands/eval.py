@@ -1,4 +1,4 @@
-"""`baer-fast eval --signals S --scores scores.jsonl [--json] [--split test|dev|all] [--report DIR]`."""
+"""`baer-fast eval --signals S --scores scores.jsonl [--json] [--split test|dev|all] [--report DIR] [--baselines A,B]`."""
 from __future__ import annotations
 
 import json
@@ -13,6 +13,11 @@ def add_arguments(p) -> None:
     p.add_argument("--json", action="store_true", help="print the report as JSON instead of a table")
     p.add_argument("--report", metavar="DIR", help="also write DIR/report.html with PNG plots")
     p.add_argument("--head", help="head artifact the scores came from (shows its selection in --report)")
+    p.add_argument("--baselines", metavar="A,B,...",
+                   help="the baseline pool (comma-separated experts); default: every expert except reference, "
+                        "pointwise, deliberate and any --internal")
+    p.add_argument("--internal", action="append", default=[], metavar="EXPERT",
+                   help="also keep EXPERT out of the default baseline pool (BAER's own expert); repeatable")
 
 
 def load_scores(path: str, ids: list[str]):
@@ -56,7 +61,13 @@ def run(args) -> int:
     records = read_signals(args.signals)
     scores, head = load_scores(args.scores, [r.id for r in records])
     row_roles = roles(records, SplitSpec(seed=args.split_seed))
-    report = evaluate(records, scores, row_roles, split=args.split)
+    baselines = [b.strip() for b in args.baselines.split(",") if b.strip()] if args.baselines else None
+    try:
+        report = evaluate(records, scores, row_roles, split=args.split, baselines=baselines, internal=args.internal)
+    except ValueError as e:
+        from baer_fast.errors import InputError
+
+        raise InputError(str(e), field="--baselines") from None
     report["head"] = head or (art["head"] if art else "head")
     if args.report:
         from baer_fast.eval.report import write_report

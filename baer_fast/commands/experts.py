@@ -23,8 +23,6 @@ log = logging.getLogger("baer_fast")
 
 
 def add_arguments(p) -> None:
-    from baer_fast.runtime.config import EngineConfig
-    d = EngineConfig()
     p.add_argument("--model", required=True, help="local model directory (safetensors weights, chat template)")
     p.add_argument("--input", required=True, help="pairs JSONL")
     p.add_argument("--out", required=True, help="signals JSONL (appended to; rerun resumes)")
@@ -37,15 +35,23 @@ def add_arguments(p) -> None:
     p.add_argument("--seed", type=int, default=0, help="global seed of sampled generations (self_consistency)")
     p.add_argument("--keep-texts", action="store_true",
                    help="write generated texts (reasoning, rubric, analyses, reference) to <out>.texts.jsonl")
+    p.add_argument("--chunk-pairs", type=int, default=16, help="pairs per durable append")
+    p.add_argument("--derived-params", default=None,
+                   help="frozen pride/calibraeval parameters (JSON from an earlier run's <out>.derived.json)")
+    p.add_argument("--overwrite", action="store_true", help="discard an existing --out instead of resuming")
+    add_engine_arguments(p)
+
+
+def add_engine_arguments(p) -> None:
+    """How the judge model is opened and run (shared by `experts` and `serve`)."""
+    from baer_fast.runtime.config import EngineConfig
+    d = EngineConfig()
     p.add_argument("--batch-tokens", type=int, default=d.batch_tokens,
                    help="cap on padded tokens per forward (default: derived from --memory-gb)")
     p.add_argument("--memory-gb", type=float, default=d.memory_budget_bytes / 2**30,
                    help="memory budget for held KV plus one forward's activations (GiB)")
     p.add_argument("--kernels", choices=("auto", "triton", "torch"), default=d.kernels,
                    help="constrained-readout implementation")
-    p.add_argument("--chunk-pairs", type=int, default=16, help="pairs per durable append")
-    p.add_argument("--derived-params", default=None,
-                   help="frozen pride/calibraeval parameters (JSON from an earlier run's <out>.derived.json)")
     p.add_argument("--device", default="auto")
     p.add_argument("--dtype", default="auto", choices=("auto", "float32", "bfloat16", "float16"))
     p.add_argument("--attn", default="sdpa", choices=("sdpa", "flash_attention_2", "eager"),
@@ -53,7 +59,6 @@ def add_arguments(p) -> None:
                         "calls, and SDPA the masked ones (tree rows, decoder slots), which it cannot take")
     p.add_argument("--trust-remote-code", action="store_true", help="allow the model's own Python code")
     p.add_argument("--naive", action="store_true", help="reference path: one plain forward per prompt")
-    p.add_argument("--overwrite", action="store_true", help="discard an existing --out instead of resuming")
     from baer_fast.runtime.vllm.backend import add_arguments as add_backend_arguments
     add_backend_arguments(p)     # --backend hf|vllm, --tensor-parallel-size, ... (vllm imported only if chosen)
 
@@ -224,7 +229,7 @@ def _finish_derived(args, names, derived, raw_path) -> None:
     raw = read_signals(raw_path)
     params = fit_derived([(s, s.experts) for s in raw], derived)
     out = [Signals(s.id, {n: apply_derived(s.experts, derived, params)[n] for n in names}, s.subset, s.label,
-                   s.split, s.meta) for s in raw]
+                   s.split, s.meta, category=s.category) for s in raw]
     with atomic_open(args.out + ".derived.json") as fh:
         fh.write(json.dumps(params, indent=1) + "\n")
     write_signals(args.out, out)

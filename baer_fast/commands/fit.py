@@ -1,7 +1,7 @@
 """`baer-fast fit --signals S... --condition NAME --out head.json [--head auto|stack|route|reference]`.
 
-Fits every head on the non-test rows, selects one through the two gates (or takes the
-forced one), writes the artifact and prints the decision.
+Fits every head on the non-test rows, selects one by the one-SE rule on nested CV and the
+reference gate (or takes the forced one), writes the artifact and prints every candidate.
 """
 from __future__ import annotations
 
@@ -13,9 +13,11 @@ def add_arguments(p) -> None:
     p.add_argument("--condition", required=True, help="condition name (benchmark x backbone) stored in the artifact")
     p.add_argument("--out", required=True, help="head artifact to write (JSON)")
     p.add_argument("--split-seed", default="baer-v1", help="salt of the id-hash split (default: baer-v1)")
-    p.add_argument("--head", default="auto", choices=("auto", "stack", "route", "reference"),
-                   help="auto: select through the gates (default); otherwise force one head (ablations; "
-                        "recorded as forced)")
+    p.add_argument("--head", default="auto", choices=("auto", "constant", "stack", "route", "reference"),
+                   help="auto: the one-SE rule on nested CV, then the reference gate (default); otherwise force "
+                        "one head (ablations; recorded as forced). See docs/selection.md")
+    p.add_argument("--internal", action="append", default=[], metavar="EXPERT",
+                   help="treat EXPERT as internal (not an external baseline of the reference gate); repeatable")
     p.add_argument("--reference-expert", default=None, metavar="NAME",
                    help="reference-verification expert (default: the expert named 'reference', if present)")
     p.add_argument("--pointwise-expert", default=None, metavar="NAME",
@@ -27,23 +29,29 @@ def add_arguments(p) -> None:
 
 
 def selection_lines(art: dict) -> list[str]:
-    """Human-readable decision: every candidate's dev accuracy per gate and the reason."""
+    """Human-readable decision: every candidate's out-of-fold and in-sample figures, each rule step."""
     sel = art["selection"]
     out = [f"  selection: {sel['deployed']}{' (forced)' if sel.get('forced') else ''} -- {sel['reason']}"]
+    cv = sel.get("nested_cv")
+    if cv:
+        out.append(f"    nested CV: {cv['repeats']} x {cv['folds']}-fold (inner {cv['inner_folds']}-fold), same folds "
+                   "for every candidate")
     for name, c in sel.get("candidates", {}).items():
-        cv = f" cv {100 * c['cv_accuracy']:.1f}" if "cv_accuracy" in c else ""
+        oof = (f" out-of-fold {100 * c['oof_accuracy']:.1f} (fold sd {100 * c['fold_sd']:.1f})"
+               if "oof_accuracy" in c else "")
+        picks = f" [{', '.join(f'{k}:{n}' for k, n in c['chosen_in_folds'].items())}]" if c.get("chosen_in_folds") else ""
         tag = " (in-sample)" if c.get("in_sample") else ""
-        out.append(f"    {name:<10} selection {100 * c['selection_accuracy']:.1f} "
-                   f"calibration {100 * c['calibration_accuracy']:.1f}{tag}{cv}")
+        out.append(f"    {name:<10}{oof} selection {100 * c['selection_accuracy']:.1f} "
+                   f"calibration {100 * c['calibration_accuracy']:.1f}{tag}{picks}")
     gates = sel.get("gates", {})
-    if "route" in gates:
-        g = gates["route"]
-        out.append(f"    gate route: CV route {100 * g['route_cv_accuracy']:.1f} vs stack "
-                   f"{100 * g['stack_cv_accuracy']:.1f} -> {'pass' if g['passed'] else 'fail'}")
+    for st in gates.get("rule", {}).get("steps", []):
+        out.append(f"    rule: {st['candidate']} vs {st['against']}: gain {100 * st['gain']:+.1f} > noise "
+                   f"{100 * st['se']:.1f}? {'yes' if st['advanced'] else 'no'}")
     if "reference" in gates:
         g = gates["reference"]
-        out.append(f"    gate reference: vs {g['baseline']} margins selection {100 * g['selection_margin']:+.1f} "
-                   f"calibration {100 * g['calibration_margin']:+.1f} -> {'pass' if g['passed'] else 'fail'}")
+        out.append(f"    gate reference: vs {g['baseline']} ({g.get('baseline_reading', 'strict')}) margins selection "
+                   f"{100 * g['selection_margin']:+.1f} calibration {100 * g['calibration_margin']:+.1f} -> "
+                   f"{'pass' if g['passed'] else 'fail'}")
     return out
 
 
@@ -89,7 +97,7 @@ def run(args) -> int:
     from baer_fast.commands.frontier import cost_fit
     art = cost_fit(args, records) or fit_condition(
         records, condition=args.condition, spec=SplitSpec(seed=args.split_seed), head=args.head,
-        reference_expert=args.reference_expert, pointwise_expert=args.pointwise_expert)
+        reference_expert=args.reference_expert, pointwise_expert=args.pointwise_expert, internal=args.internal)
     derived = derived_params_beside(args.signals)
     if derived:
         art["derived_params"] = derived      # frozen PriDe/CalibraEval maps, used by score --model and Judge
@@ -101,6 +109,6 @@ def run(args) -> int:
     print("\n".join(selection_lines(art)))
     if "stack" in art["fit_report"]:
         lam = art["fit_report"]["stack"]["lambda_table"]
-        cells = ", ".join(f"{r['lambda']:g}:{100 * r['calibration_accuracy']:.1f}" for r in lam)
-        print(f"  stack lambda (calibration acc %): {cells}", file=sys.stderr)
+        cells = ", ".join(f"{r['lambda']:g}:{100 * r['cv_accuracy']:.1f}" for r in lam)
+        print(f"  stack lambda (CV acc %): {cells}", file=sys.stderr)
     return 0

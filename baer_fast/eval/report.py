@@ -166,10 +166,11 @@ def plot_consistency(cons: dict, path: str) -> None:
 def plot_lambda(table: list, path: str) -> None:
     fig = _figure(5, 3.5)
     ax = fig.add_subplot()
-    ax.semilogx([r["lambda"] for r in table], [100 * r["calibration_accuracy"] for r in table], marker="o")
+    key = "cv_accuracy" if "cv_accuracy" in table[0] else "calibration_accuracy"    # older artifacts
+    ax.semilogx([r["lambda"] for r in table], [100 * r[key] for r in table], marker="o")
     ax.set_xlabel("λ")
-    ax.set_ylabel("calibration accuracy (%)")
-    ax.set_title("Stack head: λ chosen on the calibration split")
+    ax.set_ylabel("cross-validated accuracy (%)" if key == "cv_accuracy" else "calibration accuracy (%)")
+    ax.set_title("Stack head: λ chosen by cross-validation on the non-test rows")
     _save_png(fig, path)
 
 
@@ -204,6 +205,20 @@ def _selection_html(art: dict | None) -> str:
     return _table(["", "value"], rows)
 
 
+def _fair_baseline_html(report: dict) -> str:
+    """The headline comparison: strongest external protocol under its stronger reading, McNemar both ways."""
+    t = report.get("strongest_baseline")
+    if not t:
+        return "<p>No external protocol in the baseline pool.</p>"
+    ms, mn = t["mcnemar_strict"], t["mcnemar_native"]
+    return (f"<p>Strongest baseline: <b>{html.escape(t['expert'])}</b>, {t['reading']} reading, {_pct(t['accuracy'])}% "
+            f"(strict {_pct(t['accuracy_strict'])}%, native {_pct(t['accuracy_native'])}%); BAER "
+            f"{100 * (report['accuracy'] - t['accuracy']):+.2f} points. Exact McNemar vs. the strict reading: "
+            f"p = {ms['p_value']:.3g} ({ms['x_only']}/{ms['y_only']}); exact paired sign-flip test vs. the native "
+            f"reading: p = {mn['p_value']:.3g}. Baseline pool: {len(report.get('baseline_pool', []))} external "
+            f"protocols; any-baseline oracle {_pct(report.get('oracle_any_expert'))}%.</p>")
+
+
 def write_report(out_dir: str, *, records, scores, roles, report: dict, artifact: dict | None = None,
                  title: str = "") -> str:
     """Write DIR/report.html and its PNGs; return the HTML path."""
@@ -217,7 +232,7 @@ def write_report(out_dir: str, *, records, scores, roles, report: dict, artifact
     in_split = split_mask(roles, report["split"])
     rows = in_split & (y != 0)
     scores = np.asarray(scores, dtype=np.float64)
-    baseline = report.get("strongest_on_test", {}).get("expert")
+    baseline = report.get("strongest_baseline", {}).get("expert")
 
     acc = subset_accuracy(records, scores, experts, rows)
     rel = reliability_bins(sigmoid(scores[rows]), y[rows] == 1)
@@ -231,12 +246,12 @@ def write_report(out_dir: str, *, records, scores, roles, report: dict, artifact
         plot_lambda(lam, os.path.join(out_dir, "stack_lambda.png"))
 
     head = report.get("head", "head")
-    method_rows = [[f"BAER ({head})", _pct(report["accuracy"]), _pct(report["coverage"]), "", ""]]
-    for name in sorted(experts, key=lambda n: -report["experts"][n]["accuracy"]):
+    method_rows = [[f"BAER ({head})", _pct(report["accuracy"]), "", _pct(report["coverage"]), "", ""]]
+    for name in sorted(experts, key=lambda n: -report["experts"][n].get("accuracy_fair", report["experts"][n]["accuracy"])):
         m = report["experts"][name]
-        tag = " (strongest baseline)" if name == baseline else ""
-        method_rows.append([name + tag, _pct(m["accuracy"]), _pct(m["coverage"]),
-                            f"{mc[name]['p_value']:.3g}", f"{mc[name]['x_only']}/{mc[name]['y_only']}"])
+        tag = " (strongest baseline)" if name == baseline else ("" if m.get("baseline", True) else " (internal)")
+        method_rows.append([name + tag, _pct(m.get("accuracy_strict", m["accuracy"])), _pct(m.get("accuracy_native")),
+                            _pct(m["coverage"]), f"{mc[name]['p_value']:.3g}", f"{mc[name]['x_only']}/{mc[name]['y_only']}"])
     cons_rows = [[n, c["n_run_pairs"], c["disagree"], _pct(c["consistency"])] for n, c in cons.items()]
     parts = [
         f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>baer-fast report</title>"
@@ -246,9 +261,9 @@ def write_report(out_dir: str, *, records, scores, roles, report: dict, artifact
         f"scored (labelled a/b); {report['n_tie_labels']} tie labels and {report['n_unlabelled']} unlabelled "
         f"excluded from accuracy. Coverage of BAER: {_pct(report['coverage'])}%.</p>",
         "<h2>Accuracy, coverage and McNemar</h2>",
-        _table(["method", "accuracy %", "coverage %", "McNemar p (BAER vs. it)", "BAER-only / it-only"],
-               method_rows, bold_first=f"BAER ({head})"),
-        f"<p>Any-expert oracle: {_pct(report.get('oracle_any_expert'))}%.</p>",
+        _table(["method", "strict accuracy %", "native accuracy %", "coverage %", "McNemar p (BAER vs. it, strict)",
+                "BAER-only / it-only"], method_rows, bold_first=f"BAER ({head})"),
+        _fair_baseline_html(report),
         "<h2>Accuracy per subset</h2>", _img("accuracy_by_subset.png", "accuracy per subset"),
         "<h2>Calibration of p_a</h2>", _img("reliability.png", "reliability diagram"),
         f"<p>Expected calibration error: {rel['ece']:.4f} over {rel['n']} pairs, {N_BINS} bins.</p>",

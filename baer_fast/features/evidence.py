@@ -73,29 +73,46 @@ def logit_clipped(p: np.ndarray, eps: float = EPS) -> np.ndarray:
     return np.log(0.5 + c) - np.log(0.5 - c)
 
 
-def stack_features(z: np.ndarray, zt: np.ndarray, subsets: Sequence[str],
-                   categories: Sequence[str]) -> np.ndarray:
-    """phi [N, 2K + |G|] = [z_1, zt_1, ..., z_K, zt_K, 1[g=c] * mean_k z_k for c in G] (Eq. 5).
-
-    A subset not in `categories` (unseen at fit time) gets an all-zero interaction block.
-    """
-    n, k = z.shape
-    inter = np.zeros((n, len(categories)))
+def group_block(values: Sequence, categories: Sequence[str], zbar: np.ndarray) -> np.ndarray:
+    """[N, |categories|]: 1[value_i = c] * zbar_i; a value not in `categories` gives zeros."""
+    out = np.zeros((len(values), len(categories)))
     index = {c: j for j, c in enumerate(categories)}
-    zbar = z.mean(axis=1) if k else np.zeros(n)
-    for i, g in enumerate(subsets):
+    for i, g in enumerate(values):
         j = index.get(g)
         if j is not None:
-            inter[i, j] = zbar[i]
-    paired = np.stack([z, zt], axis=2).reshape(n, 2 * k)
-    return np.concatenate([paired, inter], axis=1)
+            out[i, j] = zbar[i]
+    return out
 
 
-def stack_feature_names(experts: Sequence[str], categories: Sequence[str]) -> list[str]:
+def logit_unclipped(p: np.ndarray) -> np.ndarray:
+    """Odd logit without the EPS clip (finite: only p in {0, 1} is moved to the nearest float inside)."""
+    half = np.nextafter(0.5, 0.0)
+    c = np.clip(np.asarray(p, dtype=np.float64) - 0.5, -half, half)
+    return np.log(0.5 + c) - np.log(0.5 - c)
+
+
+def stack_features(z: np.ndarray, zt: np.ndarray, subsets: Sequence[str], categories: Sequence[str],
+                   tasks: Sequence | None = None, task_categories: Sequence[str] = ()) -> np.ndarray:
+    """phi [N, 2K + |G|] = [z_1, zt_1, ..., z_K, zt_K, 1[g(x)=c] * mean_k z_k for c in G] (Eq. 5).
+
+    G = the subsets (`categories`) then the task-type categories (`task_categories`, from
+    the optional `category` field, `tasks`). A value unseen at fit time gets zeros.
+    """
+    n, k = z.shape
+    zbar = z.mean(axis=1) if k else np.zeros(n)
+    blocks = [np.stack([z, zt], axis=2).reshape(n, 2 * k), group_block(subsets, categories, zbar)]
+    if task_categories:
+        blocks.append(group_block(tasks if tasks is not None else [None] * n, task_categories, zbar))
+    return np.concatenate(blocks, axis=1)
+
+
+def stack_feature_names(experts: Sequence[str], categories: Sequence[str],
+                        task_categories: Sequence[str] = ()) -> list[str]:
     names = []
     for e in experts:
         names += [f"z[{e}]", f"zt[{e}]"]
-    return names + [f"zbar*1[subset={c}]" for c in categories]
+    return (names + [f"zbar*1[subset={c}]" for c in categories]
+            + [f"zbar*1[category={c}]" for c in task_categories])
 
 
 def coverage(u: np.ndarray) -> np.ndarray:

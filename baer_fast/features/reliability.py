@@ -18,6 +18,7 @@ Per (i, k), in this order (see `reliability_feature_names`):
   vote entropy, undecided share            split of the experts' signs (+, -, 0)
   len_q, {min, max, |diff|} of len/code/list/digits   log1p of the pair metadata
   1[subset = c] for c in categories        subset identity one-hot (unseen subset: all zero)
+  1[category = c] for c in task_categories task-type one-hot (the optional `category` field)
 """
 from __future__ import annotations
 
@@ -79,7 +80,7 @@ def one_hot(values: Sequence[str], categories: Sequence[str]) -> np.ndarray:
 
 
 def reliability_features(records: Sequence, experts: Sequence[str], categories: Sequence[str],
-                         eps: float = EPS) -> np.ndarray:
+                         eps: float = EPS, task_categories: Sequence[str] = ()) -> np.ndarray:
     """rho [N, K, D] for records (signals); D = len(reliability_feature_names(...))."""
     n, k = len(records), len(experts)
     p, delta, z, _ = evidence(runs_tensor(records, experts), eps)
@@ -88,16 +89,19 @@ def reliability_features(records: Sequence, experts: Sequence[str], categories: 
     own = np.stack([absz, delta, agreement(sg)], axis=2)                       # [N, K, 3]
     spread = np.stack([absz.mean(1), absz.max(1), absz.std(1)], axis=1) if k else np.zeros((n, 3))
     pair = np.concatenate([spread, vote_stats(sg), meta_features(records),
-                           one_hot([r.subset for r in records], categories)], axis=1)  # [N, P]
+                           one_hot([r.subset for r in records], categories),
+                           one_hot([getattr(r, "category", None) for r in records], task_categories)],
+                          axis=1)  # [N, P]
     ident = np.broadcast_to(np.eye(k), (n, k, k))
     rho = np.concatenate([ident, own, np.broadcast_to(pair[:, None, :], (n, k, pair.shape[1]))], axis=2)
     return np.round(rho, ROUND_DIGITS)
 
 
-def reliability_feature_names(experts: Sequence[str], categories: Sequence[str]) -> list[str]:
+def reliability_feature_names(experts: Sequence[str], categories: Sequence[str],
+                              task_categories: Sequence[str] = ()) -> list[str]:
     names = [f"1[expert={e}]" for e in experts]
     names += ["|z_k|", "delta_k", "agree_k", "mean|z|", "max|z|", "std|z|", "vote_entropy",
               "undecided_share", "log1p(len_q)"]
     for s in STAT_NAMES:
         names += [f"log1p(min {s})", f"log1p(max {s})", f"log1p(|diff {s}|)"]
-    return names + [f"1[subset={c}]" for c in categories]
+    return names + [f"1[subset={c}]" for c in categories] + [f"1[category={c}]" for c in task_categories]

@@ -5,16 +5,22 @@ A head is a plain object with `kind`, `score(records) -> np.ndarray [N]`,
 """
 from __future__ import annotations
 
-HEAD_KINDS = ("stack", "route", "reference")
+HEAD_KINDS = ("constant", "stack", "route", "reference")
 
 
 def head_class(kind: str):
+    if kind == "constant":
+        from baer_fast.heads.single import ConstantHead
+        return ConstantHead
     if kind == "stack":
         from baer_fast.heads.stack import StackHead
         return StackHead
     if kind == "route":
         from baer_fast.heads.router import RouterHead
         return RouterHead
+    if kind == "default":             # label-free, built in code (artifact.default_artifact)
+        from baer_fast.heads.default import DefaultHead
+        return DefaultHead
     if kind == "reference":
         from baer_fast.heads.reference import ReferenceHead
         return ReferenceHead

@@ -1,9 +1,9 @@
-"""Candidate-blind reference verification head (paper Eq. 8-9): s_ref(x) = z of one expert.
+"""Candidate-blind reference verification head (paper Eq. 9): s_ref(x) = logit v(a) - logit v(b).
 
-The expert's runs already carry v = sigma(logit v(a) - logit v(b)) (a solution written
-without seeing either candidate, then a Y/N check of each candidate alone), so in the
-signals format it is an ordinary expert; this head reads only that expert. Odd by
-construction: a swap maps its runs u -> 1 - u, hence z -> -z.
+The expert's run carries u = sigma(logit v(a) - logit v(b)) (a solution written without
+seeing either candidate, then a Y/N check of each candidate alone); this head inverts the
+sigmoid exactly (no EPS clip, unlike the stack's z), so s_ref is Eq. 9 to float64
+resolution of the stored u. Odd by construction: a swap maps u -> 1 - u, hence s -> -s.
 """
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from typing import Sequence
 
 import numpy as np
 
-from baer_fast.features.evidence import EPS, evidence, runs_tensor
+from baer_fast.features.evidence import EPS, evidence, logit_unclipped, runs_tensor
 
 
 @dataclass
@@ -26,8 +26,8 @@ class ReferenceHead:
         return [self.expert]
 
     def score(self, records: Sequence) -> np.ndarray:
-        _, _, z, _ = evidence(runs_tensor(records, [self.expert]), self.eps)
-        return z[:, 0]
+        p, _, _, _ = evidence(runs_tensor(records, [self.expert]), self.eps)
+        return logit_unclipped(p[:, 0])
 
     def to_json(self) -> dict:
         return {"kind": self.kind, "expert": self.expert, "eps": self.eps}

@@ -3,15 +3,14 @@
 A reliability model R maps each expert's feature row rho_ik to P(expert k is right on
 pair i); k* = argmax_k R, ties going to the first expert in the head's fixed (sorted)
 expert order. rho is candidate-invariant, so a swap keeps k* and negates z_{k*}.
-R is a logistic regression or a depth-5 random forest, compared by deterministic
-5-fold cross-validation over PAIRS of routed accuracy (not reliability AUC); the
-winner is refitted on all rows it is given. Knows nothing about splits or files:
-callers pass only rows they may read.
+R is a logistic regression or a depth-5 random forest, compared by cross-validation
+over PAIRS (folds from the caller) of routed accuracy, not reliability AUC; the winner
+is refitted on all rows it is given. Knows nothing about splits or files: callers pass
+only rows they may read.
 """
 from __future__ import annotations
 
-import hashlib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Sequence
 
 import numpy as np
@@ -19,10 +18,10 @@ import numpy as np
 from baer_fast.features.evidence import EPS, evidence, runs_tensor
 from baer_fast.features.reliability import reliability_feature_names, reliability_features, signs
 from baer_fast.heads.forest import CompiledForest
+from baer_fast.heads.logistic import newton_logistic
 
-N_FOLDS = 5
-FOLD_SALT = "baer-router-cv"
 FOREST_PARAMS = {"n_estimators": 100, "max_depth": 5, "min_samples_leaf": 8, "random_state": 0}
+CV_TREES = 16        # trees of the forests fitted inside cross-validation (the deployed one has 100)
 LOGISTIC_C = 1.0
 MODEL_KINDS = ("logistic", "forest")    # order = tie-break in CV (the simpler model first)
 
@@ -68,23 +67,24 @@ class ForestModel:
 
 
 def fit_logistic(x: np.ndarray, t: np.ndarray) -> LogisticModel:
+    """sklearn's LogisticRegression(C=LOGISTIC_C) objective on standardised rho, by Newton steps."""
     mean = x.mean(axis=0)
     std = x.std(axis=0)
     scale = np.where(std > 1e-12, std, 1.0)
     if len(np.unique(t)) < 2:      # one class: constant reliability, routing falls to expert order
         return LogisticModel(np.zeros(x.shape[1]), 0.0, mean, scale)
-    from sklearn.linear_model import LogisticRegression
-
-    m = LogisticRegression(C=LOGISTIC_C, solver="lbfgs", tol=1e-6, max_iter=2000)
-    m.fit((x - mean) / scale, t)
-    return LogisticModel(m.coef_.ravel().astype(np.float64), float(m.intercept_[0]), mean, scale)
+    w = newton_logistic((x - mean) / scale, 2.0 * t - 1.0, 1.0 / (LOGISTIC_C * len(t)), intercept=True)
+    return LogisticModel(w[:-1], float(w[-1]), mean, scale)
 
 
-def fit_forest(x: np.ndarray, t: np.ndarray) -> ForestModel:
+def fit_forest(x: np.ndarray, t: np.ndarray, n_trees: int | None = None) -> ForestModel:
     from sklearn.ensemble import RandomForestClassifier
 
-    m = RandomForestClassifier(n_jobs=1, **FOREST_PARAMS)
+    params = dict(FOREST_PARAMS, n_estimators=n_trees or FOREST_PARAMS["n_estimators"])
+    m = RandomForestClassifier(n_jobs=1, **params)
     m.fit(x, t)
+    if len(m.classes_) < 2:        # one class: constant reliability, like the logistic model
+        return LogisticModel(np.zeros(x.shape[1]), 0.0, np.zeros(x.shape[1]), np.ones(x.shape[1]))
     return ForestModel(CompiledForest.from_sklearn(m))
 
 
@@ -101,10 +101,11 @@ class RouterHead:
     model: object            # LogisticModel | ForestModel
     eps: float = EPS
     kind: str = "route"
+    task_categories: list[str] = field(default_factory=list)   # `category` values (one-hot block)
 
     def features(self, records: Sequence) -> np.ndarray:
         """rho [N, K, D]."""
-        return reliability_features(records, self.experts, self.categories, self.eps)
+        return reliability_features(records, self.experts, self.categories, self.eps, self.task_categories)
 
     def reliability(self, records: Sequence) -> np.ndarray:
         """R [N, K]: estimated P(expert k is right on the pair)."""
@@ -124,9 +125,12 @@ class RouterHead:
         return z[np.arange(len(records)), k]
 
     def to_json(self) -> dict:
-        return {"kind": self.kind, "experts": list(self.experts), "categories": list(self.categories),
-                "eps": self.eps, "feature_names": reliability_feature_names(self.experts, self.categories),
-                "model": self.model.to_json()}
+        out = {"kind": self.kind, "experts": list(self.experts), "categories": list(self.categories),
+               "eps": self.eps, "model": self.model.to_json(),
+               "feature_names": reliability_feature_names(self.experts, self.categories, self.task_categories)}
+        if self.task_categories:
+            out["task_categories"] = list(self.task_categories)
+        return out
 
     @classmethod
     def from_json(cls, d: dict) -> "RouterHead":
@@ -134,7 +138,7 @@ class RouterHead:
         if mkind not in MODELS:
             raise ValueError(f"unknown router model kind {mkind!r}")
         return cls(list(d["experts"]), list(d["categories"]), MODELS[mkind].from_json(d["model"]),
-                   float(d["eps"]))
+                   float(d["eps"]), task_categories=list(d.get("task_categories", ())))
 
 
 # ---------------------------------------------------------------- fitting
@@ -145,23 +149,11 @@ def routing_targets(records: Sequence, experts: Sequence[str], y: np.ndarray, ep
     return (signs(p) == y[:, None]).astype(np.int64)
 
 
-def cv_folds(ids: Sequence[str], n_folds: int = N_FOLDS) -> np.ndarray:
-    """[N] fold of each pair: pairs ordered by sha256(salt:id), cut into n_folds contiguous blocks.
-
-    Depends only on the ids (not on file order or labels), and the blocks are balanced.
-    """
-    keys = [hashlib.sha256(f"{FOLD_SALT}:{i}".encode("utf-8")).hexdigest() for i in ids]
-    order = sorted(range(len(ids)), key=lambda j: keys[j])
-    folds = np.empty(len(ids), np.int64)
-    for f, block in enumerate(np.array_split(np.asarray(order, np.int64), n_folds)):
-        folds[block] = f
-    return folds
-
-
-def fit_model(kind: str, rho: np.ndarray, t: np.ndarray):
+def fit_model(kind: str, rho: np.ndarray, t: np.ndarray, n_trees: int | None = None):
     """Fit R on rho [N, K, D], t [N, K] flattened to pair x expert rows."""
     n, k, d = rho.shape
-    return FITTERS[kind](rho.reshape(n * k, d), t.reshape(n * k))
+    x, tt = rho.reshape(n * k, d), t.reshape(n * k)
+    return fit_forest(x, tt, n_trees) if kind == "forest" else fit_logistic(x, tt)
 
 
 def routed_sign(model, rho: np.ndarray, z: np.ndarray) -> np.ndarray:
@@ -171,33 +163,40 @@ def routed_sign(model, rho: np.ndarray, z: np.ndarray) -> np.ndarray:
     return np.where(z[np.arange(n), kstar] >= 0, 1, -1)
 
 
-def cv_routed_correct(kind: str, rho, t, z, y, folds) -> np.ndarray:
+def cv_routed_correct(kind: str, rho, t, z, y, folds, n_trees: int | None = CV_TREES) -> np.ndarray:
     """[N] bool: out-of-fold routed prediction is right."""
     correct = np.zeros(len(y), bool)
     for f in np.unique(folds):
         tr, te = folds != f, folds == f
-        model = fit_model(kind, rho[tr], t[tr])
+        model = fit_model(kind, rho[tr], t[tr], n_trees)
         correct[te] = routed_sign(model, rho[te], z[te]) == y[te]
     return correct
 
 
+def choose_model(rho, t, z, y, folds) -> tuple[str, dict, dict]:
+    """LR vs forest by CV routed accuracy over `folds`; ties keep the simpler (first) kind.
+
+    -> (kind, {kind: accuracy}, {kind: [N] bool out-of-fold correctness}).
+    """
+    correct = {kind: cv_routed_correct(kind, rho, t, z, y, folds) for kind in MODEL_KINDS}
+    table = {kind: float(c.mean()) for kind, c in correct.items()}
+    return max(MODEL_KINDS, key=lambda k: table[k]), table, correct
+
+
 def fit_router(records: Sequence, y: np.ndarray, *, experts: list[str], categories: list[str],
-               folds: np.ndarray, eps: float = EPS) -> tuple[RouterHead, dict]:
+               folds: np.ndarray, eps: float = EPS, task_categories: Sequence[str] = ()) -> tuple[RouterHead, dict]:
     """Compare the reliability models by CV routed accuracy, refit the winner on all rows.
 
     y in {+1, -1}. Returns (head, info) where info["cv_correct"] is the winner's
-    out-of-fold correctness per row (for the condition-level gate).
+    out-of-fold correctness per row.
     """
-    rho = reliability_features(records, experts, categories, eps)
+    rho = reliability_features(records, experts, categories, eps, task_categories)
     _, _, z, _ = evidence(runs_tensor(records, experts), eps)
     t = routing_targets(records, experts, y, eps)
-    table, correct = {}, {}
-    for kind in MODEL_KINDS:
-        correct[kind] = cv_routed_correct(kind, rho, t, z, y, folds)
-        table[kind] = float(correct[kind].mean())
-    best = max(MODEL_KINDS, key=lambda k: table[k])        # max keeps the first on ties
-    head = RouterHead(list(experts), list(categories), fit_model(best, rho, t), eps)
+    best, table, correct = choose_model(rho, t, z, y, folds)
+    head = RouterHead(list(experts), list(categories), fit_model(best, rho, t), eps,
+                      task_categories=list(task_categories))
     info = {"model": best, "cv_routed_accuracy": table, "n_folds": int(len(np.unique(folds))),
-            "dim": int(rho.shape[2]), "n_rows": int(rho.shape[0] * rho.shape[1]),
+            "cv_trees": CV_TREES, "dim": int(rho.shape[2]), "n_rows": int(rho.shape[0] * rho.shape[1]),
             "cv_correct": correct[best]}
     return head, info

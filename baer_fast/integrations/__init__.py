@@ -1,1 +1,2 @@
-"""Adapters to training libraries (TRL). Each imports its library lazily."""
+"""Adapters to training libraries (TRL, veRL; OpenRLHF talks to `baer-fast serve` directly).
+Each imports its library lazily, or not at all."""

@@ -7,7 +7,9 @@ TRL >= 1.1 has no judge classes: a judge enters training as a reward function.
 - GRPO calls `f(prompts, completions, completion_ids, **columns)` with each prompt's
   `num_generations` completions consecutive. `grpo_reward` judges every pair inside a group
   (round robin, both orders by construction) and returns a mean-win or Bradley-Terry reward.
-Prompts and completions may be plain strings or conversational message lists.
+Prompts and completions may be plain strings or conversational message lists. `remote_reward`
+gives the same functions judged by a `baer-fast serve` (sync or async); the server's /get_reward
+and the veRL adapter reuse the round robin and the group rewards below.
 Nothing here imports trl itself: the functions only follow its calling convention.
 """
 from __future__ import annotations
@@ -32,17 +34,25 @@ def as_text(x) -> str:
     return str(x)
 
 
+def dpo_halves(prompts: Sequence, completions: Sequence) -> tuple[list[str], list[str], list[str]]:
+    """OnlineDPO's 2*B prompts and completions -> (questions, firsts, seconds), B each."""
+    n = len(completions)
+    if n % 2 or len(prompts) != n:
+        raise InputError(f"OnlineDPO passes 2*B prompts and completions; got {len(prompts)} and {n}")
+    half = n // 2
+    return ([as_text(p) for p in prompts[:half]], [as_text(c) for c in completions[:half]],
+            [as_text(c) for c in completions[half:]])
+
+
+def dpo_rewards(scores) -> list[float]:
+    """Scores of (first_i, second_i) -> [s_i..., -s_i...]: swapping the halves negates every reward."""
+    return [float(v) for v in scores] + [float(-v) for v in scores]
+
+
 def online_dpo_reward(judge):
     """Reward function for OnlineDPOTrainer(reward_funcs=[...])."""
     def baer_online_dpo(prompts: Sequence, completions: Sequence, **_) -> list[float]:
-        n = len(completions)
-        if n % 2 or len(prompts) != n:
-            raise InputError(f"OnlineDPO passes 2*B prompts and completions; got {len(prompts)} and {n}")
-        half = n // 2
-        qs = [as_text(p) for p in prompts[:half]]
-        s = judge.score(qs, [as_text(c) for c in completions[:half]],
-                        [as_text(c) for c in completions[half:]]).tolist()
-        return [float(v) for v in s] + [float(-v) for v in s]
+        return dpo_rewards(judge.score(*dpo_halves(prompts, completions)).tolist())
     return baer_online_dpo
 
 
@@ -62,6 +72,15 @@ def groups(prompts: Sequence, num_generations: int) -> list[range]:
     return out
 
 
+def prompt_groups(prompts: Sequence) -> list[list[int]]:
+    """Indices grouped by equal prompt text wherever they sit (first appearance order): for callers
+    that do not say how many completions each prompt has (OpenRLHF's remote reward model)."""
+    out: dict[str, list[int]] = {}
+    for i, p in enumerate(prompts):
+        out.setdefault(as_text(p), []).append(i)
+    return list(out.values())
+
+
 def bradley_terry(wins, n: int, iters: int = 200) -> list[float]:
     """Log-strengths from soft win counts wins[i][j] (MM algorithm, mean-centred)."""
     p = [1.0] * n
@@ -76,33 +95,86 @@ def bradley_terry(wins, n: int, iters: int = 200) -> list[float]:
     return [math.log(v) for v in p]
 
 
-def grpo_reward(judge, *, num_generations: int, method: str = "mean_win"):
-    """Reward function for GRPOTrainer: one reward per completion from its group's pairwise judgments."""
-    if method not in ("mean_win", "bradley_terry"):
+METHODS = ("mean_win", "bradley_terry")
+NEUTRAL = {"mean_win": 0.5, "bradley_terry": 0.0}     # reward of a completion with no rival
+
+
+def check_method(method: str) -> None:
+    if method not in METHODS:
         raise ValueError("method must be 'mean_win' or 'bradley_terry'")
 
+
+def round_robin(gs: Sequence[Sequence[int]]) -> list[tuple[int, int, int]]:
+    """(group number, i, j) for every i < j inside each group: each pair judged once."""
+    return [(g, i, j) for g, idx in enumerate(gs) for i in idx for j in idx if i < j]
+
+
+def group_rewards(n: int, gs: Sequence[Sequence[int]], todo, p, *, method: str) -> list[float]:
+    """One reward per completion from P(i beats j) of the round robin `todo` (see `round_robin`)."""
+    rewards = [NEUTRAL[method]] * n
+    wins = [[[0.0] * len(idx) for _ in idx] for idx in gs]
+    pos = [{k: m for m, k in enumerate(idx)} for idx in gs]
+    for (g, i, j), pij in zip(todo, p):
+        wins[g][pos[g][i]][pos[g][j]], wins[g][pos[g][j]][pos[g][i]] = pij, 1.0 - pij
+    for g, idx in enumerate(gs):
+        if len(idx) < 2:
+            continue
+        vals = (bradley_terry(wins[g], len(idx)) if method == "bradley_terry"
+                else [sum(row) / (len(idx) - 1) for row in wins[g]])
+        for k, v in zip(idx, vals):
+            rewards[k] = float(v)
+    return rewards
+
+
+def pair_texts(prompts: Sequence, texts: Sequence[str], todo) -> tuple[list[str], list[str], list[str]]:
+    """The (question, a, b) lists of the round robin `todo`."""
+    return ([as_text(prompts[i]) for _, i, _ in todo], [texts[i] for _, i, _ in todo],
+            [texts[j] for _, _, j in todo])
+
+
+def grpo_plan(prompts: Sequence, completions: Sequence, num_generations: int):
+    """-> (groups, round robin, completion texts) of one GRPO call."""
+    if len(prompts) != len(completions):
+        raise InputError(f"{len(prompts)} prompts for {len(completions)} completions")
+    gs = [list(g) for g in groups(prompts, num_generations)]
+    return gs, round_robin(gs), [as_text(c) for c in completions]
+
+
+def grpo_reward(judge, *, num_generations: int, method: str = "mean_win"):
+    """Reward function for GRPOTrainer: one reward per completion from its group's pairwise judgments."""
+    check_method(method)
+
     def baer_grpo(prompts: Sequence, completions: Sequence, completion_ids=None, **_) -> list[float]:
-        if len(prompts) != len(completions):
-            raise InputError(f"{len(prompts)} prompts for {len(completions)} completions")
-        texts = [as_text(c) for c in completions]
-        todo = [(g, i, j) for g in groups(prompts, num_generations) for i in g for j in g if i < j]
-        if not todo:
-            return [0.0] * len(completions)
-        p = judge.prob_a([as_text(prompts[i]) for _, i, _ in todo], [texts[i] for _, i, _ in todo],
-                         [texts[j] for _, _, j in todo]).tolist()
-        rewards = [0.0] * len(completions)
-        for g in groups(prompts, num_generations):
-            idx = {k: n for n, k in enumerate(g)}
-            wins = [[0.0] * len(g) for _ in g]
-            for (gg, i, j), pij in zip(todo, p):
-                if gg == g:
-                    wins[idx[i]][idx[j]], wins[idx[j]][idx[i]] = pij, 1.0 - pij
-            vals = (bradley_terry(wins, len(g)) if method == "bradley_terry"
-                    else [sum(row) / (len(g) - 1) for row in wins])
-            for k, v in zip(g, vals):
-                rewards[k] = float(v)
-        return rewards
+        gs, todo, texts = grpo_plan(prompts, completions, num_generations)
+        p = judge.prob_a(*pair_texts(prompts, texts, todo)).tolist() if todo else []
+        return group_rewards(len(completions), gs, todo, p, method=method)
     return baer_grpo
+
+
+def remote_reward(url: str, *, trainer: str = "grpo", num_generations: int | None = None,
+                  method: str = "mean_win", api_key: str | None = None, asynchronous: bool = False):
+    """The same reward functions, judged by a `baer-fast serve` at `url` (sync, or async for TRL's
+    async reward functions). trainer: "grpo" (needs num_generations) or "online_dpo"."""
+    from baer_fast.client import JudgeClient
+
+    client = JudgeClient(url, api_key=api_key)
+    if trainer not in ("grpo", "online_dpo"):
+        raise ValueError("trainer must be 'grpo' or 'online_dpo'")
+    if trainer == "grpo" and not num_generations:
+        raise ValueError("trainer='grpo' needs num_generations")
+    if not asynchronous:
+        return (grpo_reward(client, num_generations=num_generations, method=method) if trainer == "grpo"
+                else online_dpo_reward(client))
+    check_method(method)
+
+    async def baer_remote_grpo(prompts: Sequence, completions: Sequence, completion_ids=None, **_) -> list[float]:
+        gs, todo, texts = grpo_plan(prompts, completions, num_generations)
+        p = (await client.aprob_a(*pair_texts(prompts, texts, todo))).tolist() if todo else []
+        return group_rewards(len(completions), gs, todo, p, method=method)
+
+    async def baer_remote_online_dpo(prompts: Sequence, completions: Sequence, **_) -> list[float]:
+        return dpo_rewards((await client.ascore(*dpo_halves(prompts, completions))).tolist())
+    return baer_remote_grpo if trainer == "grpo" else baer_remote_online_dpo
 
 
 class BAERPairwiseJudge:

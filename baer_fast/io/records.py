@@ -1,7 +1,8 @@
 """Pair and signals records: the two interchange formats every stage reads.
 
-pairs:   {"id", "question", "response_a", "response_b", "label"?, "subset"?, "split"?, "meta"?}
-signals: {"id", "subset", "label"?, "split"?, "meta", "experts": {name: [u_1, ..., u_M]}}
+pairs:   {"id", "question", "response_a", "response_b", "label"?, "subset"?, "category"?, "split"?, "meta"?}
+signals: {"id", "subset", "category"?, "label"?, "split"?, "meta", "experts": {name: [u_1, ..., u_M]}}
+`subset` and the optional `category` (a task type) each give interaction blocks (Eq. 5).
 
 Every `u` is P(response a is better) in the canonical frame (already mapped back
 from the display order it was run in); `null` is a missing or unparsed run.
@@ -37,13 +38,14 @@ class Pair:
     subset: str = "default"     # category g(x) used by the stack's interaction block
     split: str | None = None    # explicit role; wins over the id hash
     meta: dict = field(default_factory=dict)
+    category: str | None = None  # optional task-type group g(x), a second interaction block
     line: int = field(default=0, compare=False, repr=False)   # source line; not part of the format
 
     def swapped(self) -> "Pair":
         """Tx: the same pair with the candidates exchanged (label follows its response)."""
         label = {"a": "b", "b": "a"}.get(self.label, self.label)
         return Pair(self.id, self.question, self.response_b, self.response_a, label,
-                    self.subset, self.split, dict(self.meta))
+                    self.subset, self.split, dict(self.meta), self.category)
 
     def to_json(self) -> dict:
         out = {"id": self.id, "question": self.question, "response_a": self.response_a,
@@ -51,6 +53,8 @@ class Pair:
         if self.label is not None:
             out["label"] = self.label
         out["subset"] = self.subset
+        if self.category is not None:
+            out["category"] = self.category
         if self.split is not None:
             out["split"] = self.split
         if self.meta:
@@ -66,16 +70,19 @@ class Signals:
     label: str | None = None
     split: str | None = None
     meta: dict = field(default_factory=dict)
+    category: str | None = None  # optional task-type group, as in Pair
     line: int = field(default=0, compare=False, repr=False)   # source line; not part of the format
 
     def swapped(self) -> "Signals":
         """Tx: u -> 1-u; runs of the two display orders exchange places (pairs of runs)."""
         experts = {k: _swap_runs(v) for k, v in self.experts.items()}
         label = {"a": "b", "b": "a"}.get(self.label, self.label)
-        return Signals(self.id, experts, self.subset, label, self.split, swap_meta(self.meta))
+        return Signals(self.id, experts, self.subset, label, self.split, swap_meta(self.meta), self.category)
 
     def to_json(self) -> dict:
         out = {"id": self.id, "subset": self.subset}
+        if self.category is not None:
+            out["category"] = self.category
         if self.label is not None:
             out["label"] = self.label
         if self.split is not None:
@@ -152,8 +159,8 @@ def _opt_dict(obj: dict, name: str, *, path: str, line: int) -> dict:
     return val
 
 
-PAIR_FIELDS = {"id", "question", "response_a", "response_b", "label", "subset", "split", "meta"}
-SIGNAL_FIELDS = {"id", "subset", "label", "split", "meta", "experts"}
+PAIR_FIELDS = {"id", "question", "response_a", "response_b", "label", "subset", "category", "split", "meta"}
+SIGNAL_FIELDS = {"id", "subset", "category", "label", "split", "meta", "experts"}
 
 
 def _check_extra(obj: dict, allowed: set, *, path: str, line: int):
@@ -173,7 +180,8 @@ def pair_from_json(obj: dict, *, path: str = "<pairs>", line: int = 0) -> Pair:
                 label=_opt_choice(obj, "label", LABELS, path=path, line=line),
                 subset=_opt_str(obj, "subset", "default", path=path, line=line),
                 split=_opt_choice(obj, "split", SPLITS, path=path, line=line),
-                meta=_opt_dict(obj, "meta", path=path, line=line), line=line)
+                meta=_opt_dict(obj, "meta", path=path, line=line),
+                category=_opt_str(obj, "category", None, path=path, line=line), line=line)
 
 
 def signals_from_json(obj: dict, *, path: str = "<signals>", line: int = 0) -> Signals:
@@ -186,7 +194,8 @@ def signals_from_json(obj: dict, *, path: str = "<signals>", line: int = 0) -> S
                    subset=_opt_str(obj, "subset", "default", path=path, line=line),
                    label=_opt_choice(obj, "label", LABELS, path=path, line=line),
                    split=_opt_choice(obj, "split", SPLITS, path=path, line=line),
-                   meta=_opt_dict(obj, "meta", path=path, line=line), line=line)
+                   meta=_opt_dict(obj, "meta", path=path, line=line),
+                   category=_opt_str(obj, "category", None, path=path, line=line), line=line)
 
 
 def _check_runs(name: str, runs, *, path: str, line: int) -> None:

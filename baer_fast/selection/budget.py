@@ -15,16 +15,15 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Sequence
 
 import numpy as np
 
 from baer_fast.errors import InputError
 from baer_fast.features.evidence import EPS, evidence, runs_tensor, stack_features
-from baer_fast.heads.router import cv_folds
-from baer_fast.heads.stack import LAMBDAS, fit_stack, training_rms
-from baer_fast.io.records import Signals
+from baer_fast.heads.stack import LAMBDAS, StackHead, cv_lambda, fit_stack_weights, training_rms
+from baer_fast.selection.nested import fold_assignments
 from baer_fast.io.splits import SplitSpec
 
 
@@ -119,8 +118,7 @@ def newton_odd_logistic(x: np.ndarray, y: np.ndarray, lam: float, iters: int = 5
 
 def restrict(records: Sequence, experts: Sequence[str]) -> list:
     keep = set(experts)
-    return [Signals(r.id, {k: v for k, v in r.experts.items() if k in keep}, r.subset, r.label, r.split,
-                    r.meta, line=r.line) for r in records]
+    return [replace(r, experts={k: v for k, v in r.experts.items() if k in keep}) for r in records]
 
 
 class SubsetCV:
@@ -132,7 +130,7 @@ class SubsetCV:
         self.index = {e: k for k, e in enumerate(experts)}
         self.subsets, self.categories, self.y, self.lam = [r.subset for r in rows], list(categories), y, lam
         ids = [r.id for r in rows]
-        self.folds = [cv_folds(ids if k == 0 else [f"{k}:{i}" for i in ids]) for k in range(model.repeats)]
+        self.folds = list(fold_assignments(ids, 5, model.repeats, "baer-budget"))
         self.rounding, self.criterion = model.rounding, model.criterion
         self._memo: dict[tuple, float] = {}
 
@@ -205,6 +203,15 @@ def choose(visited: list[dict], limit: float, criterion: str = "logloss") -> dic
     first = (lambda v: (-v["cv_accuracy"], v["cv_logloss"])) if criterion == "accuracy" else \
         (lambda v: (v["cv_logloss"], -v["cv_accuracy"]))
     return min(within, key=lambda v: (*first(v), v["cost"], len(v["experts"]), v["experts"]))
+
+
+def fit_stack(rows: Sequence, y: np.ndarray, roles, *, experts, categories, lambdas=LAMBDAS, eps: float = EPS):
+    """The stack (Eq. 6) on these non-test rows, lambda by 5-fold CV (heads.stack.cv_lambda) -> (head, info)."""
+    probe = StackHead(list(experts), list(categories), np.ones(1), np.zeros(1), 0.0, eps)
+    phi = probe.features(rows)
+    lam, _ = cv_lambda(phi, y, fold_assignments([r.id for r in rows], 5, 1, "baer-budget:lambda")[0], lambdas)
+    rms, w = fit_stack_weights(phi, y, lam)
+    return StackHead(list(experts), list(categories), rms, w, lam, eps), {"lambda": lam}
 
 
 def labelled_rows(records: Sequence, spec: SplitSpec):

@@ -12,16 +12,16 @@ from __future__ import annotations
 
 import logging
 import math
+from dataclasses import replace
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
 import numpy as np
 
 from baer_fast.heads.cascade import ROUND_DIGITS, CascadeHead
-from baer_fast.heads.stack import StackHead, fit_stack
-from baer_fast.io.records import Signals
-from baer_fast.selection.budget import (CostModel, expert_costs, labelled_rows, parse_budget, plan_budget, restrict,
-                                       subset_cv_for)
+from baer_fast.heads.stack import StackHead
+from baer_fast.selection.budget import (CostModel, expert_costs, fit_stack, labelled_rows, parse_budget,
+                                       plan_budget, restrict, subset_cv_for)
 from baer_fast.io.splits import SplitSpec
 
 log = logging.getLogger("baer_fast")
@@ -81,13 +81,13 @@ def fit_cascade(records: Sequence, full_art: dict, *, spec: SplitSpec = SplitSpe
     return art
 
 
-def merge(first: Signals, second: Signals) -> Signals:
+def merge(first, second):
     """One record from a pair's two stage runs (second stage's experts and costs added)."""
     meta = {**first.meta, **{k: v for k, v in second.meta.items() if k != "expert_cost"}}
     cost = {**(first.meta.get("expert_cost") or {}), **(second.meta.get("expert_cost") or {})}
     if cost:
         meta["expert_cost"] = cost
-    return Signals(first.id, {**first.experts, **second.experts}, first.subset, first.label, first.split, meta)
+    return replace(first, experts={**first.experts, **second.experts}, meta=meta)
 
 
 def run_staged(art: dict, pairs: Sequence, run: Callable) -> tuple[list, dict]:

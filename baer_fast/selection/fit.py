@@ -1,12 +1,14 @@
 """Fit every head of one condition on its non-test rows, choose one, freeze an artifact.
 
-Heads: stack (all experts but the reference and pointwise ones), route (the stack's
-experts plus the pointwise expert) and reference (the reference expert alone). The
-choice goes through the two gates of `selection.gates`; the artifact records the
-decision, every candidate's dev accuracy per gate and the reason.
+Heads: constant (the best single stack expert), stack (all experts but the reference
+and pointwise ones), route (the stack's experts plus the pointwise expert) and reference
+(the reference expert alone). constant / stack / route are compared on the same nested,
+repeated out-of-fold predictions and chosen by the one-SE rule (`selection.rule`); the
+reference head goes through the paper's two gates (`selection.gates`). Every candidate's
+figures and the reason are recorded in the artifact.
 
 Test rows are dropped before anything else is read from them, so blanking their
-labels cannot change the artifact. The artifact records which ids fitted it.
+labels cannot change the artifact; rows are put in id order, so file order cannot either.
 """
 from __future__ import annotations
 
@@ -20,9 +22,13 @@ from baer_fast import __version__
 from baer_fast.errors import InputError
 from baer_fast.features.evidence import EPS
 from baer_fast.heads.reference import ReferenceHead
-from baer_fast.heads.router import cv_folds, fit_router
-from baer_fast.heads.stack import LAMBDAS, StackHead, fit_stack, fit_stack_weights
-from baer_fast.selection.gates import HEAD_CHOICES, decide, expert_correct, head_correct, reference_gate, router_gate
+from baer_fast.heads.router import CV_TREES, RouterHead, choose_model, fit_model
+from baer_fast.heads.single import ConstantHead, baseline_pool, native_credit, strict_correct
+from baer_fast.heads.stack import LAMBDAS, StackHead, cv_lambda, fit_stack_weights
+from baer_fast.selection.gates import HEAD_CHOICES, decide, head_correct, reference_gate
+from baer_fast.selection.nested import (CANDIDATES, INNER_FOLDS, N_FOLDS, N_REPEATS, SALT, DevData, best_constant,
+                                        dev_data, fold_accuracy, fold_assignments, oof_scores)
+from baer_fast.selection.rule import one_se_choice
 from baer_fast.io.splits import SplitSpec, roles as split_roles
 
 log = logging.getLogger("baer_fast")
@@ -67,17 +73,6 @@ def resolve_expert(option: str | None, default: str, present: set, what: str) ->
     return option
 
 
-def cv_stack_correct(stack: StackHead, records: Sequence, y: np.ndarray, folds: np.ndarray) -> np.ndarray:
-    """[N] out-of-fold correctness of the stack at its chosen lambda, on the router's folds."""
-    phi = stack.features(records)
-    correct = np.zeros(len(y), bool)
-    for f in np.unique(folds):
-        tr, te = folds != f, folds == f
-        rms, w = fit_stack_weights(phi[tr], y[tr], stack.lam)
-        correct[te] = head_correct((phi[te] / rms) @ w, y[te])
-    return correct
-
-
 def split_accuracy(correct: np.ndarray, roles: Sequence[str]) -> dict:
     roles = np.asarray(roles)
     out = {}
@@ -96,17 +91,84 @@ def _check_rows(roles: list[str]) -> None:
                              "in each of selection and calibration (add data or explicit 'split' fields)")
 
 
+def _pool_credit(rows, pool: list[str], y: np.ndarray, eps: float) -> tuple[np.ndarray, list[str]]:
+    """[N, K] credit of each pool protocol under its reading that is stronger on these rows."""
+    strict = strict_correct(rows, pool, y, eps).astype(np.float64)
+    native = native_credit(rows, pool, y)
+    use_native = native.mean(axis=0) > strict.mean(axis=0)
+    return np.where(use_native[None, :], native, strict), ["native" if u else "strict" for u in use_native]
+
+
+def _nested(data: DevData, ids: list[str], candidates: list[str], repeats: int) -> tuple[dict, str, list]:
+    """Every candidate on the same out-of-fold rows; the one-SE choice."""
+    folds = fold_assignments(ids, N_FOLDS, repeats)
+    acc, figures = {}, {}
+    for c in candidates:
+        scores, chosen = oof_scores(data, c, folds)
+        acc[c] = fold_accuracy(scores, data.y, folds)
+        figures[c] = {"oof_accuracy": float(acc[c].mean()), "fold_accuracy": acc[c].tolist(),
+                      "fold_sd": float(acc[c].std(axis=1, ddof=1).mean()) if acc[c].shape[1] > 1 else 0.0,
+                      "chosen_in_folds": _tally(chosen)}
+    choice, steps = one_se_choice(acc, CANDIDATES)
+    return figures, choice, steps
+
+
+def _tally(chosen: list[dict]) -> dict:
+    out = {}
+    for info in chosen:
+        for k, v in info.items():
+            key = f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}"
+            out[key] = out.get(key, 0) + 1
+    return dict(sorted(out.items()))
+
+
+def _final_heads(data: DevData, ids: list[str], *, categories, task_categories, lambdas, eps, route: bool):
+    """Refit every candidate on all non-test rows, hyper-parameters by CV over one id-seeded assignment."""
+    folds = fold_assignments(ids, N_FOLDS, 1, SALT + ":final")[0]
+    k = best_constant(data.z, data.y)
+    heads = {"constant": ConstantHead(data.stack_experts[k], eps)}
+    lam, lam_table = cv_lambda(data.phi, data.y, folds, lambdas)
+    rms, w = fit_stack_weights(data.phi, data.y, lam)
+    heads["stack"] = StackHead(data.stack_experts, list(categories), rms, w, lam, eps,
+                               task_categories=list(task_categories))
+    report = {"constant": {"expert": heads["constant"].expert},
+              "stack": {"lambda": lam, "lambda_table": lam_table, "dim": int(data.phi.shape[1])}}
+    if route:
+        kind, table, _ = choose_model(data.rho, data.t, data.zr, data.y, folds)
+        heads["route"] = RouterHead(data.route_experts, list(categories), fit_model(kind, data.rho, data.t), eps,
+                                    task_categories=list(task_categories))
+        report["route"] = {"model": kind, "cv_routed_accuracy": table, "cv_trees": CV_TREES,
+                           "dim": int(data.rho.shape[2]), "n_rows": int(data.rho.shape[0] * data.rho.shape[1])}
+    return heads, report
+
+
 def fit_condition(records: Sequence, *, condition: str, spec: SplitSpec = SplitSpec(),
                   lambdas=LAMBDAS, eps: float = EPS, head: str = "auto",
-                  reference_expert: str | None = None, pointwise_expert: str | None = None) -> dict:
+                  reference_expert: str | None = None, pointwise_expert: str | None = None,
+                  repeats: int = N_REPEATS, internal: Sequence[str] = (),
+                  baselines: Sequence[str] | None = None) -> dict:
     """-> artifact dict (unsaved): every head fitted on non-test rows, one deployed.
 
-    head: "auto" runs the gates; "stack" / "route" / "reference" forces one (ablations).
+    head: "auto" applies the one-SE rule and the reference gate; "constant" / "stack" /
+    "route" / "reference" forces one (ablations). internal/baselines: the baseline pool
+    of the reference gate (`heads.single.baseline_pool`).
     """
     if head not in HEAD_CHOICES:
         raise InputError(f"unknown head {head!r} (choose from {', '.join(HEAD_CHOICES)})")
+    from threadpoolctl import threadpool_limits
+
+    with threadpool_limits(limits=1, user_api="blas"):     # thousands of tiny solves: threads only cost
+        return _fit(records, condition=condition, spec=spec, lambdas=lambdas, eps=eps, head=head,
+                    reference_expert=reference_expert, pointwise_expert=pointwise_expert, repeats=repeats,
+                    internal=internal, baselines=baselines)
+
+
+def _fit(records, *, condition, spec, lambdas, eps, head, reference_expert, pointwise_expert, repeats,
+         internal, baselines) -> dict:
     rows, roles = training_rows(records, spec)
     _check_rows(roles)
+    order = sorted(range(len(rows)), key=lambda i: rows[i].id)      # canonical order: file order is irrelevant
+    rows, roles = [rows[i] for i in order], [roles[i] for i in order]
     present = {k for r in rows for k in r.experts}
     ref = resolve_expert(reference_expert, "reference", present, "reference")
     pnt = resolve_expert(pointwise_expert, "pointwise", present, "pointwise")
@@ -120,31 +182,36 @@ def fit_condition(records: Sequence, *, condition: str, spec: SplitSpec = SplitS
         raise InputError("no expert left for the stack once the reference/pointwise experts are set aside")
     route_experts = sorted(set(stack_experts) | ({pnt} if pnt else set()))
     categories = sorted({r.subset for r in rows})
+    task_categories = sorted({r.category for r in rows if getattr(r, "category", None)})
     y = np.array([1.0 if r.label == "a" else -1.0 for r in rows])
-
-    stack, stack_info = fit_stack(rows, y, roles, experts=stack_experts, categories=categories,
-                                  lambdas=lambdas, eps=eps)
-    log.info("stack: %d features, lambda=%g", stack_info["dim"], stack_info["lambda"])
-    folds = cv_folds([r.id for r in rows])
-    router, route_info = fit_router(rows, y, experts=route_experts, categories=categories, folds=folds, eps=eps)
-    route_cv = route_info.pop("cv_correct")
-    log.info("route: %s reliability model, CV routed accuracy %s", route_info["model"],
-             {k: round(v, 4) for k, v in route_info["cv_routed_accuracy"].items()})
-    stack_cv = cv_stack_correct(stack, rows, y, folds)
-    gates = {"route": router_gate(route_cv, stack_cv)}
-    heads = {"stack": stack.to_json(), "route": router.to_json()}
-    candidates = {"stack": {**split_accuracy(head_correct(stack.score(rows), y), roles),
-                            "cv_accuracy": float(stack_cv.mean()), "in_sample": True},
-                  "route": {**split_accuracy(head_correct(router.score(rows), y), roles),
-                            "cv_accuracy": float(route_cv.mean()), "in_sample": True}}
+    ids = [r.id for r in rows]
+    data = dev_data(rows, y, stack_experts=stack_experts, route_experts=route_experts, categories=categories,
+                    task_categories=task_categories, eps=eps)
+    route = len(route_experts) > 1 or head == "route"       # one expert: the router is the constant head
+    figures, choice, steps = _nested(data, ids, [c for c in CANDIDATES if c != "route" or route], repeats)
+    log.info("nested CV (%d x %d folds): %s -> %s", repeats, N_FOLDS,
+             {c: round(f["oof_accuracy"], 4) for c, f in figures.items()}, choice)
+    fitted, report = _final_heads(data, ids, categories=categories, task_categories=task_categories,
+                                  lambdas=lambdas, eps=eps, route=route)
+    heads = {name: h.to_json() for name, h in fitted.items()}
+    candidates = {name: {**split_accuracy(head_correct(h.score(rows), y), roles), "in_sample": True,
+                         **figures.get(name, {})} for name, h in fitted.items()}
+    gates = {"rule": {"order": list(CANDIDATES), "steps": steps, "choice": choice,
+                      "rule": "a later head (order: lowest variance first) replaces the current choice only if "
+                              "its mean paired per-fold out-of-fold gain exceeds one standard error "
+                              "(nested, repeated CV on non-test rows)"}}
     if ref is not None:
         ref_head = ReferenceHead(ref, eps)
         ref_correct = head_correct(ref_head.score(rows), y)
-        base = sorted(present - {ref})
-        gates["reference"] = reference_gate(ref_correct, expert_correct(rows, base, y, eps), base, roles)
+        pool = ([e for e in baseline_pool(present, internal=internal, baselines=baselines) if e != ref]
+                or sorted(present - {ref}))
+        credit, readings = _pool_credit(rows, pool, y, eps)
+        gates["reference"] = reference_gate(ref_correct, credit, pool, roles, readings=readings)
         heads["reference"] = ref_head.to_json()
         candidates["reference"] = {**split_accuracy(ref_correct, roles), "in_sample": False}
-    deployed, reason = decide(gates["route"], gates.get("reference"), head)
+    deployed, reason = decide(gates["rule"], gates.get("reference"), head)
+    if deployed not in heads:
+        raise InputError(f"--head {deployed} is not available for these signals")
     log.info("deployed %s: %s", deployed, reason)
     return {
         "condition": condition,
@@ -154,10 +221,12 @@ def fit_condition(records: Sequence, *, condition: str, spec: SplitSpec = SplitS
         "experts": sorted(present),
         "reference_expert": ref,
         "pointwise_expert": pnt,
-        "feature_spec": {"eps": eps, "categories": categories},
+        "feature_spec": {"eps": eps, "categories": categories, "task_categories": task_categories},
         "heads": heads,
-        "fit_report": {"stack": stack_info, "route": route_info},
+        "fit_report": report,
         "selection": {"deployed": deployed, "forced": head != "auto", "reason": reason,
+                      "nested_cv": {"folds": N_FOLDS, "repeats": repeats, "inner_folds": INNER_FOLDS,
+                                    "salt": SALT},
                       "gates": gates, "candidates": candidates},
         "fitted_on": {"n_rows": len(rows), "n_selection": roles.count("selection"),
                       "n_calibration": roles.count("calibration"),

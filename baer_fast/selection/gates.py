@@ -1,14 +1,13 @@
-"""The two condition-level gates (paper Sec. 2.3, 3.4) as pure decisions on correctness vectors.
+"""The condition-level decisions (paper Sec. 2.3, 3.4) on correctness vectors; knows nothing about fitting.
 
-Correctness in, decision records out; knows nothing about fitting or files. Every
-vector passed here comes from non-test rows only.
+Every vector passed here comes from non-test rows only.
 
-- Routing gate: stacking is the initial choice; the router replaces it only if its
-  out-of-fold routed accuracy is STRICTLY higher than the stack's under the same folds.
+- Head rule: constant / stack / route by the one-SE rule on nested out-of-fold accuracy
+  (`selection.rule`); its record arrives here as `rule`.
 - Reference gate: the reference head is deployed only if it beats the strongest
-  external baseline (the best single non-reference expert on all non-test rows; ties to
-  the first name) by a positive accuracy margin on BOTH the selection and the
-  calibration split. Advancement is by margin, not significance.
+  external baseline (the best protocol of the baseline pool on all non-test rows, each
+  under its stronger reading; ties to the first name) by a positive accuracy margin on
+  BOTH the selection and the calibration split. Advancement is by margin, not significance.
 """
 from __future__ import annotations
 
@@ -16,15 +15,7 @@ from typing import Sequence
 
 import numpy as np
 
-from baer_fast.features.evidence import EPS, evidence, runs_tensor
-
-HEAD_CHOICES = ("auto", "stack", "route", "reference")
-
-
-def expert_correct(records: Sequence, experts: Sequence[str], y: np.ndarray, eps: float = EPS) -> np.ndarray:
-    """[N, K] bool: sign(p_k - 0.5) == y (an undecided or missing expert is wrong)."""
-    p, _, _, _ = evidence(runs_tensor(records, experts), eps)
-    return np.sign(p - 0.5) == y[:, None]
+HEAD_CHOICES = ("auto", "constant", "stack", "route", "reference")
 
 
 def head_correct(scores: np.ndarray, y: np.ndarray) -> np.ndarray:
@@ -36,16 +27,9 @@ def _acc(correct: np.ndarray, mask: np.ndarray) -> float:
     return float(correct[mask].mean()) if mask.any() else 0.0
 
 
-def router_gate(route_cv: np.ndarray, stack_cv: np.ndarray) -> dict:
-    """route_cv, stack_cv: [N] bool out-of-fold correctness on the same rows and folds."""
-    r, s = float(route_cv.mean()), float(stack_cv.mean())
-    return {"passed": bool(r > s), "route_cv_accuracy": r, "stack_cv_accuracy": s, "margin": r - s,
-            "rule": "route deployed iff 5-fold CV routed accuracy > stack CV accuracy (non-test rows)"}
-
-
 def reference_gate(ref_correct: np.ndarray, base_correct: np.ndarray, base_names: Sequence[str],
-                   roles: Sequence[str]) -> dict:
-    """ref_correct [N] bool; base_correct [N, K] bool for the candidate external baselines."""
+                   roles: Sequence[str], readings: Sequence[str] | None = None) -> dict:
+    """ref_correct [N] bool; base_correct [N, K] credit (bool or [0, 1]) of the baseline pool."""
     roles = np.asarray(roles)
     sel, cal = roles == "selection", roles == "calibration"
     dev = base_correct.mean(axis=0)
@@ -53,31 +37,32 @@ def reference_gate(ref_correct: np.ndarray, base_correct: np.ndarray, base_names
     m_sel = _acc(ref_correct, sel) - _acc(base_correct[:, k], sel)
     m_cal = _acc(ref_correct, cal) - _acc(base_correct[:, k], cal)
     return {"passed": bool(m_sel > 0 and m_cal > 0), "baseline": base_names[k],
+            "baseline_reading": readings[k] if readings is not None else "strict",
             "baseline_dev_accuracy": float(dev[k]),
             "reference": {"selection_accuracy": _acc(ref_correct, sel), "calibration_accuracy": _acc(ref_correct, cal)},
             "baseline_accuracy": {"selection_accuracy": _acc(base_correct[:, k], sel),
                                   "calibration_accuracy": _acc(base_correct[:, k], cal)},
             "selection_margin": m_sel, "calibration_margin": m_cal,
-            "rule": "reference deployed iff it beats the best non-reference expert (chosen on non-test rows) "
-                    "by > 0 on BOTH selection and calibration"}
+            "rule": "reference deployed iff it beats the best external protocol (chosen on non-test rows, "
+                    "stronger reading) by > 0 on BOTH selection and calibration"}
 
 
-def decide(route: dict | None, reference: dict | None, forced: str = "auto") -> tuple[str, str]:
-    """-> (deployed head kind, reason). A passing reference gate wins over a passing router."""
+def decide(rule: dict | None, reference: dict | None, forced: str = "auto") -> tuple[str, str]:
+    """-> (deployed head kind, reason). A passing reference gate wins over the rule's choice."""
     if forced != "auto":
         return forced, f"forced by --head {forced}"
     if reference is not None and reference["passed"]:
         return "reference", (f"reference beats {reference['baseline']} by "
                              f"{100 * reference['selection_margin']:+.1f}/{100 * reference['calibration_margin']:+.1f} "
                              "points on selection/calibration")
-    if route is not None and route["passed"]:
-        return "route", (f"router CV accuracy {100 * route['route_cv_accuracy']:.1f} > stack "
-                         f"{100 * route['stack_cv_accuracy']:.1f}")
-    why = ["stacking is the initial choice"]
-    if route is not None:
-        why.append(f"router CV {100 * route['route_cv_accuracy']:.1f} <= stack {100 * route['stack_cv_accuracy']:.1f}")
+    choice = rule["choice"] if rule is not None else "stack"
+    why = []
+    for st in (rule or {}).get("steps", []):
+        verb = "replaces" if st["advanced"] else "does not replace"
+        why.append(f"{st['candidate']} {verb} {st['against']} (out-of-fold gain {100 * st['gain']:+.1f} "
+                   f"vs noise {100 * st['se']:.1f} points)")
     if reference is not None:
         why.append(f"reference margin vs {reference['baseline']} "
                    f"{100 * reference['selection_margin']:+.1f}/{100 * reference['calibration_margin']:+.1f} "
                    "(selection/calibration) is not positive on both")
-    return "stack", "; ".join(why)
+    return choice, "; ".join(why) or f"{choice} is the only candidate"

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import glob
 import os
+from dataclasses import replace
 from typing import Sequence
 
 import numpy as np
@@ -20,7 +21,6 @@ import numpy as np
 from baer_fast import __version__
 from baer_fast.errors import InputError
 from baer_fast.heads.pooled import member_class
-from baer_fast.io.records import Signals
 
 
 MEMBER_KINDS = ("stack", "route", "reference")     # a member is an artifact's deployed head (its cascade unused)
@@ -37,7 +37,7 @@ def head_paths(items: Sequence[str]) -> list[str]:
 
 
 def unlabelled(records: Sequence) -> list:
-    return [Signals(r.id, r.experts, r.subset, None, r.split, r.meta, line=r.line) for r in records]
+    return [replace(r, label=None) for r in records]
 
 
 def agreement_weights(z: np.ndarray) -> np.ndarray:

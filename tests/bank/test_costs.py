@@ -63,7 +63,7 @@ def test_score_model_runs_stage_two_only_where_the_cascade_needs_it(qwen_dir, tm
     from baer_fast import artifact
     from baer_fast.bank import runner
     from baer_fast.cli import main
-    from baer_fast.heads.stack import fit_stack
+    from baer_fast.selection.budget import fit_stack
     from baer_fast.io.records import write_pairs
     from baer_fast.selection.cascade import CascadeSpec, fit_cascade
     pairs = [Pair(p.id, p.question, p.response_a, p.response_b, label="ab"[i % 2],

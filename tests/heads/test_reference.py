@@ -1,4 +1,4 @@
-"""Reference-verification head: s_ref = z of one expert; odd under swap; round trip."""
+"""Reference-verification head: s_ref = logit v(a) - logit v(b) (Eq. 9, no clip); odd under swap; round trip."""
 from __future__ import annotations
 
 import numpy as np
@@ -25,8 +25,14 @@ def test_score_is_the_reference_experts_log_odds_and_missing_is_zero():
     u = 1 / (1 + np.exp(-(np.log(v_a / (1 - v_a)) - np.log(v_b / (1 - v_b)))))
     recs = [Signals("a", {"reference": [u]}), Signals("b", {"other": [0.9]})]
     s = ReferenceHead("reference").score(recs)
-    np.testing.assert_allclose(s[0], logit_clipped(u))
+    np.testing.assert_allclose(s[0], np.log(v_a / (1 - v_a)) - np.log(v_b / (1 - v_b)), rtol=1e-12)
     assert s[1] == 0.0
+
+
+def test_score_is_not_clipped_like_the_stack_evidence():
+    u = 1 / (1 + np.exp(-12.0))                              # beyond the stack's |z| <= logit(1 - EPS) = 6.9
+    s = ReferenceHead("reference").score([Signals("a", {"reference": [u]})])[0]
+    assert abs(s - 12.0) <= 1e-9 and abs(logit_clipped(u)) < 7
 
 
 def test_round_trip_through_head_class():

@@ -3,9 +3,8 @@ import numpy as np
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from baer_fast.features.evidence import evidence, runs_tensor
-from baer_fast.heads.stack import StackHead, fit_stack
+from baer_fast.heads.stack import StackHead, fit_stack_weights
 from baer_fast.io.records import Signals
-from baer_fast.io.splits import roles
 
 from tests.fixtures.data import make_signals
 
@@ -18,7 +17,9 @@ def fitted_head() -> StackHead:
     if _HEAD is None:
         rows = make_signals(300, seed=1)
         y = np.array([1.0 if r.label == "a" else -1.0 for r in rows])
-        _HEAD, _ = fit_stack(rows, y, roles(rows), experts=EXPERTS, categories=["chat", "math"])
+        probe = StackHead(EXPERTS, ["chat", "math"], np.ones(1), np.zeros(1), 0.01)
+        rms, w = fit_stack_weights(probe.features(rows), y, 0.01)
+        _HEAD = StackHead(EXPERTS, ["chat", "math"], rms, w, 0.01)
     return _HEAD
 
 

@@ -86,9 +86,13 @@ def test_import_fit_score_eval_end_to_end(cli, tmp_path, kind, rel):
     assert cli("score", "--signals", sig, "--head", head, "--out", scores)[0] == 0
     code, table, err = cli("eval", "--signals", sig, "--scores", scores)
     assert code == 0, err
-    assert "strongest single expert on test" in table
+    assert "strongest baseline on this split" in table and "native" in table
     code, js, _ = cli("eval", "--signals", sig, "--scores", scores, "--json")
     report = json.loads(js)
+    best = report["strongest_baseline"]
+    m = report["experts"][best["expert"]]
+    assert best["accuracy"] == max(m["accuracy_strict"], m["accuracy_native"])
+    assert all(report["experts"][e]["accuracy_fair"] <= best["accuracy"] for e in report["baseline_pool"])
     n_ties = sum(s.label == "tie" for s in read_signals(str(sig)))
     assert report["coverage"] == 1.0 and 0.0 <= report["accuracy"] <= 1.0
     if n_ties:

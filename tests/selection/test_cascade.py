@@ -13,7 +13,7 @@ from tests.selection.cost_synth import bank
 
 
 def _stack_art(records):
-    from baer_fast.heads.stack import fit_stack
+    from baer_fast.selection.budget import fit_stack
     from baer_fast.selection.budget import labelled_rows
     from baer_fast.io.splits import SplitSpec
     rows, roles, y = labelled_rows(records, SplitSpec())

@@ -27,23 +27,35 @@ def reference_expert(acc_by_role: dict):
     return lambda rng, sign, role: _runs(rng, sign, acc_by_role.get(role, acc_by_role["test"]), 0.45)
 
 
-def test_router_is_deployed_when_strong_specialists_exist():
+def test_deployed_head_is_the_rules_choice_and_every_candidate_is_recorded():
     art = fit_condition(specialist_signals(N, seed=3), condition="spec")
     sel = art["selection"]
-    assert art["head"] == "route", sel["reason"]
-    g = sel["gates"]["route"]
-    assert g["passed"] and g["route_cv_accuracy"] > g["stack_cv_accuracy"]
-    assert {"stack", "route"} <= set(sel["candidates"]) and "reference" not in sel["gates"]
+    rule = sel["gates"]["rule"]
+    assert art["head"] == rule["choice"], sel["reason"]
+    assert {"constant", "stack", "route"} <= set(sel["candidates"]) <= set(art["heads"])
+    for name in ("constant", "stack", "route"):
+        c = sel["candidates"][name]
+        assert np.asarray(c["fold_accuracy"]).shape == (sel["nested_cv"]["repeats"], sel["nested_cv"]["folds"])
+        assert np.isclose(c["oof_accuracy"], np.mean(c["fold_accuracy"]))
+    # the steps replay the rule from the recorded fold accuracies
+    current = rule["order"][0]
+    for st in rule["steps"]:
+        assert st["against"] == current
+        if st["advanced"]:
+            current = st["candidate"]
+    assert current == rule["choice"]
 
 
-def test_route_deployment_follows_the_strict_cv_rule():
-    strong = {"selection": 0.9, "calibration": 0.9, "test": 0.9}
-    rows = specialist_signals(N, seed=4, extra={"s": reference_expert(strong)})
-    rows = [Signals(r.id, {k: v for k, v in r.experts.items() if k not in ("m", "c")}, r.subset, r.label,
-                    r.split, r.meta) for r in rows]
-    art = fit_condition(rows, condition="gen")
-    g = art["selection"]["gates"]["route"]
-    assert (art["head"] == "route") == (g["route_cv_accuracy"] > g["stack_cv_accuracy"])
+def test_the_stack_is_left_only_for_a_gain_above_the_noise():
+    strong = reference_expert({"selection": 0.95, "calibration": 0.95, "test": 0.95})
+    rows = specialist_signals(N, seed=5, extra={"s": strong})
+    art = fit_condition(rows, condition="one")
+    rule = art["selection"]["gates"]["rule"]
+    assert rule["order"] == ["stack", "constant", "route"]
+    assert art["heads"]["constant"]["expert"] == "s"
+    moved = [x for x in rule["steps"] if x["advanced"]]
+    assert all(x["gain"] > x["se"] for x in moved)
+    assert (art["head"] == "stack") == (not moved)
 
 
 def test_reference_deployed_only_when_both_gates_pass():
@@ -106,13 +118,14 @@ def test_cli_fit_prints_selection_and_forced_route_scores_with_expert(tmp_path, 
     assert main(["fit", "--signals", str(sig), "--condition", "c", "--out", str(out), "--head", "route",
                  "--reference-expert", "verify"]) == 0
     text = capsys.readouterr().out
-    assert "selection: route (forced)" in text and "gate route" in text and "gate reference: vs" in text
+    assert "selection: route (forced)" in text and "rule: constant vs stack" in text and "gate reference: vs" in text
+    assert "out-of-fold" in text
     art = artifact.load(str(out))
     assert art["head"] == "route" and art["selection"]["forced"] and art["reference_expert"] == "verify"
     assert "verify" not in art["heads"]["route"]["experts"]
     recs = score_records(art, rows)
     assert all(r["expert"] in art["heads"]["route"]["experts"] for r in recs)
-    assert json.loads(out.read_text())["selection"]["candidates"]["route"]["cv_accuracy"] >= 0
+    assert json.loads(out.read_text())["selection"]["candidates"]["route"]["oof_accuracy"] >= 0
     swapped = score_records(art, [r.swapped() for r in rows])
     np.testing.assert_allclose([s["score"] for s in swapped], [-s["score"] for s in recs], atol=1e-9)
     assert [s["expert"] for s in swapped] == [s["expert"] for s in recs]

@@ -3,20 +3,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from baer_fast.selection.gates import decide, reference_gate, router_gate
+from baer_fast.selection.gates import decide, reference_gate
 
 ROLES = ["selection"] * 10 + ["calibration"] * 20
 
 
 def correct(sel_right: int, cal_right: int) -> np.ndarray:
     return np.array([True] * sel_right + [False] * (10 - sel_right) + [True] * cal_right + [False] * (20 - cal_right))
-
-
-def test_router_gate_needs_a_strictly_better_cv_accuracy():
-    a = correct(8, 15)
-    assert not router_gate(a, a)["passed"]
-    assert router_gate(correct(8, 16), a)["passed"]
-    assert not router_gate(correct(7, 15), a)["passed"]
 
 
 def test_reference_gate_needs_both_margins_positive():
@@ -37,13 +30,20 @@ def test_baseline_is_chosen_on_all_dev_rows_not_per_split():
     assert g["baseline"] == "x" and g["passed"]
 
 
-def test_decide_prefers_reference_then_route_then_stack():
-    r_pass = {"passed": True, "route_cv_accuracy": 0.8, "stack_cv_accuracy": 0.7}
-    r_fail = {"passed": False, "route_cv_accuracy": 0.7, "stack_cv_accuracy": 0.7}
+def test_reference_gate_reads_fractional_credit_and_names_the_reading():
+    base = np.stack([correct(7, 14).astype(float), np.full(30, 0.5)], axis=1)
+    g = reference_gate(correct(8, 15), base, ["x", "y"], ROLES, readings=["strict", "native"])
+    assert g["baseline"] == "x" and g["baseline_reading"] == "strict" and g["passed"]
+
+
+def test_decide_prefers_reference_then_the_rule():
+    rule_route = {"choice": "route", "steps": [{"candidate": "route", "against": "constant", "gain": 0.05,
+                                                "se": 0.01, "advanced": True}]}
+    rule_const = {"choice": "constant", "steps": []}
     f_pass = {"passed": True, "baseline": "x", "selection_margin": 0.1, "calibration_margin": 0.05}
     f_fail = {"passed": False, "baseline": "x", "selection_margin": 0.1, "calibration_margin": -0.05}
-    assert decide(r_pass, f_pass)[0] == "reference"
-    assert decide(r_pass, f_fail)[0] == "route"
-    assert decide(r_fail, f_fail)[0] == "stack"
-    assert decide(r_fail, None)[0] == "stack"
-    assert decide(r_pass, f_pass, "stack") == ("stack", "forced by --head stack")
+    assert decide(rule_route, f_pass)[0] == "reference"
+    assert decide(rule_route, f_fail)[0] == "route"
+    assert decide(rule_const, f_fail)[0] == "constant"
+    assert decide(rule_const, None)[0] == "constant"
+    assert decide(rule_route, f_pass, "stack") == ("stack", "forced by --head stack")

@@ -38,5 +38,6 @@ def bank_signals(pairs, runs_by_expert: dict[str, list], condition: str, costs: 
         meta = {"condition": condition, **pair_meta(p.question, p.response_a, p.response_b), **p.meta}
         if costs:
             meta["expert_cost"] = {name: c[i] for name, c in costs.items()}
-        out.append(Signals(p.id, experts, subset=p.subset, label=p.label, split=p.split, meta=meta))
+        out.append(Signals(p.id, experts, subset=p.subset, label=p.label, split=p.split, meta=meta,
+                           category=p.category))
     return out

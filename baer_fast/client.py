@@ -1,0 +1,117 @@
+"""HTTP client of `baer-fast serve` (httpx): the Judge's interface over the network.
+
+    client = JudgeClient("http://127.0.0.1:8000", api_key=os.environ.get("BAER_API_KEY"))
+    s = client.score(questions, responses_a, responses_b)          # np.float64 [N]
+    s = await client.ascore(questions, responses_a, responses_b)   # the same, async
+
+`score`/`prob_a` mirror `Judge`, so the TRL adapters take a client in place of a Judge;
+`results` gives the server's records. A 503 (queue full) is retried after its Retry-After;
+other errors raise `JudgeServerError` with the server's message.
+"""
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Sequence
+
+import numpy as np
+
+
+class JudgeServerError(RuntimeError):
+    def __init__(self, status: int, message: str):
+        super().__init__(f"judge server answered {status}: {message}")
+        self.status = status
+
+
+class JudgeClient:
+    def __init__(self, url: str, api_key: str | None = None, *, timeout: float = 600.0, retries: int = 10):
+        self.url, self.timeout, self.retries = url.rstrip("/"), timeout, retries
+        self.headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        self._sync = None
+        self._async: dict = {}          # event loop -> httpx.AsyncClient (a client is bound to its loop)
+
+    # ------------------------------------------------------------------ sync
+
+    def results(self, questions: Sequence[str], responses_a: Sequence[str], responses_b: Sequence[str]) -> list[dict]:
+        return self.post("/v1/judge", _pairs_body(questions, responses_a, responses_b))["results"]
+
+    def score(self, questions, responses_a, responses_b) -> np.ndarray:
+        return _field(self.results(questions, responses_a, responses_b), "score")
+
+    def prob_a(self, questions, responses_a, responses_b) -> np.ndarray:
+        return _field(self.results(questions, responses_a, responses_b), "p_a")
+
+    def post(self, path: str, body: dict) -> dict:
+        import httpx
+        if self._sync is None:
+            self._sync = httpx.Client(timeout=self.timeout, headers=self.headers)
+        for attempt in range(self.retries + 1):
+            r = self._sync.post(self.url + path, json=body)
+            if r.status_code != 503 or attempt == self.retries:
+                return _checked(r)
+            time.sleep(_retry_after(r))
+        raise AssertionError("unreachable")
+
+    # ------------------------------------------------------------------ async
+
+    async def aresults(self, questions, responses_a, responses_b) -> list[dict]:
+        return (await self.apost("/v1/judge", _pairs_body(questions, responses_a, responses_b)))["results"]
+
+    async def ascore(self, questions, responses_a, responses_b) -> np.ndarray:
+        return _field(await self.aresults(questions, responses_a, responses_b), "score")
+
+    async def aprob_a(self, questions, responses_a, responses_b) -> np.ndarray:
+        return _field(await self.aresults(questions, responses_a, responses_b), "p_a")
+
+    async def apost(self, path: str, body: dict) -> dict:
+        import httpx
+        loop = asyncio.get_running_loop()
+        client = self._async.get(loop)
+        if client is None:
+            client = self._async[loop] = httpx.AsyncClient(timeout=self.timeout, headers=self.headers)
+        for attempt in range(self.retries + 1):
+            r = await client.post(self.url + path, json=body)
+            if r.status_code != 503 or attempt == self.retries:
+                return _checked(r)
+            await asyncio.sleep(_retry_after(r))
+        raise AssertionError("unreachable")
+
+    def close(self) -> None:
+        if self._sync is not None:
+            self._sync.close()
+            self._sync = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+def _pairs_body(questions, responses_a, responses_b) -> dict:
+    if not len(questions) == len(responses_a) == len(responses_b):
+        raise ValueError(f"questions, responses_a and responses_b differ in length "
+                         f"({len(questions)}, {len(responses_a)}, {len(responses_b)})")
+    return {"pairs": [{"question": str(q), "response_a": str(a), "response_b": str(b)}
+                      for q, a, b in zip(questions, responses_a, responses_b)]}
+
+
+def _field(results: list[dict], key: str) -> np.ndarray:
+    return np.asarray([r[key] for r in results], dtype=np.float64)
+
+
+def _retry_after(r) -> float:
+    try:
+        return min(max(float(r.headers.get("retry-after", "1")), 0.05), 60.0)
+    except ValueError:
+        return 1.0
+
+
+def _checked(r) -> dict:
+    if r.status_code == 200:
+        return r.json()
+    try:
+        message = r.json().get("error", r.text)
+    except ValueError:
+        message = r.text
+    raise JudgeServerError(r.status_code, str(message)[:2000])

@@ -1,0 +1,121 @@
+"""Nested, repeated cross-validation of the candidate heads on the same out-of-fold rows.
+
+Arrays in (built once from the non-test rows by `dev_data`), out-of-fold scores out.
+Every candidate is fitted on the same training folds and scored on the same held-out
+fold; its hyper-parameters are chosen inside the training folds only (inner folds):
+
+- constant: the stack expert whose Eq. 1 prediction (z_k >= 0 -> a) is most often right
+  on the training folds (ties: first name), s = z_k;
+- stack: lambda by inner CV (`heads.stack.cv_lambda`), then the odd logistic fit;
+- route: LR vs forest by inner CV routed accuracy (`heads.router.choose_model`).
+
+Fold assignments hash the ids with the repeat index (balanced blocks), so they depend on
+neither row order nor labels. `oof_scores` is the reusable entry point (any expert subset:
+build `dev_data` on it).
+"""
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from typing import Callable, Sequence
+
+import numpy as np
+
+from baer_fast.features.evidence import EPS, evidence, runs_tensor, stack_features
+from baer_fast.features.reliability import reliability_features
+from baer_fast.heads.router import CV_TREES, choose_model, fit_model, routing_targets
+from baer_fast.heads.stack import LAMBDAS, cv_lambda, fit_stack_weights
+
+N_FOLDS = 5
+N_REPEATS = 2
+INNER_FOLDS = 3
+SALT = "baer-nested"
+CANDIDATES = ("stack", "constant", "route")     # lowest variance first: the order of the selection rule
+
+
+def fold_assignments(ids: Sequence[str], n_folds: int = N_FOLDS, repeats: int = N_REPEATS,
+                     salt: str = SALT) -> np.ndarray:
+    """[repeats, N] fold of each id: ids ordered by sha256(salt:repeat:id), cut into balanced blocks."""
+    out = np.empty((repeats, len(ids)), np.int64)
+    for r in range(repeats):
+        keys = [hashlib.sha256(f"{salt}:{r}:{i}".encode("utf-8")).digest() for i in ids]
+        order = np.asarray(sorted(range(len(ids)), key=keys.__getitem__), np.int64)
+        for f, block in enumerate(np.array_split(order, min(n_folds, max(len(ids), 1)))):
+            out[r, block] = f
+    return out
+
+
+@dataclass
+class DevData:
+    """Everything the candidates need about the labelled non-test rows, as arrays."""
+    ids: list[str]
+    y: np.ndarray                 # [N] +1 a / -1 b
+    stack_experts: list[str]
+    route_experts: list[str]
+    z: np.ndarray                 # [N, K] z of the stack experts
+    phi: np.ndarray               # [N, D] stack map (Eq. 5)
+    rho: np.ndarray               # [N, K', Dr] router reliability features
+    zr: np.ndarray                # [N, K'] z of the routing experts
+    t: np.ndarray                 # [N, K'] routing targets
+
+
+def dev_data(rows: Sequence, y: np.ndarray, *, stack_experts: Sequence[str], route_experts: Sequence[str],
+             categories: Sequence[str], task_categories: Sequence[str] = (), eps: float = EPS) -> DevData:
+    _, _, z, zt = evidence(runs_tensor(rows, stack_experts), eps)
+    phi = stack_features(z, zt, [r.subset for r in rows], categories,
+                         [getattr(r, "category", None) for r in rows], task_categories)
+    _, _, zr, _ = evidence(runs_tensor(rows, route_experts), eps)
+    rho = reliability_features(rows, route_experts, categories, eps, task_categories)
+    return DevData([r.id for r in rows], np.asarray(y, np.float64), list(stack_experts), list(route_experts),
+                   z, phi, rho, zr, routing_targets(rows, route_experts, y, eps))
+
+
+def inner_folds(data: DevData, idx: np.ndarray, n_folds: int = INNER_FOLDS) -> np.ndarray:
+    return fold_assignments([data.ids[i] for i in idx], n_folds, 1, SALT + ":inner")[0]
+
+
+def best_constant(z: np.ndarray, y: np.ndarray) -> int:
+    """Index of the expert whose Eq. 1 prediction is most often right (first on ties)."""
+    right = (np.where(z >= 0, 1, -1) == y[:, None]).mean(axis=0)
+    return int(np.argmax(right))
+
+
+def constant_scores(data: DevData, tr: np.ndarray, te: np.ndarray) -> tuple[np.ndarray, dict]:
+    k = best_constant(data.z[tr], data.y[tr])
+    return data.z[te, k], {"expert": data.stack_experts[k]}
+
+
+def stack_scores(data: DevData, tr: np.ndarray, te: np.ndarray, lambdas=LAMBDAS) -> tuple[np.ndarray, dict]:
+    lam, _ = cv_lambda(data.phi[tr], data.y[tr], inner_folds(data, tr), lambdas)
+    rms, w = fit_stack_weights(data.phi[tr], data.y[tr], lam)
+    return (data.phi[te] / rms) @ w, {"lambda": lam}
+
+
+def route_scores(data: DevData, tr: np.ndarray, te: np.ndarray) -> tuple[np.ndarray, dict]:
+    kind, _, _ = choose_model(data.rho[tr], data.t[tr], data.zr[tr], data.y[tr], inner_folds(data, tr))
+    model = fit_model(kind, data.rho[tr], data.t[tr], CV_TREES)
+    n, k, d = data.rho[te].shape
+    kstar = np.argmax(model.predict(data.rho[te].reshape(n * k, d)).reshape(n, k), axis=1)
+    return data.zr[te][np.arange(n), kstar], {"model": kind}
+
+
+FITTERS: dict[str, Callable] = {"constant": constant_scores, "stack": stack_scores, "route": route_scores}
+
+
+def oof_scores(data: DevData, candidate: str, folds: np.ndarray) -> tuple[np.ndarray, list]:
+    """[R, N] out-of-fold signed scores of one candidate, and the hyper-parameters chosen per fold."""
+    fit = FITTERS[candidate]
+    out, chosen = np.zeros(folds.shape), []
+    for r in range(folds.shape[0]):
+        for f in np.unique(folds[r]):
+            tr, te = np.flatnonzero(folds[r] != f), np.flatnonzero(folds[r] == f)
+            out[r, te], info = fit(data, tr, te)
+            chosen.append(info)
+    return out, chosen
+
+
+def fold_accuracy(scores: np.ndarray, y: np.ndarray, folds: np.ndarray) -> np.ndarray:
+    """[R, F] Eq. 1 accuracy of out-of-fold scores in each held-out fold."""
+    right = np.where(scores >= 0, 1, -1) == y[None, :]
+    n_f = int(folds.max()) + 1
+    return np.array([[right[r, folds[r] == f].mean() for f in range(n_f)] for r in range(folds.shape[0])])
