@@ -136,7 +136,13 @@ class Judge:
         pairs = self.pairs(questions, responses_a, responses_b)
         if not pairs:
             return []
-        return run_experts(self.engine, pairs, experts=self.experts, derived_params=self.derived_params)
+        def bank(some, experts):
+            return run_experts(self.engine, some, experts=experts, derived_params=self.derived_params)
+        if self.art.get("cascade"):      # early exit: stage 2 only for the pairs stage 1 leaves open
+            from baer_fast.selection.cascade import run_staged
+            records, self.last_cascade = run_staged(self.art, pairs, bank)
+            return records
+        return bank(pairs, self.experts)
 
     def score(self, questions, responses_a, responses_b):
         """Signed scores [N] (float64): > 0 means response a is better; swapping a/b negates it."""

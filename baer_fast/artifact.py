@@ -117,6 +117,10 @@ def deployed_head(d: dict):
 
     params = d["heads"][d["head"]]
     try:
-        return head_class(d["head"]).from_json(params)
+        head = head_class(d["head"]).from_json(params)
+        if d.get("cascade"):      # early exit (selection/cascade.py): the cheap stage first
+            from baer_fast.heads.cascade import CascadeHead
+            head = CascadeHead(head_class("stack").from_json(d["cascade"]["stage1"]), head, float(d["cascade"]["tau"]))
+        return head
     except (KeyError, TypeError, ValueError) as e:
         raise ArtifactError(f"head {d['head']!r}: malformed parameters ({e})") from None

@@ -20,6 +20,7 @@ COMMANDS = {
     "check": ("check", "load a local judge model and report whether and how it runs, before a long job"),
     "experts": ("experts", "run the expert bank of a local judge model on pairs -> signals"),
     "fit": ("fit", "fit the heads of one condition on its signals and freeze one to an artifact"),
+    "frontier": ("frontier", "cross-validated accuracy vs cost of the expert subsets a budget search visits"),
     "score": ("score", "score pairs with a frozen head -> scores.jsonl"),
     "eval": ("eval", "accuracy, coverage, McNemar and oracle of scores vs. single experts"),
     "serve": ("serve", "serve a judge over HTTP for RLHF (batched, authenticated): POST /v1/judge, /get_reward"),

@@ -153,6 +153,8 @@ def to_signals(pair: Pair, runs: dict, row: dict, names: list[str], engine_name:
             "tokens_naive": row["tokens_naive"], "engine": engine_name}
     if "generation" in row:
         meta["generation"] = row["generation"]
+    if "expert_cost" in row:
+        meta["expert_cost"] = row["expert_cost"]
     return Signals(pair.id, {n: runs[n] for n in names}, pair.subset, pair.label, pair.split, meta,
                    category=pair.category)
 
@@ -171,7 +173,8 @@ def run_experts(model, pairs: list[Pair], *, experts=None, config: EngineConfig 
     derived = [n for n in names if n in protocols.DERIVED_EXPERTS]
     engine = open_engine(model, options=HfOptions(engine=config, naive=naive, **load_kw))
     report = report if report is not None else RunReport()
-    rows = expert_rows(engine, pairs, names, report, generation)
+    from baer_fast.bank.costs import counted       # per-expert cost of each pair -> meta.expert_cost
+    rows = counted(expert_rows, engine, pairs, names, report, generation)
     if derived:
         report.derived_params = dict(derived_params) if derived_params else fit_derived(
             [(p, r["runs"]) for p, r in zip(pairs, rows)], derived)

@@ -24,6 +24,8 @@ def add_arguments(p) -> None:
                    help="pointwise expert, a routing candidate only (default: 'pointwise', if present)")
     from baer_fast.io.rejects import add_on_error_argument
     add_on_error_argument(p)
+    from baer_fast.commands.frontier import add_fit_arguments
+    add_fit_arguments(p)      # --budget, --cascade, --costs, --transfer-from (docs/cost.md)
 
 
 def selection_lines(art: dict) -> list[str]:
@@ -92,9 +94,10 @@ def run(args) -> int:
     finally:
         report_rejects(rejects)
     check_one_condition(records, ",".join(args.signals))
-    art = fit_condition(records, condition=args.condition, spec=SplitSpec(seed=args.split_seed), head=args.head,
-                        reference_expert=args.reference_expert, pointwise_expert=args.pointwise_expert,
-                        internal=args.internal)
+    from baer_fast.commands.frontier import cost_fit
+    art = cost_fit(args, records) or fit_condition(
+        records, condition=args.condition, spec=SplitSpec(seed=args.split_seed), head=args.head,
+        reference_expert=args.reference_expert, pointwise_expert=args.pointwise_expert, internal=args.internal)
     derived = derived_params_beside(args.signals)
     if derived:
         art["derived_params"] = derived      # frozen PriDe/CalibraEval maps, used by score --model and Judge

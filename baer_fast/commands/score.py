@@ -55,32 +55,46 @@ def _records(args, art, rejects):
     return _judge(args, art, pairs), args.input
 
 
-def signals_path(out: str) -> str:
-    return out + ".signals.jsonl"
+def signals_path(out: str, stage: str = "") -> str:
+    return out + (f".{stage}" if stage else "") + ".signals.jsonl"
 
 
 def _judge(args, art, pairs) -> list:
     """The head's experts on the pairs, through `experts`' resumable writer (<out>.signals.jsonl):
     a killed run resumes without redoing finished pairs. Derived experts (PriDe, CalibraEval) use
-    the parameters frozen in the artifact, never refitted."""
-    from baer_fast import protocols
-    from baer_fast.commands import experts
+    the parameters frozen in the artifact, never refitted. A cascade head (early exit) runs its
+    cheap stage on every pair and the rest only on the pairs stage 1 leaves open, each stage
+    through its own resumable file (<out>.stage1/.stage2.signals.jsonl)."""
     from baer_fast.errors import InputError
-    from baer_fast.io.records import read_signals
     from baer_fast.runtime.model.load import check_model_dir
-    from baer_fast.bank.runner import resolve_experts
 
     if args.chunk_pairs < 1:
         raise InputError("must be at least 1", field="--chunk-pairs")
     check_model_dir(args.model)
-    names = resolve_experts(art["experts"])
+    args.keep_texts = False
+    cascade = art.get("cascade")
+    if not cascade:
+        return _bank(args, art, pairs, art["experts"], "")
+    from baer_fast.selection.cascade import run_staged
+    first = list(cascade["stage1_experts"])
+    return run_staged(art, pairs, lambda some, names: _bank(
+        args, art, some, names, "stage1" if list(names) == first else "stage2"))[0]
+
+
+def _bank(args, art, pairs, experts_, stage: str) -> list:
+    from baer_fast import protocols
+    from baer_fast.bank.runner import resolve_experts
+    from baer_fast.commands import experts
+    from baer_fast.io.records import read_signals
+
+    names = resolve_experts(list(experts_))
     derived = [n for n in names if n in protocols.DERIVED_EXPERTS]
-    params = art.get("derived_params") or {}
-    target = signals_path(args.out)
+    target = signals_path(args.out, stage)
     fp = experts.fingerprint(args, names, None)
-    fp.update(command="score", head=art["checksum"])
-    args.generation, args.keep_texts = experts.generation_config(args, names), False
-    print(experts.stream_signals(args, pairs, names, derived, params, target, fp), file=sys.stderr)
+    fp.update(command="score", head=art["checksum"], stage=stage or None)
+    args.generation = experts.generation_config(args, names)
+    print(experts.stream_signals(args, pairs, names, derived, art.get("derived_params") or {}, target, fp),
+          file=sys.stderr)
     by_id = {s.id: s for s in read_signals(target)}
     return [by_id[p.id] for p in pairs]
 
@@ -99,7 +113,8 @@ def run(args) -> int:
         records, where = _records(args, art, rejects)
     finally:
         report_rejects(rejects)
-    check_experts(art, records, where)
+    if not (args.input and art.get("cascade")):      # a cascade runs stage 2 only where needed
+        check_experts(art, records, where)
     head = artifact.deployed_head(art)
     fingerprint = {"command": "score", "input_sha256": file_sha256(where), "head": art["checksum"]}
     if args.input:      # the judge made the evidence: another model's scores must not be mixed in

@@ -24,4 +24,7 @@ def head_class(kind: str):
     if kind == "reference":
         from baer_fast.heads.reference import ReferenceHead
         return ReferenceHead
+    if kind == "pooled":      # a head for a condition without labels (selection/transfer.py)
+        from baer_fast.heads.pooled import PooledHead
+        return PooledHead
     raise KeyError(kind)

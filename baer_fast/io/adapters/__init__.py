@@ -33,8 +33,9 @@ def load(kind: str, src: str, *, rejects=None, options=None) -> Imported:
     return mod.load(src)
 
 
-def bank_signals(pairs, runs_by_expert: dict[str, list], condition: str) -> list:
-    """Build Signals for each pair from {expert: [runs per pair]} (pair order)."""
+def bank_signals(pairs, runs_by_expert: dict[str, list], condition: str, costs: dict | None = None) -> list:
+    """Build Signals for each pair from {expert: [runs per pair]} (pair order); costs, where the
+    source kept what the runs cost: {expert: [{"prefilled", "decoded"} per pair]} -> meta.expert_cost."""
     from baer_fast.io.text_stats import pair_meta
     from baer_fast.io.records import Signals
 
@@ -42,6 +43,8 @@ def bank_signals(pairs, runs_by_expert: dict[str, list], condition: str) -> list
     for i, p in enumerate(pairs):
         experts = {name: runs[i] for name, runs in runs_by_expert.items()}
         meta = {"condition": condition, **pair_meta(p.question, p.response_a, p.response_b), **p.meta}
+        if costs:
+            meta["expert_cost"] = {name: c[i] for name, c in costs.items()}
         out.append(Signals(p.id, experts, subset=p.subset, label=p.label, split=p.split, meta=meta,
                            category=p.category))
     return out

@@ -11,6 +11,7 @@ import os
 from baer_fast.errors import InputError
 from baer_fast.io.adapters import Imported, bank_signals
 from baer_fast.io.adapters._common import field, need_dir, read_json
+from baer_fast.io.adapters.costs import llmbar_cost
 from baer_fast.io.records import Pair
 
 _WINNER = {"1": 1.0, "2": 0.0}
@@ -58,6 +59,7 @@ def load_subset(folder: str):
         pairs.append(Pair(f"{subset}-{i:04d}", it["input"], it["output_1"], it["output_2"],
                           label=_LABEL[label], subset=subset))
     banks: dict[str, dict[str, list]] = {}
+    costs: dict[str, dict[str, list]] = {}        # estimated from the kept texts (adapters/costs.py)
     ev_root = os.path.join(folder, "evaluators")
     for backbone in sorted(os.listdir(ev_root)) if os.path.isdir(ev_root) else []:
         for protocol in sorted(os.listdir(os.path.join(ev_root, backbone))):
@@ -69,19 +71,20 @@ def load_subset(folder: str):
                 raise InputError(f"{len(results)} results for {len(items)} pairs", path=path)
             banks.setdefault(backbone, {})[protocol] = [_runs(r, path=path, index=j)
                                                         for j, r in enumerate(results)]
-    return pairs, banks
+            costs.setdefault(backbone, {})[protocol] = [llmbar_cost(it, r, protocol) for it, r in zip(items, results)]
+    return pairs, banks, costs
 
 
 def load(src: str) -> Imported:
     all_pairs, per_backbone = [], {}
     for folder in subset_dirs(src):
-        pairs, banks = load_subset(folder)
+        pairs, banks, costs = load_subset(folder)
         for backbone, runs in banks.items():
-            per_backbone.setdefault(backbone, []).append((pairs, runs))
+            per_backbone.setdefault(backbone, []).append((pairs, runs, costs[backbone]))
         all_pairs += pairs
     out = Imported(all_pairs)
     for backbone, parts in per_backbone.items():
-        out.banks[backbone] = [s for pairs, runs in parts for s in bank_signals(pairs, runs, backbone)]
+        out.banks[backbone] = [s for pairs, runs, costs in parts for s in bank_signals(pairs, runs, backbone, costs)]
     subsets = sorted({p.subset for p in all_pairs})
     out.notes.append(f"llmbar: {len(all_pairs)} pairs in {len(subsets)} subset(s) "
                      f"({', '.join(subsets)}); {len(out.banks)} backbone(s)")

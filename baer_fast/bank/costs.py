@@ -1,0 +1,112 @@
+"""Per-expert cost of one bank run: what each pair's experts prefilled, decoded and took.
+
+Hooked once around the runner's `expert_rows` (`counted`); writes row["expert_cost"] =
+{expert: {"prefilled", "decoded", "seconds"}}, which `to_signals` puts in `meta.expert_cost`.
+Rule (docs/cost.md): prefill — the engine's prompt trees (pairs of one question merged, as
+`share_questions` does) are rebuilt from the same ids, each node's tokens split equally
+(integer split, remainder to the first in (pair, expert) order) among the (pair, expert)s
+with a prompt through it; the naive engine charges each prompt whole; generation prompts
+join the trees. The shares are fitted to the run's counters (engine + decoder prefill) by
+largest remainder, so they sum to them exactly (for the single-pass bank on the prefix and
+naive engines they already are the counts). decoded — each expert's own generated tokens.
+seconds — the call's wall time in proportion to prefilled + decoded tokens. A derived expert
+costs nothing beyond its source (charged the source's prompts when the source is absent).
+"""
+from __future__ import annotations
+
+import time
+
+from baer_fast import protocols
+
+
+def counted(expert_rows, engine, pairs, names, report, generation=None) -> list[dict]:
+    """expert_rows(engine, pairs, names, report, generation) with row["expert_cost"] filled in."""
+    t0, before = time.perf_counter(), _prefilled(report)
+    rows = expert_rows(engine, pairs, names, report, generation)
+    seconds, spent = time.perf_counter() - t0, _prefilled(report) - before
+    weights = prefill_weights(engine, pairs, names, generation)
+    prefilled = fit_to_total(weights, spent)
+    decoded = [{n: int(((row.get("generation") or {}).get(n) or {}).get("tokens_decoded", 0)) for n in names}
+               for row in rows]
+    work = sum(prefilled[i].get(n, 0) + decoded[i][n] for i in range(len(rows)) for n in names) or 1
+    for i, row in enumerate(rows):
+        row["expert_cost"] = {n: {"prefilled": prefilled[i].get(n, 0), "decoded": decoded[i][n],
+                                  "seconds": seconds * (prefilled[i].get(n, 0) + decoded[i][n]) / work}
+                              for n in names}
+    return rows
+
+
+def _prefilled(report) -> int:
+    g = report.generative
+    return report.stats.tokens_prefilled + (int(g.decode_prefilled or 0) if g is not None else 0)
+
+
+def owners(names) -> dict:
+    """prompt expert -> the bank expert charged for its prompts."""
+    out = {}
+    for n in names:
+        for p in protocols.prompt_experts_for([n]):
+            out.setdefault(p, p if p in names else n)
+    return out
+
+
+def tagged_prompts(engine, pairs, names, generation) -> list[list[tuple]]:
+    """Per pair, (token ids, expert charged) of every prompt the bank prefills for it."""
+    from baer_fast.bank.prompting import PromptEncoder
+    from baer_fast.bank.queries import build_all_queries
+    enc = PromptEncoder.of(engine.loaded)
+    who = owners(names)
+    built = build_all_queries(enc, pairs, list(who))
+    out = [[(q.ids, who[name]) for q, (name, _) in zip(qs, where)] for qs, where in built]
+    gen = [n for n in names if n in protocols.GENERATIVE]
+    if gen:
+        from baer_fast.bank.generative import GenerationConfig, _requests
+        reqs, _ = _requests(enc, pairs, gen, generation or GenerationConfig())
+        for r in reqs:
+            out[r.pair].append((r.ids, r.name))
+    return out
+
+
+def prefill_weights(engine, pairs, names, generation=None) -> list[dict]:
+    """Per pair {expert: tokens} by the node-splitting rule (module docstring)."""
+    from baer_fast.runtime.plan.prefix_tree import ancestors, build_tree
+    from baer_fast.bank.queries import share_questions
+    tagged = tagged_prompts(engine, pairs, names, generation)
+    out = [dict() for _ in pairs]
+    if not getattr(engine, "shares_prefixes", True):
+        for i, items in enumerate(tagged):
+            for ids, name in items:
+                out[i][name] = out[i].get(name, 0) + len(ids)
+        return out
+    merged, spans = share_questions(pairs, [[(i, t) for t in items] for i, items in enumerate(tagged)])
+    for group in merged:
+        nodes = build_tree([ids for _, (ids, _) in group])
+        through: dict[int, set] = {}
+        for x, nd in enumerate(nodes):
+            for j in nd.ends:
+                i, (_, name) = group[j]
+                for a in ancestors(nodes, x) + [x]:
+                    through.setdefault(a, set()).add((i, name))
+        for a, who in through.items():
+            share, extra = divmod(len(nodes[a].tokens), len(who))
+            for k, (i, name) in enumerate(sorted(who)):
+                out[i][name] = out[i].get(name, 0) + share + (k < extra)
+    return out
+
+
+def fit_to_total(weights: list[dict], total: int) -> list[dict]:
+    """Integer shares proportional to `weights` summing to `total` (largest remainder; ties in
+    (pair, expert) order). Unchanged when the weights already sum to `total`."""
+    cells = [(i, n, w) for i, d in enumerate(weights) for n, w in sorted(d.items())]
+    have = sum(w for _, _, w in cells)
+    if have == total or not cells:
+        return [dict(d) for d in weights]
+    exact = [total * w / have if have else total / len(cells) for _, _, w in cells]
+    base = [int(x) for x in exact]
+    order = sorted(range(len(cells)), key=lambda k: (-(exact[k] - base[k]), k))
+    for k in order[:total - sum(base)]:
+        base[k] += 1
+    out = [dict() for _ in weights]
+    for (i, n, _), b in zip(cells, base):
+        out[i][n] = b
+    return out

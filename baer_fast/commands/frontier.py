@@ -1,0 +1,121 @@
+"""`baer-fast frontier --signals S [--budget B] [--plot out.png]`: CV accuracy vs cost of expert subsets.
+
+Prints every subset the budget search visits (selection/budget.py) with its cost per pair,
+its share of the full bank's and its CV accuracy on non-test rows, marking the one chosen
+at --budget; --plot draws them. Also home of the cost options `fit` takes (`add_fit_arguments`,
+`cost_fit`): --budget, --cascade, --costs, --transfer-from.
+"""
+from __future__ import annotations
+
+
+def add_arguments(p) -> None:
+    from baer_fast.io.rejects import add_on_error_argument
+    p.add_argument("--signals", nargs="+", required=True, help="signals JSONL file(s) of ONE condition")
+    p.add_argument("--budget", default="0.33", help="fraction of the full bank's cost, or tokens=N (default 0.33)")
+    p.add_argument("--costs", default=None, metavar="FILE", help="JSON {expert: tokens per pair} (overrides meta)")
+    p.add_argument("--split-seed", default="baer-v1", help="salt of the id-hash split (default: baer-v1)")
+    p.add_argument("--plot", default=None, metavar="PNG", help="write the frontier as a PNG")
+    add_on_error_argument(p)
+
+
+def add_fit_arguments(p) -> None:
+    """The cost options of `baer-fast fit` (docs/cost.md)."""
+    p.add_argument("--budget", default=None, help="prune the bank to this cost: a fraction of the full "
+                   "bank's (e.g. 0.33) or tokens=N per pair; the subset is chosen by CV on non-test rows")
+    p.add_argument("--cascade", action="store_true", help="add an early-exit stage: cheap experts first")
+    p.add_argument("--cascade-budget", default="0.33", help="cost of the cheap stage (default 0.33)")
+    p.add_argument("--cascade-tolerance", type=float, default=0.0,
+                   help="CV accuracy (a fraction) the cascade may lose against the full head (default 0)")
+    p.add_argument("--costs", default=None, metavar="FILE", help="JSON {expert: tokens per pair} (overrides meta)")
+    p.add_argument("--transfer-from", nargs="+", default=None, metavar="HEAD",
+                   help="unlabelled signals: deploy a pooled head from these artifacts (or folders of them)")
+
+
+def cost_fit(args, records) -> dict | None:
+    """The artifact `fit` writes when a cost option is given; None otherwise."""
+    from baer_fast.io.splits import SplitSpec
+    if getattr(args, "transfer_from", None):
+        from baer_fast import artifact
+        from baer_fast.selection.transfer import fit_transfer, head_paths
+        arts = [(path, artifact.load(path)) for path in head_paths(args.transfer_from)]
+        return fit_transfer(records, arts, condition=args.condition)
+    if not (getattr(args, "budget", None) or getattr(args, "cascade", False)):
+        return None
+    from baer_fast.selection.budget import fit_budget, read_costs_file
+    from baer_fast.selection.fit import fit_condition
+    costs = read_costs_file(args.costs) if args.costs else None
+    spec = SplitSpec(seed=args.split_seed)
+    kw = dict(condition=args.condition, spec=spec, head=args.head, reference_expert=args.reference_expert,
+              pointwise_expert=args.pointwise_expert, internal=getattr(args, "internal", ()))
+    art = fit_budget(records, args.budget, costs_override=costs, **kw) if args.budget else fit_condition(records, **kw)
+    if args.cascade:
+        from baer_fast.selection.cascade import CascadeSpec, fit_cascade
+        art = fit_cascade(records, art, spec=spec, costs_override=costs,
+                          cascade=CascadeSpec(args.cascade_budget, args.cascade_tolerance))
+    for line in cost_lines(art):
+        print(line)
+    return art
+
+
+def cost_lines(art: dict) -> list[str]:
+    out = []
+    if "budget" in art:
+        b = art["budget"]
+        out.append(f"  budget {b['budget']}: {len(b['experts'])} experts ({', '.join(b['experts'])}), "
+                   f"{b['cost_per_pair']:.1f} of {b['full_cost_per_pair']:.1f} per pair "
+                   f"({100 * b['fraction_of_full']:.1f}%, costs: {b['cost_source']}); CV "
+                   f"{100 * b['cv_accuracy']:.1f} vs full {100 * b['full_cv_accuracy']:.1f}")
+    if "cascade" in art:
+        c = art["cascade"]
+        out.append(f"  cascade: stage 1 {', '.join(c['stage1_experts'])}, tau {c['tau']:.4g}: CV exit "
+                   f"{100 * c['cv']['cv_exit_rate']:.1f}%, CV accuracy {100 * c['cv']['cv_accuracy']:.1f} vs full "
+                   f"{100 * c['cv']['full_cv_accuracy']:.1f}; expected cost {c['expected_cost_per_pair']:.1f} of "
+                   f"{c['full_cost_per_pair']:.1f} per pair")
+    return out
+
+
+def plot(plan: dict, path: str) -> None:
+    from baer_fast.eval.report import _figure, _save_png
+    fig = _figure(6.0, 4.0)
+    ax = fig.add_subplot(1, 1, 1)
+    full = plan["full_cost_per_pair"] or 1.0
+    for how, mark in (("forward", "o"), ("backward", "s")):
+        pts = [v for v in plan["visited"] if v["found_by"] == how]
+        ax.scatter([v["cost"] / full for v in pts], [100 * v["cv_accuracy"] for v in pts], marker=mark,
+                   label=f"{how} search", alpha=0.7)
+    ax.scatter([plan["fraction_of_full"]], [100 * plan["cv_accuracy"]], s=160, facecolors="none",
+               edgecolors="red", label=f"chosen at {plan['budget']}")
+    ax.axvline(plan["limit_per_pair"] / full, color="grey", ls="--", lw=1)
+    ax.set_xlabel("cost per pair (share of the full bank)")
+    ax.set_ylabel("CV accuracy (%)")
+    ax.legend(loc="lower right", fontsize=8)
+    _save_png(fig, path)
+
+
+def run(args) -> int:
+    from baer_fast.io.records import read_signals_many
+    from baer_fast.io.rejects import rejects_for, report_rejects
+    from baer_fast.selection.budget import plan_budget, read_costs_file
+    from baer_fast.selection.fit import check_one_condition
+    from baer_fast.io.splits import SplitSpec
+    rejects = rejects_for(args, out=args.plot or "frontier")
+    try:
+        records = read_signals_many(args.signals, rejects=rejects)
+    finally:
+        report_rejects(rejects)
+    check_one_condition(records, ",".join(args.signals))
+    plan = plan_budget(records, args.budget, spec=SplitSpec(seed=args.split_seed),
+                       costs_override=read_costs_file(args.costs) if args.costs else None)
+    full = plan["full_cost_per_pair"] or 1.0
+    print(f"full bank: {len(plan['expert_costs'])} experts, {plan['full_cost_per_pair']:.1f} per pair "
+          f"(costs: {plan['cost_source']}), CV {100 * plan['full_cv_accuracy']:.1f}")
+    print(f"{'':2}{'cost':>10} {'share':>6} {'cv acc':>6}  search    experts")
+    for v in sorted(plan["visited"], key=lambda v: (v["cost"], v["experts"])):
+        mark = "*" if v["experts"] == plan["experts"] else " "
+        print(f"{mark:2}{v['cost']:10.1f} {100 * v['cost'] / full:5.1f}% {100 * v['cv_accuracy']:5.1f}  "
+              f"{v['found_by']:<9} {', '.join(v['experts'])}")
+    print(f"* chosen at budget {plan['budget']}: {', '.join(plan['experts'])}")
+    if args.plot:
+        plot(plan, args.plot)
+        print(f"plot -> {args.plot}")
+    return 0

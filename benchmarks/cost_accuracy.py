@@ -1,0 +1,286 @@
+"""Accuracy vs cost on the public expert banks: pruning under a budget, early exit, transfer.
+
+    python benchmarks/cost_accuracy.py [--data ROOT] [--splits 3] [--head stack|auto] [--plot PNG]
+
+Per condition (benchmark x backbone) and seeded id-hash split (`SplitSpec(seed="cost-<i>")`):
+the full head, the pruned head at 1/3 and 1/2 of the full bank's cost (selection/budget.py)
+and the cascade (cheap stage at 1/3, CV tolerance 0; selection/cascade.py), each with CV
+accuracy on non-test rows and accuracy on the test rows (a score of exactly 0 counts half).
+Costs: LLMBar's kept texts (io/adapters/costs.py); JudgeBench keeps none, so one unit per
+expert. Leave-one-backbone-out transfer (selection/transfer.py): heads fitted on the other
+backbones' non-test rows (restricted to the held-out backbone's experts) pooled without
+labels, scored on the held-out backbone's test rows (the same pairs' non-test labels fitted
+the sources, so only test rows are fair), vs majority vote of the experts and mean z~.
+--head stack (default) fits the stack (Eq. 6) for every head, fast; --head auto runs the gates
+(`fit_condition`, slower). Table to stderr, ONE JSON line (the per-target summary) to stdout.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+
+import numpy as np
+
+SOURCES = (("LLMBar-Natural", "llmbar", "llmbar_natural/LLMBar/Natural"),
+           ("LLMBar-CaseStudy", "llmbar", "llmbar_casestudy/CaseStudy"),
+           ("LLMBar-Processed", "llmbar", "llmbar_processed/Processed"),
+           ("JudgeBench-GPT-4o", "judgebench", "judgebench_gpt4o"))
+BUDGETS = ("0.3333", "0.5")
+
+
+def data_root(arg: str | None) -> Path:
+    if arg:
+        return Path(arg)
+    repo = Path(__file__).resolve().parents[1]
+    return Path(os.environ.get("BAER_SHARED_DATA", repo.parent / "shared" / "data"))
+
+
+def accuracy(scores, records) -> float:
+    y = np.array([1.0 if r.label == "a" else -1.0 for r in records])
+    s = np.asarray(scores, dtype=np.float64)
+    return float(np.mean(np.where(s == 0, 0.5, (np.sign(s) == y).astype(float))))
+
+
+def test_rows(records, spec):
+    from baer_fast.io.splits import roles
+    return [r for r, role in zip(records, roles(records, spec)) if role == "test" and r.label in ("a", "b")]
+
+
+def stack_art(records, spec, experts, condition: str) -> dict:
+    """A minimal artifact around the stack fitted on the non-test rows (what --head stack deploys)."""
+    from baer_fast.selection.budget import fit_stack
+    from baer_fast.selection.budget import labelled_rows, restrict
+    rows, roles, y = labelled_rows(restrict(records, experts), spec)
+    head, _ = fit_stack(rows, y, roles, experts=sorted(experts), categories=sorted({r.subset for r in rows}))
+    return {"condition": condition, "head": "stack", "experts": sorted(experts), "heads": {"stack": head.to_json()}}
+
+
+def fit_full(records, spec, mode: str, condition: str) -> dict:
+    if mode == "stack":
+        return stack_art(records, spec, sorted({k for r in records for k in r.experts}), condition)
+    from baer_fast.selection.fit import fit_condition
+    return fit_condition(records, condition=condition, spec=spec)
+
+
+MODEL = None         # CostModel of the run (--criterion)
+TOLERANCE = 0.0      # the cascade's CV tolerance (--tolerance)
+
+
+def fit_pruned(records, spec, budget: str, mode: str, condition: str) -> dict:
+    from baer_fast.selection.budget import fit_budget, plan_budget
+    if mode == "stack":
+        plan = plan_budget(records, budget, spec=spec, model=MODEL)
+        art = stack_art(records, spec, plan["experts"], condition)
+        art["budget"] = plan
+        return art
+    return fit_budget(records, budget, condition=condition, spec=spec, model=MODEL)
+
+
+def test_cost(records, experts, full_experts) -> float:
+    from baer_fast.selection.budget import expert_costs
+    costs, _ = expert_costs(records, full_experts)
+    return sum(costs[e] for e in experts) / max(sum(costs.values()), 1e-12)
+
+
+def run_condition(bench: str, backbone: str, records, spec, mode: str) -> dict:
+    from baer_fast.artifact import deployed_head
+    from baer_fast.selection.budget import expert_costs
+    from baer_fast.selection.cascade import CascadeSpec, fit_cascade
+    name = f"{bench}/{backbone}"
+    test = test_rows(records, spec)
+    everyone = sorted({k for r in records for k in r.experts})
+    full = fit_full(records, spec, mode, name)
+    row = {"condition": name, "split": spec.seed, "n_test": len(test), "experts": len(everyone),
+           "full": {"test": accuracy(deployed_head(full).score(test), test), "cost": 1.0}}
+    for b in BUDGETS:
+        try:
+            art = fit_pruned(records, spec, b, mode, name)
+        except Exception as e:          # an infeasible budget (no single expert that cheap) is reported, not hidden
+            row[f"pruned_{b}"] = {"infeasible": str(e)}
+            continue
+        plan = art["budget"]
+        row["full"]["cv"] = plan["full_cv_accuracy"]
+        row[f"pruned_{b}"] = {"test": accuracy(deployed_head(art).score(test), test), "cv": plan["cv_accuracy"],
+                              "cost": test_cost(test, plan["experts"], everyone), "experts": plan["experts"]}
+    try:
+        art = fit_cascade(records, full, spec=spec, cascade=CascadeSpec("0.3333", TOLERANCE), model=MODEL)
+    except Exception as e:
+        row["cascade"] = {"infeasible": str(e)}
+        return row
+    head, c = deployed_head(art), art["cascade"]
+    exits = head.exits(test)
+    costs, _ = expert_costs(test, everyone)
+    c1 = sum(costs[e] for e in c["stage1_experts"])
+    row["cascade"] = {"test": accuracy(head.score(test), test), "cv": c["cv"]["cv_accuracy"],
+                      "exit": float(np.mean(exits)), "cv_exit": c["cv"]["cv_exit_rate"],
+                      "cost": (c1 + (1 - float(np.mean(exits))) * (sum(costs.values()) - c1)) / sum(costs.values()),
+                      "stage1": c["stage1_experts"]}
+    return row
+
+
+def majority(records) -> np.ndarray:
+    from baer_fast.features.evidence import evidence, runs_tensor
+    experts = sorted({k for r in records for k in r.experts})
+    p, _, _, zt = evidence(runs_tensor(records, experts))
+    return np.sign(p - 0.5).sum(axis=1), zt.mean(axis=1)
+
+
+def transfer_rows(bench: str, banks: dict, spec, mode: str) -> list[dict]:
+    from baer_fast.artifact import deployed_head
+    from baer_fast.selection.budget import restrict
+    from baer_fast.selection.transfer import fit_transfer
+    out = []
+    for held in sorted(banks):
+        target = banks[held]
+        experts = sorted({k for r in target for k in r.experts})
+        arts = []
+        for src in sorted(set(banks) - {held}):
+            mine = restrict(banks[src], experts)
+            if {k for r in mine for k in r.experts} != set(experts):
+                continue                # the source lacks one of the target's experts
+            arts.append((src, fit_full(mine, spec, mode, f"{bench}/{src}")))
+        if not arts:
+            continue
+        art = fit_transfer(target, arts, condition=f"{bench}/{held}")
+        test = test_rows(target, spec)
+        vote, zbar = majority(test)
+        own = fit_full(target, spec, mode, held)
+        out.append({"condition": f"{bench}/{held}", "split": spec.seed, "sources": len(arts), "n_test": len(test),
+                    "transfer": accuracy(deployed_head(art).score(test), test),
+                    "majority": accuracy(vote, test), "mean_zt": accuracy(zbar, test),
+                    "supervised": accuracy(deployed_head(own).score(test), test)})
+    return out
+
+
+def summarize(rows: list[dict], lobo: list[dict]) -> dict:
+    out = {}
+    for key in [f"pruned_{b}" for b in BUDGETS] + ["cascade"]:
+        cells = [(r[key], r["full"]) for r in rows if "test" in r.get(key, {})]
+        gaps = [100 * (c["test"] - f["test"]) for c, f in cells]
+        s = {"cells": len(cells), "infeasible": sum("infeasible" in r.get(key, {}) for r in rows),
+             "mean_gap_points": float(np.mean(gaps)) if gaps else None,
+             "worst_gap_points": float(np.min(gaps)) if gaps else None,
+             "mean_cost_fraction": float(np.mean([c["cost"] for c, _ in cells])) if cells else None,
+             "mean_cv_gap_points": float(np.mean([100 * (c["cv"] - f.get("cv", c["cv"])) for c, f in cells]))
+             if cells else None}
+        if key == "cascade":
+            s["mean_exit"] = float(np.mean([c["exit"] for c, _ in cells])) if cells else None
+        ok = bool(gaps) and s["mean_gap_points"] >= -1 and s["worst_gap_points"] >= -3
+        s["target_met"] = ok and (key != "cascade" or s["mean_exit"] >= 0.5)
+        out[key] = s
+    t = {k: float(np.mean([r[k] for r in lobo])) if lobo else None
+         for k in ("transfer", "majority", "mean_zt", "supervised")}
+    t["held_out_cells"] = len(lobo)
+    t["target_met"] = bool(lobo) and t["transfer"] > t["majority"] and t["transfer"] > t["mean_zt"]
+    out["transfer"] = t
+    return out
+
+
+def plot(rows: list[dict], path: str) -> None:
+    from baer_fast.eval.report import _figure, _save_png
+    fig = _figure(6.0, 4.0)
+    ax = fig.add_subplot(1, 1, 1)
+    for key, mark in [(f"pruned_{b}", m) for b, m in zip(BUDGETS, "os")] + [("cascade", "^")]:
+        cells = [(r[key], r["full"]) for r in rows if "test" in r.get(key, {})]
+        ax.scatter([c["cost"] for c, _ in cells], [100 * (c["test"] - f["test"]) for c, f in cells],
+                   marker=mark, alpha=0.6, label=key)
+    ax.axhline(0, color="grey", lw=1)
+    ax.axhline(-1, color="grey", ls="--", lw=1)
+    ax.set_xlabel("cost per pair (share of the full bank, test rows)")
+    ax.set_ylabel("test accuracy - full head (points)")
+    ax.legend(fontsize=8)
+    _save_png(fig, path)
+
+
+def plot_transfer(lobo: list[dict], path: str) -> None:
+    from baer_fast.eval.report import _figure, _save_png
+    fig = _figure(7.0, 3.6)
+    ax = fig.add_subplot(1, 1, 1)
+    names = sorted({t["condition"] for t in lobo})
+    x = np.arange(len(names))
+    for k, (key, label) in enumerate((("transfer", "pooled transfer"), ("majority", "majority vote"),
+                                      ("mean_zt", "mean z~"), ("supervised", "supervised (own labels)"))):
+        vals = [100 * np.mean([t[key] for t in lobo if t["condition"] == n]) for n in names]
+        ax.bar(x + 0.2 * (k - 1.5), vals, width=0.2, label=label)
+    ax.set_xticks(x, [n.split("/", 1)[1] + "\n" + n.split("/")[0].replace("LLMBar-", "") for n in names],
+                  fontsize=6, rotation=90)
+    ax.set_ylabel("held-out test accuracy (%)")
+    ax.legend(fontsize=7)
+    _save_png(fig, path)
+
+
+def write_report(out_dir: str, rows: list[dict], lobo: list[dict], summary: dict) -> None:
+    """A page of its own beside the eval report: the two figures and the per-target summary."""
+    import html
+    from baer_fast.io.jsonl import atomic_open
+    os.makedirs(out_dir, exist_ok=True)
+    plot(rows, os.path.join(out_dir, "cost_accuracy.png"))
+    plot_transfer(lobo, os.path.join(out_dir, "cost_transfer.png"))
+    cells = "".join(f"<tr><td>{html.escape(k)}</td><td>{html.escape(json.dumps(v))}</td></tr>"
+                    for k, v in summary.items())
+    page = ("<!doctype html><meta charset='utf-8'><title>baer-fast: accuracy vs cost</title>"
+            "<h1>Accuracy vs cost (benchmarks/cost_accuracy.py)</h1>"
+            "<p>Pruned heads and the cascade: test accuracy minus the full head's, against cost.</p>"
+            "<img src='cost_accuracy.png' alt='accuracy gap vs cost'>"
+            "<p>Leave-one-backbone-out transfer vs label-free baselines.</p>"
+            "<img src='cost_transfer.png' alt='transfer accuracy per held-out backbone'>"
+            f"<h2>Summary</h2><table border='1'>{cells}</table>")
+    with atomic_open(os.path.join(out_dir, "cost.html")) as fh:
+        fh.write(page)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--data", default=None)
+    ap.add_argument("--splits", type=int, default=3)
+    ap.add_argument("--head", choices=("stack", "auto"), default="stack")
+    ap.add_argument("--plot", default=None)
+    ap.add_argument("--report", default=None, metavar="DIR", help="write cost.html + PNGs there")
+    ap.add_argument("--criterion", choices=("accuracy", "logloss"), default="logloss",
+                    help="what the subset search maximises first (CostModel.criterion)")
+    ap.add_argument("--tolerance", type=float, default=None, help="cascade CV tolerance (default: CascadeSpec's)")
+    args = ap.parse_args(argv)
+    global MODEL, TOLERANCE
+    from baer_fast.selection.budget import CostModel
+    from baer_fast.selection.cascade import CascadeSpec
+    MODEL = CostModel(criterion=args.criterion)
+    TOLERANCE = CascadeSpec().tolerance if args.tolerance is None else args.tolerance
+    from baer_fast.io.adapters import load
+    from baer_fast.io.splits import SplitSpec
+    root = data_root(args.data)
+    rows, lobo = [], []
+    for bench, kind, folder in SOURCES:
+        if not (root / folder).exists():
+            print(f"skip {bench}: {root / folder} not found", file=sys.stderr)
+            continue
+        banks = load(kind, str(root / folder)).banks
+        for i in range(args.splits):
+            spec = SplitSpec(seed=f"cost-{i}")
+            for backbone in sorted(banks):
+                r = run_condition(bench, backbone, banks[backbone], spec, args.head)
+                rows.append(r)
+                cells = " ".join(f"{k}={100 * r[k]['test']:.1f}@{r[k]['cost']:.2f}" for k in r
+                                 if isinstance(r[k], dict) and "test" in r[k])
+                print(f"{r['condition']:<30} {spec.seed} {cells}", file=sys.stderr)
+            if len(banks) > 1:
+                for t in transfer_rows(bench, banks, spec, args.head):
+                    lobo.append(t)
+                    print(f"{t['condition']:<30} {spec.seed} LOBO transfer={100 * t['transfer']:.1f} "
+                          f"majority={100 * t['majority']:.1f} mean_zt={100 * t['mean_zt']:.1f} "
+                          f"supervised={100 * t['supervised']:.1f}", file=sys.stderr)
+    if args.plot:
+        plot(rows, args.plot)
+    summary = summarize(rows, lobo)
+    if args.report:
+        write_report(args.report, rows, lobo, summary)
+    print(json.dumps({"benchmark": "cost_accuracy", "head": args.head, "splits": args.splits,
+                      "criterion": args.criterion, "cascade_tolerance": TOLERANCE,
+                      "conditions": len({r["condition"] for r in rows}), "summary": summary}))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,105 @@
+"""Per-expert cost accounting of a bank run sums to the runtime's own counters exactly."""
+from __future__ import annotations
+
+import pytest
+
+from baer_fast.bank.costs import fit_to_total
+from baer_fast.io.records import Pair
+
+
+def _pairs(n):
+    qs = ["Which is prime, 7 or 8?", "Explain why the sum is even.", "Which is prime, 7 or 8?"]
+    return [Pair(f"c{i}", qs[i % 3], f"answer {i} is seven", f"response {i * 3} is eight because", label="a")
+            for i in range(n)]
+
+
+@pytest.mark.parametrize("naive", [False, True])
+def test_single_pass_shares_sum_to_engine_counter(qwen_dir, naive):
+    from baer_fast.bank.costs import prefill_weights
+    from baer_fast.bank.runner import RunReport, run_experts
+    from baer_fast.runtime.open import HfOptions, open_engine
+    engine = open_engine(qwen_dir, options=HfOptions(naive=naive))
+    rep, names = RunReport(), ["direct", "score", "pointwise"]
+    sig = run_experts(engine, _pairs(5), experts=names, report=rep)
+    cells = [c for s in sig for c in s.meta["expert_cost"].values()]
+    assert sum(c["prefilled"] for c in cells) == rep.stats.tokens_prefilled
+    assert all(c["decoded"] == 0 for c in cells)
+    assert all(c["prefilled"] > 0 for c in cells)
+    # the shares come from the plan itself, not from the final rescaling to the counter
+    w = prefill_weights(engine, _pairs(5), names)
+    assert [{k: s.meta["expert_cost"][k]["prefilled"] for k in d} for s, d in zip(sig, w)] == w
+    if naive:      # each prompt whole: the per-pair counter too
+        assert [sum(c["prefilled"] for c in s.meta["expert_cost"].values()) for s in sig] == \
+            [s.meta["tokens_naive"] for s in sig]
+
+
+def test_generative_decoded_and_prefill_sum_to_counters(qwen_dir):
+    from baer_fast.bank.generative import GenerationConfig
+    from baer_fast.bank.runner import RunReport, run_experts
+    rep = RunReport()
+    sig = run_experts(qwen_dir, _pairs(3), experts=["direct", "cot"], report=rep,
+                      generation=GenerationConfig(max_new_tokens={"cot": 6}))
+    cost = [s.meta["expert_cost"] for s in sig]
+    assert sum(c["cot"]["decoded"] for c in cost) == sum(c.tokens_decoded for c in rep.generative.cost.values())
+    assert sum(c["cot"]["decoded"] for c in cost) > 0 and all(c["direct"]["decoded"] == 0 for c in cost)
+    total = rep.stats.tokens_prefilled + rep.generative.decode_prefilled
+    assert sum(c[n]["prefilled"] for c in cost for n in c) == total
+
+
+def test_fit_to_total_is_exact_and_keeps_matching_shares():
+    w = [{"a": 3, "b": 1}, {"a": 2, "b": 0}]
+    assert fit_to_total(w, 6) == w
+    for total in (0, 1, 7, 11, 1000):
+        got = fit_to_total(w, total)
+        assert sum(v for d in got for v in d.values()) == total
+
+
+@pytest.mark.slow        # loads the tiny judge twice (the bank, then `score --model`)
+def test_score_model_runs_stage_two_only_where_the_cascade_needs_it(qwen_dir, tmp_path, monkeypatch):
+    import json
+
+    import numpy as np
+
+    from baer_fast import artifact
+    from baer_fast.bank import runner
+    from baer_fast.cli import main
+    from baer_fast.selection.budget import fit_stack
+    from baer_fast.io.records import write_pairs
+    from baer_fast.selection.cascade import CascadeSpec, fit_cascade
+    pairs = [Pair(p.id, p.question, p.response_a, p.response_b, label="ab"[i % 2],
+                  split=("selection", "calibration")[i % 2] if i < 8 else "test") for i, p in enumerate(_pairs(12))]
+    sig = runner.run_experts(qwen_dir, pairs, experts=["direct", "score"])
+    rows = [s for s in sig if s.split != "test"]
+    y = np.array([1.0 if s.label == "a" else -1.0 for s in rows])
+    full, _ = fit_stack(rows, y, [s.split for s in rows], experts=["direct", "score"], categories=["default"])
+    art = fit_cascade(sig, {"condition": "c", "head": "stack", "experts": ["direct", "score"],
+                            "heads": {"stack": full.to_json()}}, cascade=CascadeSpec("tokens=1e9", 0.0))
+    art["cascade"]["stage1_experts"] = ["direct"]
+    stage1, _ = fit_stack(rows, y, [s.split for s in rows], experts=["direct"], categories=["default"])
+    art["cascade"]["stage1"] = stage1.to_json()
+    conf = np.round(np.abs(stage1.score(sig)), 9)
+    lo, hi = np.sort(conf)[5:7]
+    art["cascade"]["tau"] = float((lo + hi) / 2)             # half the pairs exit, away from the boundary
+    artifact.save(str(tmp_path / "h.json"), art)
+    head = artifact.deployed_head(artifact.load(str(tmp_path / "h.json")))
+    exits = head.exits(sig)
+    assert exits.any() and not exits.all()
+    write_pairs(str(tmp_path / "p.jsonl"), pairs)
+    seen, made = [], []
+    real = runner.run_experts
+
+    def counting(m, ps, **kw):
+        seen.append((len(ps), kw["experts"]))
+        made.append(real(m, ps, **kw))
+        return made[-1]
+    monkeypatch.setattr(runner, "run_experts", counting)
+    assert main(["-q", "score", "--model", qwen_dir, "--input", str(tmp_path / "p.jsonl"),
+                 "--head", str(tmp_path / "h.json"), "--out", str(tmp_path / "s.jsonl")]) == 0
+    assert seen == [(12, ["direct"]), (int((~exits).sum()), ["score"])]
+    got = [json.loads(line)["score"] for line in open(tmp_path / "s.jsonl") if line.startswith("{\"id")]
+    # the scores are the cascade's on exactly the runs the two stages produced
+    from baer_fast.selection.cascade import merge
+    second = iter(made[1])
+    staged = [r if e else merge(r, next(second)) for r, e in zip(made[0], exits)]
+    assert got == [float(x) for x in head.score(staged)]
+    assert [("score" in r.experts) for r in staged] == [not e for e in exits]

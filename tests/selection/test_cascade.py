@@ -1,0 +1,79 @@
+"""Early exit: tau within tolerance, the exit decision symmetric under the swap, stage 2 only where needed."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from baer_fast import artifact
+from baer_fast.heads.cascade import CascadeHead
+from baer_fast.selection.budget import restrict
+from baer_fast.selection.cascade import CascadeSpec, choose_tau, fit_cascade, run_staged
+
+from tests.selection.cost_synth import bank
+
+
+def _stack_art(records):
+    from baer_fast.selection.budget import fit_stack
+    from baer_fast.selection.budget import labelled_rows
+    from baer_fast.io.splits import SplitSpec
+    rows, roles, y = labelled_rows(records, SplitSpec())
+    experts = sorted({k for r in records for k in r.experts})
+    head, _ = fit_stack(rows, y, roles, experts=experts, categories=["default"])
+    return {"condition": "c", "head": "stack", "experts": experts, "heads": {"stack": head.to_json()}}
+
+
+@pytest.fixture(scope="module")
+def fitted():
+    records = bank(160, seed=2)
+    return records, fit_cascade(records, _stack_art(records), cascade=CascadeSpec("0.2", 0.01))
+
+
+def test_tau_keeps_cv_accuracy_within_tolerance(fitted):
+    _, art = fitted
+    cv = art["cascade"]["cv"]
+    assert cv["cv_accuracy"] >= cv["full_cv_accuracy"] - 0.01 - 1e-12
+    assert 0 < cv["cv_exit_rate"] <= 1
+    assert art["cascade"]["stage1_cost_per_pair"] <= 0.2 * art["cascade"]["full_cost_per_pair"] + 1e-9
+
+
+def test_choose_tau_takes_the_most_exits_within_tolerance():
+    y = np.array([1.0, 1.0, -1.0, -1.0])
+    s1 = [np.array([3.0, 0.1, -2.0, 0.2])]       # wrong only where unsure (0.2)
+    s2 = [np.array([1.0, 1.0, -1.0, -1.0])]
+    got = choose_tau(s1, s2, y, 0.0)
+    assert got["tau"] == pytest.approx(2.0) and got["cv_exit_rate"] == 0.5 and got["cv_accuracy"] == 1.0
+    assert choose_tau(s1, s2, y, 0.25)["tau"] == pytest.approx(0.1)       # one error allowed: all exit
+
+
+def test_exit_decision_and_scores_are_swap_symmetric(fitted):
+    records, art = fitted
+    head = artifact.deployed_head(art)
+    assert isinstance(head, CascadeHead)
+    swapped = [r.swapped() for r in records]
+    ex, ex_sw = head.exits(records), head.exits(swapped)
+    assert ex.any() and not ex.all()
+    assert np.array_equal(ex, ex_sw)
+    s, s_sw = head.score(records), head.score(swapped)
+    # a swap maps u -> 1 - u: the scores negate up to the rounding of those runs (a few ulps of |z|)
+    assert np.allclose(s_sw, -s, rtol=0, atol=64 * np.finfo(float).eps * max(1.0, np.abs(s).max()))
+
+
+def test_run_staged_runs_the_rest_only_for_unsure_pairs(fitted):
+    records, art = fitted
+    by_id = {r.id: r for r in records}
+    calls = []
+
+    def run(pairs, experts):
+        calls.append((len(pairs), tuple(experts)))
+        return [type(r)(r.id, r.experts, r.subset, r.label, r.split,
+                        {"expert_cost": {k: r.meta["expert_cost"][k] for k in experts}})
+                for r in restrict([by_id[p.id] for p in pairs], experts)]
+
+    out, report = run_staged(art, records, run)
+    head = artifact.deployed_head(art)
+    ex = head.exits(records)
+    assert calls[0] == (len(records), tuple(art["cascade"]["stage1_experts"]))
+    assert calls[1][0] == int((~ex).sum()) and len(calls) == 2            # one batched second stage
+    assert report["exited"] == int(ex.sum()) and report["exit_fraction"] == pytest.approx(ex.mean())
+    assert np.array_equal(head.score(out), head.score(records))           # same scores as the whole bank
+    assert report["tokens_decoded_per_pair"] < sum(c["decoded"] for c in records[0].meta["expert_cost"].values())

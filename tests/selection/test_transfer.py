@@ -1,0 +1,67 @@
+"""Transfer to a condition without labels: leak-free, antisymmetric, and only heads that can score it."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from baer_fast import artifact
+from baer_fast.cli import main
+from baer_fast.errors import InputError
+from baer_fast.io.records import Signals, write_signals
+from baer_fast.selection.transfer import agreement_weights, fit_transfer
+
+from tests.selection.cost_synth import bank
+from tests.selection.test_cascade import _stack_art
+
+
+@pytest.fixture(scope="module")
+def sources():
+    return [(f"src{k}", _stack_art(bank(120, seed=10 + k))) for k in range(3)]
+
+
+def test_target_labels_are_never_read(sources, tmp_path):
+    target = bank(80, seed=99)
+    blank = [Signals(r.id, r.experts, r.subset, None, r.split, r.meta) for r in target]
+    flipped = [Signals(r.id, r.experts, r.subset, {"a": "b", "b": "a"}[r.label], r.split, r.meta) for r in target]
+    paths = []
+    for k, recs in enumerate((target, blank, flipped)):
+        artifact.save(str(tmp_path / f"t{k}.json"), fit_transfer(recs, sources, condition="t"))
+        paths.append((tmp_path / f"t{k}.json").read_bytes())
+    assert paths[0] == paths[1] == paths[2]
+
+
+def test_pooled_head_is_antisymmetric_and_beats_chance(sources):
+    target = bank(200, seed=7)
+    head = artifact.deployed_head(fit_transfer(target, sources, condition="t"))
+    s = head.score(target)
+    s_sw = head.score([r.swapped() for r in target])
+    assert np.allclose(s_sw, -s, rtol=0, atol=64 * np.finfo(float).eps * max(1.0, np.abs(s).max()))
+    y = np.array([1 if r.label == "a" else -1 for r in target])
+    assert np.mean(np.sign(s) == y) > 0.75
+
+
+def test_agreement_weights_downweight_a_dissenter():
+    z = np.array([[1.0, 1, -1, 1], [1.0, 1, -1, 1], [1.0, 2, -1, 1], [-1.0, -1, 1, -1]])
+    w = agreement_weights(z)
+    assert w[0] == w[1] == w[2] == 1 and w[3] == 0
+
+
+def test_heads_missing_an_expert_are_skipped(sources):
+    target = [Signals(r.id, {k: v for k, v in r.experts.items() if k != "huge"}, meta=r.meta)
+              for r in bank(40, seed=3)]
+    with pytest.raises(InputError, match="none of the 3 heads"):
+        fit_transfer(target, sources, condition="t")
+
+
+def test_fit_cli_transfer_from_a_folder(sources, tmp_path):
+    heads = tmp_path / "heads"
+    heads.mkdir()
+    for name, art in sources:
+        artifact.save(str(heads / f"{name}.json"), art)
+    sig = tmp_path / "t.jsonl"
+    write_signals(str(sig), [Signals(r.id, r.experts, meta=r.meta) for r in bank(50, seed=4)])
+    out = tmp_path / "t.json"
+    assert main(["fit", "--signals", str(sig), "--condition", "t", "--out", str(out),
+                 "--transfer-from", str(heads)]) == 0
+    art = artifact.load(str(out))
+    assert art["head"] == "pooled" and len(art["heads"]["pooled"]["members"]) == 3
