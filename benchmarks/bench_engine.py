@@ -99,13 +99,19 @@ def _row(name, times, n_pairs, tokens, flops):
             "gflop_per_s": flops / med / 1e9, "median_s": med, "min_s": min(times), "max_s": max(times)}
 
 
+# The README's bank row: direct x2, score x4, pointwise x2 prompts (pride re-weights direct).
+# CalibraEval's label-exchanged prompts share no [A][B] with them and are not in this row.
+BANK = ("direct", "score", "pointwise", "pride")
+
+
 def _bank_workload(label: str, loaded, pairs, config, rounds: int, warmup: int):
     """The single-pass bank on `pairs`, naive vs prefix engine -> (naive times, engine times, two rows)."""
     from baer_fast.runtime.model.flops import flop_model
     from baer_fast.bank.runner import RunReport, run_experts
     rep_n, rep_p = RunReport(), RunReport()
-    t_n, t_p, _, _ = _time_pair(lambda: run_experts(loaded, pairs, naive=True, report=rep_n),
-                                lambda: run_experts(loaded, pairs, config=config, report=rep_p), rounds, warmup)
+    t_n, t_p, _, _ = _time_pair(lambda: run_experts(loaded, pairs, experts=list(BANK), naive=True, report=rep_n),
+                                lambda: run_experts(loaded, pairs, experts=list(BANK), config=config, report=rep_p),
+                                rounds, warmup)
     calls, fm = rounds + warmup, flop_model(loaded)
     return t_n, t_p, [_row(f"{label}: {method}", times, len(pairs), rep.stats.tokens_prefilled // calls,
                            fm.of(rep.stats) // calls)
@@ -122,7 +128,7 @@ def least_gflop_per_pair(loaded, pairs) -> float:
     from baer_fast.bank.queries import build_all_queries
     enc = PromptEncoder.of(loaded)
     trees = [build_tree([q.ids for q in group]) for group, _ in
-             build_all_queries(enc, pairs, protocols.prompt_experts_for(protocols.SINGLE_PASS))]
+             build_all_queries(enc, pairs, protocols.prompt_experts_for(BANK))]
     fm = flop_model(loaded)
     return sum(fm.flops(tree_tokens(t), tree_scores(t)) for t in trees) / len(pairs) / 1e9
 
@@ -154,7 +160,7 @@ def full_bank_tokens(loaded, n_pairs: int, budget: int) -> dict:
                 "engine_tokens_per_pair": rep.stats.tokens_prefilled / n_pairs,
                 "decoder_tokens_per_pair": g.decode_prefilled / n_pairs,
                 "decoded_tokens_per_pair": sum(c.tokens_decoded for c in g.cost.values()) / n_pairs,
-                "single_pass_with": {name: count(list(protocols.SINGLE_PASS) + mix)[1]
+                "single_pass_with": {name: count(list(BANK) + mix)[1]
                                      for name, mix in GENERATIVE_MIXES.items()}})
     return out
 

@@ -30,14 +30,14 @@ def test_full_bank_end_to_end(tmp_path, qwen_path, capsys):
     assert "generative experts (cost per expert" in err and "reference" in err
     assert "MiB (engine)" in err and "MiB (decoder slots)" in err.strip().splitlines()[-1]
     recs = [json.loads(x) for x in _lines(out)]
-    assert [r["id"] for r in recs] == ["g000", "g001", "g002"]
+    assert sorted(r["id"] for r in recs) == ["g000", "g001", "g002"]     # written in content order
     for rec in recs:
         assert set(rec["experts"]) == set(protocols.ALL)
         assert rec["meta"]["generation"]["prepair"]["calls"] == 2
         assert rec["meta"]["generation"]["reference"]["max_new_tokens"] == 6
     texts = [json.loads(x) for x in _lines(out + ".texts.jsonl")]
-    assert [t["id"] for t in texts] == ["g000", "g001", "g002"]
-    assert set(texts[0]["texts"]) == set(protocols.GENERATIVE)
+    assert [t["id"] for t in texts] == [r["id"] for r in recs]             # in the same order
+    assert all(set(t["texts"]) == set(protocols.GENERATIVE) for t in texts)
     assert len(texts[0]["texts"]["self_consistency"]["ab"]) == 5
 
     # a finished run reruns to the same output; other generation settings are refused, not mixed in

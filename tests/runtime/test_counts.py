@@ -14,6 +14,7 @@ from baer_fast.bank.prompting import PromptEncoder
 from baer_fast.runtime.queries import Query
 from baer_fast.bank.runner import RunReport, run_experts
 from baer_fast.bank.queries import build_queries
+from tests.fixtures.checks import BANK_ROW
 from tests.fixtures.tiny_models import completion_pairs, text_of_tokens
 
 
@@ -39,7 +40,7 @@ def encoder(qwen_dir, loaded_models):
 def _bank_queries(encoder, q=300, a=500, b=500):
     tok = encoder.tok
     pair = Pair("x", text_of_tokens(tok, q, 1), text_of_tokens(tok, a, 2), text_of_tokens(tok, b, 3))
-    queries, _ = build_queries(encoder, pair, protocols.prompt_experts_for(protocols.SINGLE_PASS))
+    queries, _ = build_queries(encoder, pair, protocols.prompt_experts_for(BANK_ROW))
     return [qr.ids for qr in queries]
 
 
@@ -82,8 +83,8 @@ def test_reward_loop_group_shares_completions_across_pairs(encoder, loaded_model
     m = loaded_models(qwen_dir)
     pairs = completion_pairs(encoder.tok, 300, (500,) * 4)
     report = RunReport()
-    run_experts(m, pairs, report=report)
-    names = protocols.prompt_experts_for(protocols.SINGLE_PASS)
+    run_experts(m, pairs, experts=list(BANK_ROW), report=report)
+    names = protocols.prompt_experts_for(BANK_ROW)
     ids = [q.ids for p in pairs for q in build_queries(encoder, p, names)[0]]
     assert report.stats.tokens_prefilled == distinct_prefixes(ids)
     assert report.tokens_naive == sum(len(i) for i in ids)

@@ -100,8 +100,10 @@ def test_sorted_slots_keep_every_rows_tokens(qwen):
 
 def test_real_lengths_lose_their_decode_padding(qwen):
     """cot, deliberate and self-consistency on the demo's LLMBar sample (real lengths), 32-token
-    budgets: with one width per step the rows computed 1.9x their own attention scores; in width
-    groups at the CPU's group cost (slots sorted once), 1.07x. Same runs both ways."""
+    budgets: with one width per step the rows compute about 1.9x their own attention scores; in
+    width groups at the CPU's group cost most of that padding goes (1.07x with id-keyed seeds and
+    one sort; 1.21x with content-keyed seeds, whose samples stop at other steps so the sort does
+    not pay). Same runs both ways."""
     from baer_fast.commands.demo import sample_pairs
     from baer_fast.runtime.prefill import PrefixEngine
     from baer_fast.bank.generative import GenerationConfig, run_generative
@@ -115,7 +117,8 @@ def test_real_lengths_lose_their_decode_padding(qwen):
     (s, runs_s), (u, runs_u) = out[True], out[False]
     assert s.scores_decoded_own == u.scores_decoded_own
     assert u.scores_decoded > 1.5 * u.scores_decoded_own
-    assert s.scores_decoded <= 1.15 * s.scores_decoded_own
+    # width groups take at least two thirds of the one-width padding away
+    assert s.scores_decoded - s.scores_decoded_own <= (u.scores_decoded - u.scores_decoded_own) / 3
     for a, b in zip(runs_s, runs_u):
         for name in names:
             assert a[name] == pytest.approx(b[name], abs=1e-4)
