@@ -86,13 +86,14 @@ def test_score_model_runs_stage_two_only_where_the_cascade_needs_it(qwen_dir, tm
     assert exits.any() and not exits.all()
     write_pairs(str(tmp_path / "p.jsonl"), pairs)
     seen, made = [], []
-    real = runner.run_experts
+    from baer_fast.commands import score as score_cmd
+    real = score_cmd._bank
 
-    def counting(m, ps, **kw):
-        seen.append((len(ps), kw["experts"]))
-        made.append(real(m, ps, **kw))
+    def counting(args, art, ps, names, stage):        # each stage's resumable expert run
+        seen.append((len(ps), list(names)))
+        made.append(real(args, art, ps, names, stage))
         return made[-1]
-    monkeypatch.setattr(runner, "run_experts", counting)
+    monkeypatch.setattr(score_cmd, "_bank", counting)
     assert main(["-q", "score", "--model", qwen_dir, "--input", str(tmp_path / "p.jsonl"),
                  "--head", str(tmp_path / "h.json"), "--out", str(tmp_path / "s.jsonl")]) == 0
     assert seen == [(12, ["direct"]), (int((~exits).sum()), ["score"])]
