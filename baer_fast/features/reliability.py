@@ -2,23 +2,16 @@
 
 Signals records in, rho [N, K, D] float64 out; knows nothing about labels or models.
 
-Every entry is unchanged when the candidates are swapped (rho_k(Tx) = rho_k(x)):
-signs enter only through agreement shares and the vote-split entropy, lengths only
-through min / max / |diff| (never a - b). Swapping maps u -> 1 - u, which changes p,
-|z| and delta in the last bits, so continuous entries are rounded to ROUND_DIGITS
-decimals and signs are taken with a SIGN_TOL dead zone: the swapped pair then gives
-bit-identical rows, and the router picks the same expert.
+Every entry is unchanged when the candidates are swapped (rho_k(Tx) = rho_k(x)): signs enter
+only through agreement shares and the vote-split entropy, lengths only through min / max /
+|diff|. Swapping maps u -> 1 - u, which changes p, |z| and delta in the last bits, so
+continuous entries are rounded to ROUND_DIGITS decimals and signs are taken with a SIGN_TOL
+dead zone: the swapped pair gives bit-identical rows and the router picks the same expert.
 
-Per (i, k), in this order (see `reliability_feature_names`):
-  1[expert = e] for e in experts           identity one-hot
-  |z_k|, delta_k                           own confidence and order instability
-  agree_k                                  share of the other decided experts whose sign equals k's
-                                           (0.5 when k is undecided or no other expert decided)
-  mean, max, std of |z| over experts       confidence distribution of the pair
-  vote entropy, undecided share            split of the experts' signs (+, -, 0)
-  len_q, {min, max, |diff|} of len/code/list/digits   log1p of the pair metadata
-  1[subset = c] for c in categories        subset identity one-hot (unseen subset: all zero)
-  1[category = c] for c in task_categories task-type one-hot (the optional `category` field)
+Per (i, k): the expert's one-hot, |z_k|, delta_k, its agreement with the other decided experts,
+mean/max/std of |z| over experts, vote entropy and undecided share, log1p pair metadata
+(len_q; min/max/|diff| of lengths, code, lists, digits), subset and task-category one-hots
+(`reliability_feature_names` lists them in order; docs/formats.md).
 """
 from __future__ import annotations
 

@@ -1,23 +1,16 @@
 """CalibraEval (Li et al., ACL 2025) as a derived expert: three prompts, the published objective.
 
-Prompts (P(token A) read over {A, B}), for a pair (a, b):
-  p1  original        "Response A: a / Response B: b"
-  p2  labels exchanged "Response B: b / Response A: a"  (a keeps label A, now shown second)
-  p3  reversed order  "Response A: b / Response B: a"
-Swap-closed, the expert reads four prompts: order ab (p1), order ba (p3), and the two label-
-exchanged prompts "ab/x" = [B: a][A: b] and "ba/x" = [B: b][A: a] (p2 of the pair and of its
-swap). Order ab/ba are exactly `direct`'s prompts, so they cost nothing extra. Raw runs (the
-source, canonical u): [u_ab, u_ba, u_ab/x, u_ba/x]. Each pair gives two triplets of P(A)
-values, (p1, p2, p3) for a and the same for b.
+Prompts, P(token A) over {A, B}: p1 original [A: a][B: b], p2 labels exchanged [B: b][A: a],
+p3 reversed order [A: b][B: a]. Swap-closed, the expert reads four prompts: order ab and ba
+(exactly `direct`'s, free) and the label-exchanged "ab/x" = [B: a][A: b], "ba/x" = [B: b][A: a].
+Raw runs (canonical u): [u_ab, u_ba, u_ab/x, u_ba/x], two triplets (p1, p2, p3) per pair.
 
-Objective (paper, eq. of the NOA): an order-preserving g: [0, 1] -> [0, 1] minimising, over the
-triplets of the fitting rows (non-test, labels never read),
-    mean[(g(p1) + g(p3) - 1)^2 + (g(p1) - g(p2))^2] - lam * mean[(g(p1) - g(p3))^2],
-the last term keeping g from collapsing to 1/2 (lam = 0.05, the official run's). g is its values
-at the sorted observed points, non-decreasing in [0, 1], linear between them, clipped beyond;
-solved by projected gradient from the identity (projection: isotonic regression). Output runs:
-[T_a, 1 - T_b], T = [g(p1) + g(p2) + 1 - g(p3)] / 3, the paper's three-prompt average. Deviations:
-docs/protocols.md. Pure numpy / scikit-learn; no torch.
+Objective: an order-preserving g: [0, 1] -> [0, 1] minimising over the fitting rows' triplets
+(non-test, labels never read) mean[(g(p1) + g(p3) - 1)^2 + (g(p1) - g(p2))^2]
+- lam * mean[(g(p1) - g(p3))^2] (lam = 0.05, the official run's: it keeps g from collapsing
+to 1/2); g piecewise linear over the sorted observed points, solved by projected gradient from
+the identity with an isotonic projection. Output runs [T_a, 1 - T_b] with
+T = [g(p1) + g(p2) + 1 - g(p3)] / 3. Deviations: docs/protocols.md. Pure numpy / scikit-learn.
 """
 from __future__ import annotations
 
