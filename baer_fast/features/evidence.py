@@ -84,13 +84,6 @@ def group_block(values: Sequence, categories: Sequence[str], zbar: np.ndarray) -
     return out
 
 
-def logit_unclipped(p: np.ndarray) -> np.ndarray:
-    """Odd logit without the EPS clip (finite: only p in {0, 1} is moved to the nearest float inside)."""
-    half = np.nextafter(0.5, 0.0)
-    c = np.clip(np.asarray(p, dtype=np.float64) - 0.5, -half, half)
-    return np.log(0.5 + c) - np.log(0.5 - c)
-
-
 def stack_features(z: np.ndarray, zt: np.ndarray, subsets: Sequence[str], categories: Sequence[str],
                    tasks: Sequence | None = None, task_categories: Sequence[str] = ()) -> np.ndarray:
     """phi [N, 2K + |G|] = [z_1, zt_1, ..., z_K, zt_K, 1[g(x)=c] * mean_k z_k for c in G] (Eq. 5).
