@@ -1,19 +1,19 @@
 """Expert pruning under a cost budget: choose the subset by cross-validated accuracy on non-test rows.
 
-Costs per (pair, expert) come from each signals record's `meta.expert_cost` (written by
-`baer-fast experts` and the LLMBar importer, see docs/cost.md), from a `--costs FILE`
-override (expert -> tokens per pair), or, where neither says anything, one unit per expert.
-An expert's cost is its mean over the rows fitting the head; a subset costs the sum.
+Costs per (pair, expert) come from `meta.expert_cost`, a `--costs FILE` override (expert ->
+tokens per pair), or one unit per expert (docs/cost.md). A subset costs the sum of its experts'.
 
-Search (deterministic): greedy forward from the empty set and greedy backward from the
-full bank, each step scored by the stack's (Eq. 6) out-of-fold log-loss (CostModel.criterion;
-or accuracy) over repeated id-hashed fold assignments, one lambda (the full bank's, chosen on
-selection/calibration). Among the visited subsets within the budget the best wins; ties go to
-the other figure, then the cheaper, the smaller, the first by name. Test rows are never read.
+Search (deterministic): greedy forward and backward passes, each step scored by the stack's (Eq. 6)
+out-of-fold log-loss (or accuracy) over repeated id-hashed folds at the full bank's lambda. Among the
+visited subsets within the budget, those whose paired CV accuracy gap to the full stack is within
+noise (gap + z SE >= -tolerance; SE = sqrt(wins + losses) / N, McNemar) are preferred; the best of
+them by the criterion wins. The search itself is then cross-validated (nested: chosen inside each
+outer training fold, scored on the held-out fold) and the honest gap recorded. Test rows are never read.
 """
 from __future__ import annotations
 
 import json
+import logging
 import math
 from dataclasses import dataclass, replace
 from typing import Sequence
@@ -26,6 +26,8 @@ from baer_fast.heads.stack import LAMBDAS, StackHead, cv_lambda, fit_stack_weigh
 from baer_fast.selection.nested import fold_assignments
 from baer_fast.io.splits import SplitSpec
 
+log = logging.getLogger("baer_fast")
+
 
 @dataclass(frozen=True)
 class CostModel:
@@ -34,6 +36,9 @@ class CostModel:
     repeats: int = 3               # fold assignments averaged by the subset search
     rounding: int = 9              # CV accuracies compared after rounding (ties are real ties)
     criterion: str = "logloss"     # what the search ranks first: CV "logloss" (smoother on small dev sets) or "accuracy"
+    tolerance: float = 0.01        # CV accuracy a subset may lose against the full stack and still count as near it
+    noise_z: float = 1.0           # margin for fold noise, in standard errors of the paired CV gap
+    outer_repeats: int = 2         # repeats of the outer 5-fold CV that measures the search itself (0: skip)
 
 
 def parse_budget(text: str) -> tuple[str, float]:
@@ -116,9 +121,45 @@ def newton_odd_logistic(x: np.ndarray, y: np.ndarray, lam: float, iters: int = 5
     return w
 
 
+def batched_oof(phi: np.ndarray, y: np.ndarray, folds: np.ndarray, lam: float, iters: int = 50) -> np.ndarray:
+    """[R, N] out-of-fold scores of the stack at one lambda over folds [R, N]: every (repeat, fold) fit of
+    `newton_odd_logistic` (training RMS scaling included) solved as one batch of Newton steps."""
+    n_f = int(folds.max()) + 1
+    train = np.concatenate([(folds != f) for f in range(n_f)]).astype(np.float64)        # [P, N], P = F * R
+    n_tr = np.maximum(train.sum(axis=1), 1.0)
+    rms = np.sqrt(train @ phi ** 2 / n_tr[:, None])
+    x = phi[None, :, :] / np.where(rms > 0, rms, 1.0)[:, None, :]                          # [P, N, D]
+    w, eye = np.zeros((x.shape[0], x.shape[2])), lam * np.eye(x.shape[2])
+    xt = x.transpose(0, 2, 1)                                                               # [P, D, N]
+    for _ in range(iters):
+        sig = 0.5 * (1.0 - np.tanh(0.5 * y * (x @ w[:, :, None])[:, :, 0]))                 # sigmoid(-margin)
+        grad = -(xt @ (train * y * sig)[:, :, None])[:, :, 0] / n_tr[:, None] + lam * w
+        hess = (xt * (train * sig * (1.0 - sig))[:, None, :]) @ x / n_tr[:, None, None] + eye
+        step = np.linalg.solve(hess, grad[:, :, None])[:, :, 0]
+        w -= step
+        if np.max(np.abs(step)) < 1e-10:
+            break
+    s, held = (x @ w[:, :, None])[:, :, 0], 1.0 - train                                       # [P, N]
+    return (s * held).reshape(n_f, folds.shape[0], -1).sum(axis=0)
+
+
 def restrict(records: Sequence, experts: Sequence[str]) -> list:
     keep = set(experts)
     return [replace(r, experts={k: v for k, v in r.experts.items() if k in keep}) for r in records]
+
+
+def paired_gap(s_sub: np.ndarray, s_full: np.ndarray, y: np.ndarray) -> dict:
+    """Out-of-fold scores [R, N] of a head and the full stack on the same rows -> the paired accuracy gap.
+
+    wins / losses: pairs (mean over the R repeats) only the head / only the full stack gets right. Under
+    the null that each disagreement goes either way with probability 1/2 the net count has SD
+    sqrt(wins + losses) (McNemar); the repeats reuse the same rows, so they are averaged, not counted.
+    """
+    r1 = np.where(np.atleast_2d(s_sub) >= 0, 1.0, -1.0) == y
+    r2 = np.where(np.atleast_2d(s_full) >= 0, 1.0, -1.0) == y
+    n, wins, losses = max(len(y), 1), float(np.mean(np.sum(r1 & ~r2, axis=1))), float(np.mean(np.sum(~r1 & r2, axis=1)))
+    return {"gap": (wins - losses) / n, "se": math.sqrt(wins + losses) / n, "wins": wins, "losses": losses,
+            "cv_accuracy": float(r1.mean()), "full_cv_accuracy": float(r2.mean())}
 
 
 class SubsetCV:
@@ -132,7 +173,8 @@ class SubsetCV:
         ids = [r.id for r in rows]
         self.folds = list(fold_assignments(ids, 5, model.repeats, "baer-budget"))
         self.rounding, self.criterion = model.rounding, model.criterion
-        self._memo: dict[tuple, float] = {}
+        self._memo: dict[tuple, tuple] = {}
+        self._gap: dict[tuple, dict] = {}
 
     def phi(self, subset: Sequence[str]) -> np.ndarray:
         cols = [self.index[e] for e in subset]
@@ -147,15 +189,27 @@ class SubsetCV:
             s[te] = (phi[te] / rms) @ w
         return s
 
-    def figures(self, subset: Sequence[str]) -> tuple[float, float]:
-        """(CV accuracy, CV log-loss), each averaged over the fold assignments and rounded."""
+    def scores(self, subset: Sequence[str]) -> np.ndarray:
+        """[R, N] out-of-fold scores over the search's fold assignments (memoised)."""
         key = tuple(sorted(subset))
         if key not in self._memo:
-            scores = [self.oof_scores(key, f) for f in self.folds]
-            acc = np.mean([np.mean(np.where(s >= 0, 1.0, -1.0) == self.y) for s in scores])
-            loss = np.mean([np.mean(np.logaddexp(0.0, -self.y * s)) for s in scores])
-            self._memo[key] = (round(float(acc), self.rounding), round(float(loss), self.rounding))
+            self._memo[key] = batched_oof(self.phi(key), self.y, np.stack(self.folds), self.lam)
         return self._memo[key]
+
+    def figures(self, subset: Sequence[str]) -> tuple[float, float]:
+        """(CV accuracy, CV log-loss), each averaged over the fold assignments and rounded."""
+        s = self.scores(subset)
+        acc = np.mean(np.where(s >= 0, 1.0, -1.0) == self.y)
+        loss = np.mean(np.logaddexp(0.0, -self.y * s))
+        return round(float(acc), self.rounding), round(float(loss), self.rounding)
+
+    def gap(self, subset: Sequence[str]) -> dict:
+        """The paired CV gap of this subset's stack to the full bank's (`paired_gap`), rounded."""
+        key = tuple(sorted(subset))
+        if key not in self._gap:
+            g = paired_gap(self.scores(key), self.scores(sorted(self.index)), self.y)
+            self._gap[key] = {k: round(v, self.rounding) for k, v in g.items()}
+        return self._gap[key]
 
     def accuracy(self, subset: Sequence[str]) -> float:
         return self.figures(subset)[0]
@@ -170,8 +224,10 @@ def _visit(cv: SubsetCV, costs: dict, subset, how: str, seen: dict) -> None:
     key = tuple(sorted(subset))
     if key not in seen:
         acc, loss = cv.figures(key)
+        g = cv.gap(key)
         seen[key] = {"experts": list(key), "cost": float(sum(costs[e] for e in key)),
-                     "cv_accuracy": acc, "cv_logloss": loss, "found_by": how}
+                     "cv_accuracy": acc, "cv_logloss": loss, "cv_gap": g["gap"], "cv_gap_se": g["se"],
+                     "found_by": how}
 
 
 def search(cv: SubsetCV, costs: dict, limit: float) -> list[dict]:
@@ -195,14 +251,21 @@ def search(cv: SubsetCV, costs: dict, limit: float) -> list[dict]:
     return list(seen.values())
 
 
-def choose(visited: list[dict], limit: float, criterion: str = "logloss") -> dict:
+def near_full(v: dict, model: CostModel = CostModel()) -> bool:
+    """Within noise of the full stack: the paired CV gap is not shown to exceed the tolerance."""
+    return v["cv_gap"] + model.noise_z * v["cv_gap_se"] >= -model.tolerance - 1e-12
+
+
+def choose(visited: list[dict], limit: float, model: CostModel = CostModel()) -> dict:
+    """The best visited subset within the budget, preferring those near the full stack (`near_full`)."""
     within = [v for v in visited if v["cost"] <= limit * (1 + 1e-12)]
     if not within:
         raise InputError(f"no expert subset fits the budget of {limit:g} per pair "
                          f"(cheapest expert: {min(v['cost'] for v in visited):g})", field="--budget")
-    first = (lambda v: (-v["cv_accuracy"], v["cv_logloss"])) if criterion == "accuracy" else \
+    pool = [v for v in within if near_full(v, model)] or within
+    first = (lambda v: (-v["cv_accuracy"], v["cv_logloss"])) if model.criterion == "accuracy" else \
         (lambda v: (v["cv_logloss"], -v["cv_accuracy"]))
-    return min(within, key=lambda v: (*first(v), v["cost"], len(v["experts"]), v["experts"]))
+    return min(pool, key=lambda v: (*first(v), v["cost"], len(v["experts"]), v["experts"]))
 
 
 def fit_stack(rows: Sequence, y: np.ndarray, roles, *, experts, categories, lambdas=LAMBDAS, eps: float = EPS):
@@ -218,6 +281,8 @@ def labelled_rows(records: Sequence, spec: SplitSpec):
     from baer_fast.selection.fit import _check_rows, training_rows
     rows, roles = training_rows(records, spec)
     _check_rows(roles)
+    order = sorted(range(len(rows)), key=lambda i: rows[i].id)      # file order cannot change a float sum
+    rows, roles = [rows[i] for i in order], [roles[i] for i in order]
     y = np.array([1.0 if r.label == "a" else -1.0 for r in rows])
     return rows, roles, y
 
@@ -231,9 +296,51 @@ def subset_cv_for(records: Sequence, spec: SplitSpec, experts: Sequence[str], ep
     return SubsetCV(rows, y, experts, categories, lam=info["lambda"], eps=eps, model=model), rows
 
 
-def plan_budget(records: Sequence, budget: str, *, spec: SplitSpec = SplitSpec(), costs_override=None,
-                model: CostModel = CostModel(), eps: float = EPS) -> dict:
-    """-> the budget record: chosen subset, its cost, the full bank's, every visited subset."""
+def fit_scores(phi: np.ndarray, y: np.ndarray, ids: Sequence[str], tr: np.ndarray, te: np.ndarray,
+               lam: float | None = None) -> np.ndarray:
+    """The stack fitted on rows tr (lambda by CV inside them, as `fit_stack`, unless given), scored on te."""
+    if lam is None:
+        lam, _ = cv_lambda(phi[tr], y[tr], fold_assignments([ids[i] for i in tr], 5, 1, "baer-budget:lambda")[0])
+    rms, w = fit_stack_weights(phi[tr], y[tr], lam)
+    return (phi[te] / rms) @ w
+
+
+@dataclass
+class Nested:
+    record: dict              # the JSON figures (gap, SE, subsets chosen in the folds)
+    s_sub: np.ndarray         # [R, N] out-of-fold scores of the subset each training fold's search chose
+    s_full: np.ndarray        # [R, N] out-of-fold scores of the full stack, same folds
+
+
+def nested_search(rows: Sequence, y: np.ndarray, experts: Sequence[str], costs: dict, limit: float,
+                  categories: Sequence[str], *, model: CostModel = CostModel(), eps: float = EPS) -> Nested:
+    """The whole search cross-validated: inside each outer training fold, lambda, search and choice run
+    exactly as on all rows; the chosen subset's stack and the full stack are scored on the held-out fold."""
+    ids = [r.id for r in rows]
+    folds = fold_assignments(ids, 5, model.outer_repeats, "baer-budget:outer")
+    whole = SubsetCV(rows, y, experts, categories, lam=1.0, eps=eps, model=model)     # features of every row
+    phi_full = whole.phi(experts)
+    s_sub, s_full, picks = np.zeros(folds.shape), np.zeros(folds.shape), {}
+    for r in range(folds.shape[0]):
+        for f in np.unique(folds[r]):
+            tr, te = np.flatnonzero(folds[r] != f), np.flatnonzero(folds[r] == f)
+            lam, _ = cv_lambda(phi_full[tr], y[tr], fold_assignments([ids[i] for i in tr], 5, 1,
+                                                                     "baer-budget:lambda")[0])
+            cv = SubsetCV([rows[i] for i in tr], y[tr], experts, categories, lam=lam, eps=eps, model=model)
+            pick = choose(search(cv, costs, limit), limit, model)["experts"]
+            picks[", ".join(pick)] = picks.get(", ".join(pick), 0) + 1
+            s_sub[r, te] = fit_scores(whole.phi(pick), y, ids, tr, te)
+            s_full[r, te] = fit_scores(phi_full, y, ids, tr, te, lam)
+    g = {k: round(v, model.rounding) for k, v in paired_gap(s_sub, s_full, y).items()}
+    g["near_full"] = near_full({"cv_gap": g["gap"], "cv_gap_se": g["se"]}, model)
+    return Nested({**g, "folds": 5, "repeats": int(folds.shape[0]), "salt": "baer-budget:outer",
+                   "chosen_in_folds": dict(sorted(picks.items()))}, s_sub, s_full)
+
+
+def plan_with_nested(records: Sequence, budget: str, *, spec: SplitSpec = SplitSpec(), costs_override=None,
+                     model: CostModel = CostModel(), eps: float = EPS) -> tuple[dict, Nested | None]:
+    """-> (the budget record: chosen subset, its cost, the full bank's, every visited subset, the nested
+    figures; the nested out-of-fold scores, None when model.outer_repeats is 0)."""
     kind, value = parse_budget(budget)
     cv, rows = subset_cv_for(records, spec, sorted({k for r in records for k in r.experts}), eps, model)
     experts = sorted(cv.index)
@@ -241,16 +348,38 @@ def plan_budget(records: Sequence, budget: str, *, spec: SplitSpec = SplitSpec()
     full = float(sum(costs.values()))
     limit = value * full if kind == "fraction" else value
     visited = search(cv, costs, limit)
-    best = choose(visited, limit, model.criterion)
-    full_cv = cv.accuracy(experts)
-    return {"budget": str(budget), "limit_per_pair": limit, "cost_source": source,
-            "expert_costs": costs, "full_cost_per_pair": full, "full_cv_accuracy": full_cv,
+    best = choose(visited, limit, model)
+    nested = (nested_search(rows, cv.y, experts, costs, limit, cv.categories, model=model, eps=eps)
+              if model.outer_repeats > 0 else None)
+    plan = {"budget": str(budget), "limit_per_pair": limit, "cost_source": source,
+            "expert_costs": costs, "full_cost_per_pair": full, "full_cv_accuracy": cv.accuracy(experts),
             "experts": best["experts"], "cost_per_pair": best["cost"],
             "fraction_of_full": best["cost"] / full if full > 0 else 0.0,
-            "cv_accuracy": best["cv_accuracy"], "visited": visited,
+            "cv_accuracy": best["cv_accuracy"], "cv_gap": best["cv_gap"], "cv_gap_se": best["cv_gap_se"],
+            "near_full": near_full(best, model), "tolerance": model.tolerance, "noise_z": model.noise_z,
+            "nested": nested.record if nested else None, "visited": visited,
             "rule": f"greedy forward + backward over expert subsets, stack out-of-fold {model.criterion} "
-                    f"({model.repeats} id-hashed 5-fold assignments, non-test rows); best within budget, "
-                    "ties to the other CV figure, then the cheaper"}
+                    f"({model.repeats} id-hashed 5-fold assignments, non-test rows); within budget, those with "
+                    f"CV gap + {model.noise_z:g} SE >= -{model.tolerance:g} to the full stack preferred; best, "
+                    "ties to the other CV figure, then the cheaper; nested: the same search inside each of "
+                    f"{model.outer_repeats} x 5 outer training folds"}
+    warn_if_far(plan)
+    return plan, nested
+
+
+def warn_if_far(plan: dict) -> None:
+    n = plan["nested"]
+    if not plan["near_full"] or (n is not None and not n["near_full"]):
+        g, se = (n["gap"], n["se"]) if n is not None else (plan["cv_gap"], plan["cv_gap_se"])
+        log.warning("budget %s: the chosen subset is not within noise of the full stack (CV gap %+.1f +- %.1f "
+                    "points, tolerance %.1f); no subset within the budget was shown to be", plan["budget"],
+                    100 * g, 100 * se, 100 * plan["tolerance"])
+
+
+def plan_budget(records: Sequence, budget: str, *, spec: SplitSpec = SplitSpec(), costs_override=None,
+                model: CostModel = CostModel(), eps: float = EPS) -> dict:
+    """-> the budget record (`plan_with_nested`)."""
+    return plan_with_nested(records, budget, spec=spec, costs_override=costs_override, model=model, eps=eps)[0]
 
 
 def fit_budget(records: Sequence, budget: str, *, condition: str, spec: SplitSpec = SplitSpec(),
