@@ -1,19 +1,21 @@
 """Early exit: fit the two-stage head (cheap stack, tau) and run its stages over pairs.
 
-Stage 1 is the subset the budget search (selection/budget.py) picks at `cheap_budget`;
-stage 2 is the deployed full head. tau is chosen on non-test rows from out-of-fold scores
-(the same repeated id-hashed folds as the search; the full stage stood in by the full stack):
-the smallest tau whose cascade CV accuracy stays >= the full stack's CV accuracy minus
-`tolerance` (points / 100), i.e. the most exits within the tolerance. tau = inf never exits.
-The artifact keeps the full head as deployed and adds `cascade` = {stage1 (stack JSON),
-stage1_experts, tau, tolerance, cv figures, costs}; `artifact.deployed_head` wraps them.
+Stage 1 is the subset the budget search (selection/budget.py) picks at `cheap_budget`; stage 2
+is the deployed full head, stood in for by the full stack. tau is chosen on non-test rows from
+nested out-of-fold scores: stage 1's come from the search run inside each outer training fold
+(`budget.nested_search`), so the choice of stage 1 is not judged on the rows that chose it. The
+exit region grows from the most confident pairs down while the cascade's paired CV gap to the
+full stack, net of its noise, stays above -tolerance: (wins - losses) / N - z sqrt(wins + losses)
+/ N >= -tolerance, wins / losses counting exited pairs where only stage 1 / only the full stack
+is right. It stops at the first tau that fails; if the most confident pair already fails, tau =
+inf (never exit). The artifact keeps the full head as deployed and adds `cascade` = {stage1
+(stack JSON), stage1_experts, tau, tolerance, cv figures, costs}; `artifact.deployed_head` wraps them.
 """
 from __future__ import annotations
 
 import logging
 import math
-from dataclasses import replace
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Callable, Sequence
 
 import numpy as np
@@ -21,7 +23,7 @@ import numpy as np
 from baer_fast.heads.cascade import ROUND_DIGITS, CascadeHead
 from baer_fast.heads.stack import StackHead
 from baer_fast.selection.budget import (CostModel, expert_costs, fit_stack, labelled_rows, parse_budget,
-                                       plan_budget, restrict, subset_cv_for)
+                                       plan_with_nested, restrict)
 from baer_fast.io.splits import SplitSpec
 
 log = logging.getLogger("baer_fast")
@@ -30,23 +32,27 @@ log = logging.getLogger("baer_fast")
 @dataclass(frozen=True)
 class CascadeSpec:
     cheap_budget: str = "0.33"     # stage 1's budget (fraction of the full bank's cost, or tokens=N)
-    tolerance: float = 0.0         # CV accuracy the cascade may lose against the full stack (0: none, which
-                                   # leaves room for the optimism of choosing stage 1 on the same folds)
+    tolerance: float = 0.0         # CV accuracy the cascade may lose against the full stack, net of noise
+    noise_z: float = 1.0           # margin for fold noise, in standard errors of the paired gap
 
 
-def choose_tau(s1: list, s2: list, y: np.ndarray, tolerance: float) -> dict:
-    """s1, s2: per fold assignment, [N] out-of-fold scores of stage 1 / the full stack."""
-    a1 = [np.where(s >= 0, 1.0, -1.0) == y for s in s1]
-    a2 = [np.where(s >= 0, 1.0, -1.0) == y for s in s2]
-    conf = [np.round(np.abs(s), ROUND_DIGITS) for s in s1]
-    full = float(np.mean([a.mean() for a in a2]))
-    best = {"tau": math.inf, "cv_accuracy": full, "cv_exit_rate": 0.0}
-    for tau in sorted({float(t) for c in conf for t in c}, reverse=True):
-        ex = [c >= tau for c in conf]
-        acc = float(np.mean([np.where(e, x1, x2).mean() for e, x1, x2 in zip(ex, a1, a2)]))
-        if acc >= full - tolerance - 1e-12:
-            best = {"tau": tau, "cv_accuracy": acc, "cv_exit_rate": float(np.mean([e.mean() for e in ex]))}
-    return {**best, "full_cv_accuracy": full, "stage1_cv_accuracy": float(np.mean([a.mean() for a in a1]))}
+def choose_tau(s1, s2, y: np.ndarray, tolerance: float, noise_z: float = 1.0) -> dict:
+    """s1, s2: [R, N] out-of-fold scores of stage 1 / the full stack over R fold assignments."""
+    s1, s2 = np.atleast_2d(np.asarray(s1, np.float64)), np.atleast_2d(np.asarray(s2, np.float64))
+    r1, r2 = np.where(s1 >= 0, 1.0, -1.0) == y, np.where(s2 >= 0, 1.0, -1.0) == y
+    conf, n = np.round(np.abs(s1), ROUND_DIGITS), max(len(y), 1)
+    only1, only2 = r1 & ~r2, ~r1 & r2
+    best = {"tau": math.inf, "cv_exit_rate": 0.0, "wins": 0.0, "losses": 0.0, "bound": 0.0}
+    for tau in sorted({float(t) for t in conf.ravel()}, reverse=True):
+        ex = conf >= tau
+        wins, losses = float(np.mean(np.sum(ex & only1, axis=1))), float(np.mean(np.sum(ex & only2, axis=1)))
+        bound = (wins - losses) / n - noise_z * math.sqrt(wins + losses) / n
+        if bound < -tolerance - 1e-12:
+            break
+        best = {"tau": tau, "cv_exit_rate": float(ex.mean()), "wins": wins, "losses": losses, "bound": bound}
+    full = float(r2.mean())
+    return {**best, "cv_accuracy": full + (best["wins"] - best["losses"]) / n, "full_cv_accuracy": full,
+            "stage1_cv_accuracy": float(r1.mean())}
 
 
 def fit_cascade(records: Sequence, full_art: dict, *, spec: SplitSpec = SplitSpec(),
@@ -59,25 +65,30 @@ def fit_cascade(records: Sequence, full_art: dict, *, spec: SplitSpec = SplitSpe
         rows, _, _ = labelled_rows(records, spec)
         bank, _ = expert_costs(rows, sorted({k for r in rows for k in r.experts}), costs_override, model)
         value = value * sum(bank.values())
-    plan = plan_budget(mine, f"tokens={value!r}", spec=spec, costs_override=costs_override, model=model)
+    if model.outer_repeats < 1:
+        model = replace(model, outer_repeats=1)          # tau needs the nested scores
+    plan, nested = plan_with_nested(mine, f"tokens={value!r}", spec=spec, costs_override=costs_override,
+                                    model=model)
     stage1 = plan["experts"]
     rows, roles, y = labelled_rows(mine, spec)
-    cats = sorted({r.subset for r in rows})
-    head1, info1 = fit_stack(rows, y, roles, experts=stage1, categories=cats)
-    cv, _ = subset_cv_for(mine, spec, experts, model=model)
-    s1 = [cv.oof_scores(stage1, f, head1.lam) for f in cv.folds]
-    s2 = [cv.oof_scores(experts, f) for f in cv.folds]
-    tau = choose_tau(s1, s2, y, cascade.tolerance)
+    head1, info1 = fit_stack(rows, y, roles, experts=stage1, categories=sorted({r.subset for r in rows}))
+    tau = choose_tau(nested.s_sub, nested.s_full, y, cascade.tolerance, cascade.noise_z)
+    tau = {k: round(v, model.rounding) if isinstance(v, float) and math.isfinite(v) else v for k, v in tau.items()}
     costs, source = expert_costs(rows, experts, costs_override, model)
     c1, c_all = sum(costs[e] for e in stage1), sum(costs.values())
+    if not math.isfinite(tau["tau"]):
+        log.warning("cascade: no exit shown safe on the non-test rows (tolerance %g, z %g): tau = inf, every pair "
+                    "runs both stages", cascade.tolerance, cascade.noise_z)
     art = dict(full_art)
     art["cascade"] = {
         "stage1": head1.to_json(), "stage1_experts": stage1, "tau": tau["tau"] if math.isfinite(tau["tau"]) else 1e308,
-        "tolerance": cascade.tolerance, "cheap_budget": cascade.cheap_budget, "stage1_lambda": info1["lambda"],
-        "cv": tau, "cost_source": source, "stage1_cost_per_pair": c1, "full_cost_per_pair": c_all,
+        "tolerance": cascade.tolerance, "noise_z": cascade.noise_z, "cheap_budget": cascade.cheap_budget,
+        "stage1_lambda": info1["lambda"], "cv": {**tau, "tau": tau["tau"] if math.isfinite(tau["tau"]) else None},
+        "nested": plan["nested"], "cost_source": source, "stage1_cost_per_pair": c1, "full_cost_per_pair": c_all,
         "expected_cost_per_pair": c1 + (1.0 - tau["cv_exit_rate"]) * (c_all - c1),
-        "rule": "exit iff round(|s1|, 9) >= tau; tau: most CV exits with cascade CV accuracy >= full stack CV "
-                "accuracy - tolerance (non-test rows)"}
+        "rule": "exit iff round(|s1|, 9) >= tau; tau: exits grow from the most confident pairs while the "
+                "nested CV gap to the full stack (wins - losses) / N - z sqrt(wins + losses) / N >= -tolerance "
+                "(non-test rows); inf when none is shown"}
     return art
 
 
