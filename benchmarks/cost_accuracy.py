@@ -1,10 +1,10 @@
 """Accuracy vs cost on the public expert banks: pruning under a budget, early exit, transfer.
 
-    python benchmarks/cost_accuracy.py [--data ROOT] [--splits 3] [--head stack|auto] [--plot PNG]
+    python benchmarks/cost_accuracy.py [--data ROOT] [--splits 3] [--head stack|auto] [--only NAME] [--plot PNG]
 
 Per condition (benchmark x backbone) and seeded id-hash split (`SplitSpec(seed="cost-<i>")`):
 the full head, the pruned head at 1/3 and 1/2 of the full bank's cost (selection/budget.py)
-and the cascade (cheap stage at 1/3, CV tolerance 0; selection/cascade.py), each with CV
+and the cascade (cheap stage at 1/3, nested CV tolerance 0; selection/cascade.py), each with CV
 accuracy on non-test rows and accuracy on the test rows (a score of exactly 0 counts half).
 Costs: LLMBar's kept texts (io/adapters/costs.py); JudgeBench keeps none, so one unit per
 expert. Leave-one-backbone-out transfer (selection/transfer.py): heads fitted on the other
@@ -103,8 +103,11 @@ def run_condition(bench: str, backbone: str, records, spec, mode: str) -> dict:
             continue
         plan = art["budget"]
         row["full"]["cv"] = plan["full_cv_accuracy"]
+        n = plan.get("nested") or {}
         row[f"pruned_{b}"] = {"test": accuracy(deployed_head(art).score(test), test), "cv": plan["cv_accuracy"],
-                              "cost": test_cost(test, plan["experts"], everyone), "experts": plan["experts"]}
+                              "cost": test_cost(test, plan["experts"], everyone), "experts": plan["experts"],
+                              "near_full": plan["near_full"], "nested_gap": n.get("gap"),
+                              "nested_se": n.get("se"), "nested_near_full": n.get("near_full")}
     try:
         art = fit_cascade(records, full, spec=spec, cascade=CascadeSpec("0.3333", TOLERANCE), model=MODEL)
     except Exception as e:
@@ -115,7 +118,7 @@ def run_condition(bench: str, backbone: str, records, spec, mode: str) -> dict:
     costs, _ = expert_costs(test, everyone)
     c1 = sum(costs[e] for e in c["stage1_experts"])
     row["cascade"] = {"test": accuracy(head.score(test), test), "cv": c["cv"]["cv_accuracy"],
-                      "exit": float(np.mean(exits)), "cv_exit": c["cv"]["cv_exit_rate"],
+                      "exit": float(np.mean(exits)), "cv_exit": c["cv"]["cv_exit_rate"], "tau": c["cv"]["tau"],
                       "cost": (c1 + (1 - float(np.mean(exits))) * (sum(costs.values()) - c1)) / sum(costs.values()),
                       "stage1": c["stage1_experts"]}
     return row
@@ -168,6 +171,15 @@ def summarize(rows: list[dict], lobo: list[dict]) -> dict:
              if cells else None}
         if key == "cascade":
             s["mean_exit"] = float(np.mean([c["exit"] for c, _ in cells])) if cells else None
+            s["no_exit_cells"] = sum(c["tau"] is None for c, _ in cells)
+        else:       # does the plan's own verdict (nested CV: within noise of the full stack?) predict test?
+            for flag in (True, False):
+                g = [gap for gap, (c, _) in zip(gaps, cells) if c.get("nested_near_full") is flag]
+                s[f"nested_near_{str(flag).lower()}"] = {"cells": len(g), "mean_gap_points": float(np.mean(g))
+                                                         if g else None, "worst_gap_points": float(np.min(g))
+                                                         if g else None}
+            s["mean_nested_gap_points"] = float(np.mean([100 * c["nested_gap"] for c, _ in cells
+                                                         if c.get("nested_gap") is not None] or [np.nan]))
         ok = bool(gaps) and s["mean_gap_points"] >= -1 and s["worst_gap_points"] >= -3
         s["target_met"] = ok and (key != "cascade" or s["mean_exit"] >= 0.5)
         out[key] = s
@@ -242,6 +254,8 @@ def main(argv=None) -> int:
     ap.add_argument("--criterion", choices=("accuracy", "logloss"), default="logloss",
                     help="what the subset search maximises first (CostModel.criterion)")
     ap.add_argument("--tolerance", type=float, default=None, help="cascade CV tolerance (default: CascadeSpec's)")
+    ap.add_argument("--only", default=None, metavar="NAME", help="only the sources whose name contains NAME")
+    ap.add_argument("--rows", default=None, metavar="JSON", help="write every cell (and transfer cell) there")
     args = ap.parse_args(argv)
     global MODEL, TOLERANCE
     from baer_fast.selection.budget import CostModel
@@ -253,6 +267,8 @@ def main(argv=None) -> int:
     root = data_root(args.data)
     rows, lobo = [], []
     for bench, kind, folder in SOURCES:
+        if args.only and args.only not in bench:
+            continue
         if not (root / folder).exists():
             print(f"skip {bench}: {root / folder} not found", file=sys.stderr)
             continue
@@ -276,6 +292,9 @@ def main(argv=None) -> int:
     summary = summarize(rows, lobo)
     if args.report:
         write_report(args.report, rows, lobo, summary)
+    if args.rows:
+        with open(args.rows, "w", encoding="utf-8") as fh:
+            json.dump({"cells": rows, "transfer": lobo}, fh, indent=1)
     print(json.dumps({"benchmark": "cost_accuracy", "head": args.head, "splits": args.splits,
                       "criterion": args.criterion, "cascade_tolerance": TOLERANCE,
                       "conditions": len({r["condition"] for r in rows}), "summary": summary}))

@@ -2,7 +2,8 @@
 
 Prints every subset the budget search visits (selection/budget.py) with its cost per pair,
 its share of the full bank's and its CV accuracy on non-test rows, marking the one chosen
-at --budget; --plot draws them. Also home of the cost options `fit` takes (`add_fit_arguments`,
+at --budget and whether it is within noise of the full stack (also nested: the search run inside
+each outer training fold); --plot draws them. Also home of the cost options `fit` takes (`add_fit_arguments`,
 `cost_fit`): --budget, --cascade, --costs, --transfer-from.
 """
 from __future__ import annotations
@@ -25,7 +26,8 @@ def add_fit_arguments(p) -> None:
     p.add_argument("--cascade", action="store_true", help="add an early-exit stage: cheap experts first")
     p.add_argument("--cascade-budget", default="0.33", help="cost of the cheap stage (default 0.33)")
     p.add_argument("--cascade-tolerance", type=float, default=0.0,
-                   help="CV accuracy (a fraction) the cascade may lose against the full head (default 0)")
+                   help="CV accuracy (a fraction) the cascade may lose against the full stack, net of one "
+                        "standard error of fold noise (default 0); tau = inf when no exit is shown within it")
     p.add_argument("--costs", default=None, metavar="FILE", help="JSON {expert: tokens per pair} (overrides meta)")
     p.add_argument("--transfer-from", nargs="+", default=None, metavar="HEAD",
                    help="unlabelled signals: deploy a pooled head from these artifacts (or folders of them)")
@@ -65,12 +67,28 @@ def cost_lines(art: dict) -> list[str]:
                    f"{b['cost_per_pair']:.1f} of {b['full_cost_per_pair']:.1f} per pair "
                    f"({100 * b['fraction_of_full']:.1f}%, costs: {b['cost_source']}); CV "
                    f"{100 * b['cv_accuracy']:.1f} vs full {100 * b['full_cv_accuracy']:.1f}")
+        out.extend(noise_lines(b))
     if "cascade" in art:
         c = art["cascade"]
+        if c["cv"].get("tau") is None:
+            out.append("  cascade: no exit shown safe on the non-test rows: tau = inf, every pair runs both stages")
         out.append(f"  cascade: stage 1 {', '.join(c['stage1_experts'])}, tau {c['tau']:.4g}: CV exit "
                    f"{100 * c['cv']['cv_exit_rate']:.1f}%, CV accuracy {100 * c['cv']['cv_accuracy']:.1f} vs full "
                    f"{100 * c['cv']['full_cv_accuracy']:.1f}; expected cost {c['expected_cost_per_pair']:.1f} of "
                    f"{c['full_cost_per_pair']:.1f} per pair")
+    return out
+
+
+def noise_lines(plan: dict) -> list[str]:
+    """Whether the chosen subset is within noise of the full stack, on the search's folds and nested."""
+    tol = 100 * plan.get("tolerance", 0.0)
+    out = [f"    CV gap to the full stack {100 * plan['cv_gap']:+.1f} +- {100 * plan['cv_gap_se']:.1f} points "
+           f"(search folds): {'within' if plan['near_full'] else 'NOT within'} noise of it (tolerance {tol:.1f})"]
+    n = plan.get("nested")
+    if n:
+        out.append(f"    nested CV ({n['repeats']} x {n['folds']}-fold, search inside each training fold): gap "
+                   f"{100 * n['gap']:+.1f} +- {100 * n['se']:.1f} points: "
+                   f"{'within' if n['near_full'] else 'NOT within'} noise")
     return out
 
 
@@ -115,6 +133,7 @@ def run(args) -> int:
         print(f"{mark:2}{v['cost']:10.1f} {100 * v['cost'] / full:5.1f}% {100 * v['cv_accuracy']:5.1f}  "
               f"{v['found_by']:<9} {', '.join(v['experts'])}")
     print(f"* chosen at budget {plan['budget']}: {', '.join(plan['experts'])}")
+    print("\n".join(noise_lines(plan)))
     if args.plot:
         plot(plan, args.plot)
         print(f"plot -> {args.plot}")
