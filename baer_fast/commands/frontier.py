@@ -25,9 +25,9 @@ def add_fit_arguments(p) -> None:
                    "bank's (e.g. 0.33) or tokens=N per pair; the subset is chosen by CV on non-test rows")
     p.add_argument("--cascade", action="store_true", help="add an early-exit stage: cheap experts first")
     p.add_argument("--cascade-budget", default="0.33", help="cost of the cheap stage (default 0.33)")
-    p.add_argument("--cascade-tolerance", type=float, default=0.0,
-                   help="CV accuracy (a fraction) the cascade may lose against the full stack, net of one "
-                        "standard error of fold noise (default 0); tau = inf when no exit is shown within it")
+    p.add_argument("--cascade-tolerance", type=float, default=0.01,
+                   help="CV accuracy (a fraction) the exits may cost against the full stack, one standard error "
+                        "of fold noise included (default 0.01); tau = inf when no exit is shown within it")
     p.add_argument("--costs", default=None, metavar="FILE", help="JSON {expert: tokens per pair} (overrides meta)")
     p.add_argument("--transfer-from", nargs="+", default=None, metavar="HEAD",
                    help="unlabelled signals: deploy a pooled head from these artifacts (or folders of them)")

@@ -1,15 +1,14 @@
 """Early exit: fit the two-stage head (cheap stack, tau) and run its stages over pairs.
 
-Stage 1 is the subset the budget search (selection/budget.py) picks at `cheap_budget`; stage 2
-is the deployed full head, stood in for by the full stack. tau is chosen on non-test rows from
-nested out-of-fold scores: stage 1's come from the search run inside each outer training fold
-(`budget.nested_search`), so the choice of stage 1 is not judged on the rows that chose it. The
-exit region grows from the most confident pairs down while the cascade's paired CV gap to the
-full stack, net of its noise, stays above -tolerance: (wins - losses) / N - z sqrt(wins + losses)
-/ N >= -tolerance, wins / losses counting exited pairs where only stage 1 / only the full stack
-is right. It stops at the first tau that fails; if the most confident pair already fails, tau =
-inf (never exit). The artifact keeps the full head as deployed and adds `cascade` = {stage1
-(stack JSON), stage1_experts, tau, tolerance, cv figures, costs}; `artifact.deployed_head` wraps them.
+Stage 1 is the subset the budget search (selection/budget.py) picks at `cheap_budget`; stage 2 is
+the deployed full head, stood in for by the full stack. tau comes from nested out-of-fold scores:
+stage 1's from the search run inside each outer training fold (`budget.nested_search`). The exit
+region grows from the most confident pairs down, never below `min_confidence` (3:1 odds), while
+    min(wins - losses, 0) / N - z sqrt(wins + losses) / N >= -tolerance,
+wins / losses counting exited pairs where only stage 1 / only the full stack is right: wins may
+offset losses but never count as a gain, and every disagreement adds noise. It stops at the first failure;
+tau = inf (never exit) when none is shown. The artifact keeps the full head as deployed and adds
+`cascade` (stage-1 stack and experts, tau, CV figures, costs); `artifact.deployed_head` wraps them.
 """
 from __future__ import annotations
 
@@ -32,27 +31,30 @@ log = logging.getLogger("baer_fast")
 @dataclass(frozen=True)
 class CascadeSpec:
     cheap_budget: str = "0.33"     # stage 1's budget (fraction of the full bank's cost, or tokens=N)
-    tolerance: float = 0.0         # CV accuracy the cascade may lose against the full stack, net of noise
-    noise_z: float = 1.0           # margin for fold noise, in standard errors of the paired gap
+    tolerance: float = 0.01        # CV accuracy the exits may cost against the full stack, noise included
+    noise_z: float = 1.0           # margin for fold noise, in standard errors (sqrt of the disagreements)
+    min_confidence: float = math.log(3.0)   # |s1| below this (odds under 3:1, or no evidence) never exits
 
 
-def choose_tau(s1, s2, y: np.ndarray, tolerance: float, noise_z: float = 1.0) -> dict:
+def choose_tau(s1, s2, y: np.ndarray, tolerance: float = 0.01, noise_z: float = 1.0,
+               min_confidence: float = math.log(3.0)) -> dict:
     """s1, s2: [R, N] out-of-fold scores of stage 1 / the full stack over R fold assignments."""
     s1, s2 = np.atleast_2d(np.asarray(s1, np.float64)), np.atleast_2d(np.asarray(s2, np.float64))
     r1, r2 = np.where(s1 >= 0, 1.0, -1.0) == y, np.where(s2 >= 0, 1.0, -1.0) == y
     conf, n = np.round(np.abs(s1), ROUND_DIGITS), max(len(y), 1)
     only1, only2 = r1 & ~r2, ~r1 & r2
+    floor = max(float(min_confidence), 10.0 ** -ROUND_DIGITS)       # s1 = 0 (no evidence) never exits
     best = {"tau": math.inf, "cv_exit_rate": 0.0, "wins": 0.0, "losses": 0.0, "bound": 0.0}
-    for tau in sorted({float(t) for t in conf.ravel()}, reverse=True):
+    for tau in sorted({float(t) for t in conf.ravel() if t >= floor}, reverse=True):
         ex = conf >= tau
         wins, losses = float(np.mean(np.sum(ex & only1, axis=1))), float(np.mean(np.sum(ex & only2, axis=1)))
-        bound = (wins - losses) / n - noise_z * math.sqrt(wins + losses) / n
+        bound = min(wins - losses, 0.0) / n - noise_z * math.sqrt(wins + losses) / n
         if bound < -tolerance - 1e-12:
             break
         best = {"tau": tau, "cv_exit_rate": float(ex.mean()), "wins": wins, "losses": losses, "bound": bound}
     full = float(r2.mean())
     return {**best, "cv_accuracy": full + (best["wins"] - best["losses"]) / n, "full_cv_accuracy": full,
-            "stage1_cv_accuracy": float(r1.mean())}
+            "stage1_cv_accuracy": float(r1.mean()), "min_confidence": float(min_confidence)}
 
 
 def fit_cascade(records: Sequence, full_art: dict, *, spec: SplitSpec = SplitSpec(),
@@ -72,7 +74,7 @@ def fit_cascade(records: Sequence, full_art: dict, *, spec: SplitSpec = SplitSpe
     stage1 = plan["experts"]
     rows, roles, y = labelled_rows(mine, spec)
     head1, info1 = fit_stack(rows, y, roles, experts=stage1, categories=sorted({r.subset for r in rows}))
-    tau = choose_tau(nested.s_sub, nested.s_full, y, cascade.tolerance, cascade.noise_z)
+    tau = choose_tau(nested.s_sub, nested.s_full, y, cascade.tolerance, cascade.noise_z, cascade.min_confidence)
     tau = {k: round(v, model.rounding) if isinstance(v, float) and math.isfinite(v) else v for k, v in tau.items()}
     costs, source = expert_costs(rows, experts, costs_override, model)
     c1, c_all = sum(costs[e] for e in stage1), sum(costs.values())
@@ -82,13 +84,14 @@ def fit_cascade(records: Sequence, full_art: dict, *, spec: SplitSpec = SplitSpe
     art = dict(full_art)
     art["cascade"] = {
         "stage1": head1.to_json(), "stage1_experts": stage1, "tau": tau["tau"] if math.isfinite(tau["tau"]) else 1e308,
-        "tolerance": cascade.tolerance, "noise_z": cascade.noise_z, "cheap_budget": cascade.cheap_budget,
+        "tolerance": cascade.tolerance, "noise_z": cascade.noise_z, "min_confidence": cascade.min_confidence,
+        "cheap_budget": cascade.cheap_budget,
         "stage1_lambda": info1["lambda"], "cv": {**tau, "tau": tau["tau"] if math.isfinite(tau["tau"]) else None},
         "nested": plan["nested"], "cost_source": source, "stage1_cost_per_pair": c1, "full_cost_per_pair": c_all,
         "expected_cost_per_pair": c1 + (1.0 - tau["cv_exit_rate"]) * (c_all - c1),
-        "rule": "exit iff round(|s1|, 9) >= tau; tau: exits grow from the most confident pairs while the "
-                "nested CV gap to the full stack (wins - losses) / N - z sqrt(wins + losses) / N >= -tolerance "
-                "(non-test rows); inf when none is shown"}
+        "rule": "exit iff round(|s1|, 9) >= tau; tau >= min_confidence; exits grow from the most confident "
+                "pairs while, on nested out-of-fold scores of the non-test rows, min(wins - losses, 0) / N - "
+                "z sqrt(wins + losses) / N >= -tolerance against the full stack; inf when none is shown"}
     return art
 
 

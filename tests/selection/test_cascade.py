@@ -25,26 +25,28 @@ def _stack_art(records):
 @pytest.fixture(scope="module")
 def fitted():
     records = bank(160, seed=2, accuracy={**ACCURACY, "cheap": 0.9})      # a cheap stage worth exiting on
-    return records, fit_cascade(records, _stack_art(records), cascade=CascadeSpec("0.2", 0.0))
+    return records, fit_cascade(records, _stack_art(records), cascade=CascadeSpec("0.2"))
 
 
 def test_tau_keeps_cv_accuracy_within_tolerance(fitted):
     _, art = fitted
     cv = art["cascade"]["cv"]
-    assert cv["cv_accuracy"] >= cv["full_cv_accuracy"] - 1e-12 and cv["bound"] >= -1e-12
+    tol = art["cascade"]["tolerance"]
+    assert cv["cv_accuracy"] >= cv["full_cv_accuracy"] - tol - 1e-12 and cv["bound"] >= -tol - 1e-12
+    assert art["cascade"]["tau"] >= art["cascade"]["min_confidence"]
     assert 0 < cv["cv_exit_rate"] <= 1
     assert art["cascade"]["stage1_cost_per_pair"] <= 0.2 * art["cascade"]["full_cost_per_pair"] + 1e-9
 
 
 def test_choose_tau_takes_the_most_exits_within_tolerance():
     y = np.array([1.0, 1.0, -1.0, -1.0])
-    s1 = [np.array([3.0, 0.1, -2.0, 0.2])]       # wrong only where unsure (0.2)
+    s1 = [np.array([3.0, 1.5, -2.0, 1.2])]       # wrong only where least sure (1.2)
     s2 = [np.array([1.0, 1.0, -1.0, -1.0])]
     got = choose_tau(s1, s2, y, 0.0)
-    assert got["tau"] == pytest.approx(2.0) and got["cv_exit_rate"] == 0.5 and got["cv_accuracy"] == 1.0
-    # one loss in four pairs, with its noise: (0 - 1) / 4 - 1 / 4 = -0.5, allowed by a tolerance of 0.5 only
-    assert choose_tau(s1, s2, y, 0.49)["tau"] == pytest.approx(2.0)
-    assert choose_tau(s1, s2, y, 0.5)["tau"] == pytest.approx(0.1)
+    assert got["tau"] == pytest.approx(1.5) and got["cv_exit_rate"] == 0.75 and got["cv_accuracy"] == 1.0
+    # one loss in four pairs, with its noise: -1/4 - 1/4 = -0.5, allowed by a tolerance of 0.5 only
+    assert choose_tau(s1, s2, y, 0.49)["tau"] == pytest.approx(1.5)
+    assert choose_tau(s1, s2, y, 0.5)["tau"] == pytest.approx(1.2)
 
 
 def test_exit_decision_and_scores_are_swap_symmetric(fitted):

@@ -28,7 +28,7 @@ def flip_test_labels(records, spec):
 
 def test_tau_is_inf_when_the_most_confident_pair_already_costs_accuracy():
     y = np.array([1.0, 1.0, -1.0, -1.0])
-    s1 = np.array([[-5.0, 0.5, -0.4, -0.3]])        # the most confident stage-1 call is wrong, the full stack right
+    s1 = np.array([[-5.0, 2.5, -2.4, -2.3]])        # the most confident stage-1 call is wrong, the full stack right
     s2 = np.array([[1.0, 1.0, -1.0, -1.0]])
     got = choose_tau(s1, s2, y, tolerance=0.0)
     assert got["tau"] == np.inf and got["cv_exit_rate"] == 0.0
@@ -37,34 +37,45 @@ def test_tau_is_inf_when_the_most_confident_pair_already_costs_accuracy():
     assert choose_tau(s1, s2, y, tolerance=0.4)["tau"] == np.inf
 
 
-def test_tau_counts_disagreements_as_noise_even_when_they_cancel():
-    y = np.array([1.0, -1.0, 1.0, -1.0, 1.0, -1.0, 1.0, -1.0])
-    s1 = np.array([[9.0, -8.0, 7.0, -6.0, -5.0, -0.1, 0.1, -0.1]])     # |s1| = 6 a win, 5 a loss
-    s2 = np.array([[1.0, -1.0, 1.0, 1.0, 1.0, 1.0, -1.0, -1.0]])       # full stack wrong on 3, 5 and 6
-    strict = choose_tau(s1, s2, y, tolerance=0.0)
-    # at 6: (1 - 0) / 8 - sqrt(1) / 8 = 0 passes; at 5: (1 - 1) / 8 - sqrt(2) / 8 < 0 stops
-    assert strict["tau"] == 6.0 and strict["cv_exit_rate"] == pytest.approx(4 / 8)
-    assert (strict["wins"], strict["losses"]) == (1.0, 0.0)
-    # without the noise margin the win pays for the loss and every pair exits
-    assert choose_tau(s1, s2, y, tolerance=0.0, noise_z=0.0)["tau"] == pytest.approx(0.1)
+def test_tau_never_goes_below_the_confidence_floor_nor_exits_without_evidence():
+    y = np.array([1.0, -1.0, 1.0, -1.0])
+    s1 = np.array([[3.0, -1.0, 0.0, -0.5]])          # all right (0 reads as a), and no full-stack disagreement
+    s2 = np.array([[1.0, -1.0, 1.0, -1.0]])
+    assert choose_tau(s1, s2, y, min_confidence=np.log(3))["tau"] == 3.0
+    assert choose_tau(s1, s2, y, min_confidence=0.5)["tau"] == 0.5
+    free = choose_tau(s1, s2, y, min_confidence=0.0)
+    assert free["tau"] == 0.5 and free["cv_exit_rate"] == 0.75          # s1 = 0 stays with the full head
+    assert choose_tau(np.zeros((1, 4)), s2, y, min_confidence=0.0)["tau"] == np.inf
+
+
+def test_tau_counts_wins_as_noise_never_as_gain():
+    y = np.ones(8)
+    s1 = np.array([[9.0, 8.0, 7.0, -6.0, 5.0, 4.0, 3.0, 2.0]])    # stage 1 right except at |s1| = 6
+    s2 = np.array([[-1.0, -1.0, -1.0, 1.0, 1.0, 1.0, 1.0, 1.0]])  # full stack wrong on the three most confident
+    got = choose_tau(s1, s2, y, tolerance=0.2)
+    # at 8: min(2, 0) / 8 - sqrt(2) / 8 = -0.177 passes; at 7: -sqrt(3) / 8 = -0.217 stops, although stage 1
+    # is 3 pairs ahead there (crediting the wins, (3 - 0) / 8 - sqrt(3) / 8 would pass and so would 6 and below)
+    assert got["tau"] == 8.0 and (got["wins"], got["losses"]) == (2.0, 0.0)
+    assert got["bound"] == pytest.approx(-np.sqrt(2) / 8)
+    assert got["cv_accuracy"] == pytest.approx(got["full_cv_accuracy"] + 2 / 8)     # the figure itself is not capped
 
 
 def test_tau_stops_at_the_first_failure_and_never_skips_ahead():
     y = np.ones(6)
-    s1 = np.array([[6.0, -5.0, 4.0, 3.0, 2.0, 1.0]])     # a loss at 5, then agreement all the way down
+    s1 = np.array([[6.0, -5.0, 4.0, 3.0, 2.0, 1.5]])     # a loss at 5, then agreement all the way down
     s2 = np.ones((1, 6))
     got = choose_tau(s1, s2, y, tolerance=0.0)
     assert got["tau"] == 6.0 and got["losses"] == 0.0
-    lenient = choose_tau(s1, s2, y, tolerance=0.5)         # (0 - 1) / 6 - 1 / 6 = -1/3 >= -0.5: everything exits
-    assert lenient["tau"] == 1.0 and lenient["bound"] == pytest.approx(-1 / 3)
+    lenient = choose_tau(s1, s2, y, tolerance=0.5)         # -1/6 - 1/6 = -1/3 >= -0.5: everything exits
+    assert lenient["tau"] == 1.5 and lenient["bound"] == pytest.approx(-1 / 3)
 
 
 def test_tau_averages_repeats_on_the_same_rows():
     y = np.ones(4)
-    s1 = np.array([[4.0, 3.0, 2.0, 1.0], [4.0, 3.0, 2.0, -1.0]])     # repeat 2 loses the least confident pair
+    s1 = np.array([[5.0, 4.0, 3.0, 2.0], [5.0, 4.0, 3.0, -2.0]])     # repeat 2 loses the least confident pair
     s2 = np.ones((2, 4))
     got = choose_tau(s1, s2, y, tolerance=0.0)
-    assert got["tau"] == 2.0 and got["cv_exit_rate"] == 0.75
+    assert got["tau"] == 3.0 and got["cv_exit_rate"] == 0.75
 
 
 # --- subset choice --------------------------------------------------------------------------------------
