@@ -248,6 +248,7 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--data", default=None)
     ap.add_argument("--splits", type=int, default=3)
+    ap.add_argument("--first-split", type=int, default=0, help="seeds cost-K .. cost-(K + splits - 1)")
     ap.add_argument("--head", choices=("stack", "auto"), default="stack")
     ap.add_argument("--plot", default=None)
     ap.add_argument("--report", default=None, metavar="DIR", help="write cost.html + PNGs there")
@@ -273,7 +274,7 @@ def main(argv=None) -> int:
             print(f"skip {bench}: {root / folder} not found", file=sys.stderr)
             continue
         banks = load(kind, str(root / folder)).banks
-        for i in range(args.splits):
+        for i in range(args.first_split, args.first_split + args.splits):
             spec = SplitSpec(seed=f"cost-{i}")
             for backbone in sorted(banks):
                 r = run_condition(bench, backbone, banks[backbone], spec, args.head)
@@ -296,6 +297,7 @@ def main(argv=None) -> int:
         with open(args.rows, "w", encoding="utf-8") as fh:
             json.dump({"cells": rows, "transfer": lobo}, fh, indent=1)
     print(json.dumps({"benchmark": "cost_accuracy", "head": args.head, "splits": args.splits,
+                      "first_split": args.first_split,
                       "criterion": args.criterion, "cascade_tolerance": TOLERANCE,
                       "conditions": len({r["condition"] for r in rows}), "summary": summary}))
     return 0
