@@ -157,9 +157,22 @@ def test_cascade_artifact_ignores_test_labels(tmp_path, change):
     assert (tmp_path / "a.json").read_bytes() == (tmp_path / "b.json").read_bytes()
 
 
-def test_budget_plan_ignores_flipped_test_labels():
+def test_budget_artifact_ignores_flipped_test_labels(tmp_path):
+    from baer_fast.selection.budget import fit_budget
     spec, records = SplitSpec(), bank(100, seed=12)
-    assert plan_budget(records, "0.5", spec=spec) == plan_budget(flip_test_labels(records, spec), "0.5", spec=spec)
+    a = fit_budget(records, "0.5", condition="c", spec=spec)
+    b = fit_budget(flip_test_labels(records, spec), "0.5", condition="c", spec=spec)
+    artifact.save(str(tmp_path / "a.json"), a)
+    artifact.save(str(tmp_path / "b.json"), b)
+    assert (tmp_path / "a.json").read_bytes() == (tmp_path / "b.json").read_bytes()
+    assert a["budget"]["nested"] is not None
+
+
+def test_budget_plan_is_identical_under_row_order():
+    records = bank(100, seed=14)
+    shuffled = list(records)
+    random.Random(9).shuffle(shuffled)
+    assert plan_budget(shuffled, "0.33") == plan_budget(records, "0.33")      # nested figures included
 
 
 def test_cascade_is_deterministic_under_row_order(tmp_path):
