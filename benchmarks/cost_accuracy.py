@@ -67,6 +67,7 @@ def fit_full(records, spec, mode: str, condition: str) -> dict:
 
 MODEL = None         # CostModel of the run (--criterion)
 TOLERANCE = 0.0      # the cascade's CV tolerance (--tolerance)
+PARTS = ("pruned", "cascade", "transfer")     # what to run (--parts)
 
 
 def fit_pruned(records, spec, budget: str, mode: str, condition: str) -> dict:
@@ -95,7 +96,7 @@ def run_condition(bench: str, backbone: str, records, spec, mode: str) -> dict:
     full = fit_full(records, spec, mode, name)
     row = {"condition": name, "split": spec.seed, "n_test": len(test), "experts": len(everyone),
            "full": {"test": accuracy(deployed_head(full).score(test), test), "cost": 1.0}}
-    for b in BUDGETS:
+    for b in BUDGETS if "pruned" in PARTS else ():
         try:
             art = fit_pruned(records, spec, b, mode, name)
         except Exception as e:          # an infeasible budget (no single expert that cheap) is reported, not hidden
@@ -108,6 +109,8 @@ def run_condition(bench: str, backbone: str, records, spec, mode: str) -> dict:
                               "cost": test_cost(test, plan["experts"], everyone), "experts": plan["experts"],
                               "near_full": plan["near_full"], "nested_gap": n.get("gap"),
                               "nested_se": n.get("se"), "nested_near_full": n.get("near_full")}
+    if "cascade" not in PARTS:
+        return row
     try:
         art = fit_cascade(records, full, spec=spec, cascade=CascadeSpec("0.3333", TOLERANCE), model=MODEL)
     except Exception as e:
@@ -245,6 +248,7 @@ def write_report(out_dir: str, rows: list[dict], lobo: list[dict], summary: dict
 
 
 def main(argv=None) -> int:
+    global MODEL, TOLERANCE, PARTS
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--data", default=None)
     ap.add_argument("--splits", type=int, default=3)
@@ -256,12 +260,13 @@ def main(argv=None) -> int:
                     help="what the subset search maximises first (CostModel.criterion)")
     ap.add_argument("--tolerance", type=float, default=None, help="cascade CV tolerance (default: CascadeSpec's)")
     ap.add_argument("--only", default=None, metavar="NAME", help="only the sources whose name contains NAME")
+    ap.add_argument("--parts", default=",".join(PARTS), help="comma-separated subset of pruned,cascade,transfer")
     ap.add_argument("--rows", default=None, metavar="JSON", help="write every cell (and transfer cell) there")
     args = ap.parse_args(argv)
-    global MODEL, TOLERANCE
     from baer_fast.selection.budget import CostModel
     from baer_fast.selection.cascade import CascadeSpec
     MODEL = CostModel(criterion=args.criterion)
+    PARTS = tuple(p for p in args.parts.split(",") if p)
     TOLERANCE = CascadeSpec().tolerance if args.tolerance is None else args.tolerance
     from baer_fast.io.adapters import load
     from baer_fast.io.splits import SplitSpec
@@ -282,7 +287,7 @@ def main(argv=None) -> int:
                 cells = " ".join(f"{k}={100 * r[k]['test']:.1f}@{r[k]['cost']:.2f}" for k in r
                                  if isinstance(r[k], dict) and "test" in r[k])
                 print(f"{r['condition']:<30} {spec.seed} {cells}", file=sys.stderr)
-            if len(banks) > 1:
+            if len(banks) > 1 and "transfer" in PARTS:
                 for t in transfer_rows(bench, banks, spec, args.head):
                     lobo.append(t)
                     print(f"{t['condition']:<30} {spec.seed} LOBO transfer={100 * t['transfer']:.1f} "
