@@ -61,6 +61,9 @@ def add_engine_arguments(p) -> None:
                         "calls, and SDPA the masked ones (tree rows, decoder slots), which it cannot take")
     p.add_argument("--trust-remote-code", action="store_true", help="allow the model's own Python code")
     p.add_argument("--naive", action="store_true", help="reference path: one plain forward per prompt")
+    p.add_argument("--batch-invariant", action="store_true",
+                   help="compute each distinct pair in engine and decoder calls of its own: its runs are the same "
+                        "bits whatever other pairs share the input (hf backend; slower, docs/protocols.md)")
     from baer_fast.runtime.vllm.backend import add_arguments as add_backend_arguments
     add_backend_arguments(p)     # --backend hf|vllm, --tensor-parallel-size, ... (vllm imported only if chosen)
 
@@ -85,7 +88,9 @@ def fingerprint(args, names: list[str], params_file: str | None) -> dict:
             "model_config_sha256": file_sha256(os.path.join(args.model, "config.json")),
             "weights": weights, "input_sha256": file_sha256(args.input), "experts": names,
             "engine": _engine_kind(args), "dtype": args.dtype,
-            "derived_params_sha256": file_sha256(params_file) if params_file else None}
+            "derived_params_sha256": file_sha256(params_file) if params_file else None,
+            # only when on, so outputs written before the flag existed still resume
+            **({"batch_invariant": True} if getattr(args, "batch_invariant", False) else {})}
 
 
 def _engine_kind(args) -> str:
@@ -188,7 +193,7 @@ def stream_signals(args, pairs, names, derived, params, target, fp) -> str:
     bar = progress(len(todo), desc="experts", quiet=args.quiet or not todo)
     try:
         for chunk in work:
-            rows = expert_rows(engine, chunk, names, report, args.generation)
+            rows = expert_rows(engine, chunk, names, report, args.generation, batch_invariant=args.batch_invariant)
             if texts is not None:       # texts first: a kill between the two redoes the chunk, texts skip it
                 texts.append([{"id": p.id, "texts": r["texts"]} for p, r in zip(chunk, rows)
                               if p.id not in texts.done_ids])
