@@ -8,7 +8,7 @@ Generative experts (cot, self_consistency, rubric, prepair, deliberate, referenc
 for the full bank) decode with per-expert budgets (--max-new-tokens) and a global --seed;
 --keep-texts writes their generated texts to `<out>.texts.jsonl`; a cost report per expert
 (generations, tokens decoded, seconds) is printed at the end. Pairs run in chunks of distinct
-contents in content order (bank/canonical.py), so rows are written in that order.
+contents in content order (bank/canonical.py); the finished file is put back in input order.
 """
 from __future__ import annotations
 
@@ -204,8 +204,11 @@ def stream_signals(args, pairs, names, derived, params, target, fp) -> str:
             dt = max(time.perf_counter() - t0, 1e-9)
             bar.set_postfix_str(f"{report.prefill_totals()[0] / dt:.0f} tok/s")
             bar.update(len(chunk))
+        # computed in content order; written back in input order, atomically (same lines, same counts)
+        writer.reorder([p.id for p in pairs])
         writer.finish()
         if texts is not None:
+            texts.reorder([p.id for p in pairs])
             texts.finish()
     finally:
         bar.close()
