@@ -128,3 +128,14 @@ def test_the_default_follows_the_head(engine, alone):
     assert _judge(engine, params).invariant
     assert not _judge(engine, params, batch_invariant=False).invariant
     assert not Judge(engine, default_artifact()).invariant
+
+
+def test_the_mode_is_refused_on_vllm():
+    """vLLM's prefix cache reuses KV computed in earlier calls, beside other pairs: refused loudly."""
+    from baer_fast.bank.runner import RunReport, expert_rows
+    from baer_fast.errors import BaerError
+
+    class VllmLike:
+        kind = "vllm"
+    with pytest.raises(BaerError, match="hf backend"):
+        expert_rows(VllmLike(), MINE, ["direct"], RunReport(), batch_invariant=True)

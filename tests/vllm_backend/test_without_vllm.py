@@ -62,6 +62,7 @@ def _parse(argv):
     p = argparse.ArgumentParser()
     p.add_argument("--model", default="m")
     p.add_argument("--naive", action="store_true")
+    p.add_argument("--batch-invariant", action="store_true")
     add_arguments(p)
     return p.parse_args(argv)
 
@@ -86,6 +87,13 @@ def test_vllm_options_with_the_hf_backend_are_refused_not_ignored():
 def test_naive_with_vllm_is_refused():
     with pytest.raises(BaerError, match="--naive"):
         engine_from_args(_parse(["--backend", "vllm", "--naive"]), lambda: None)
+
+
+def test_batch_invariant_with_vllm_is_refused():
+    """vLLM's prefix cache hands a call KV computed in earlier calls: no per-content floats there."""
+    with pytest.raises(BaerError, match="--batch-invariant"):
+        engine_from_args(_parse(["--backend", "vllm", "--batch-invariant"]), lambda: None)
+    assert engine_from_args(_parse(["--batch-invariant"]), lambda: "hf") == "hf"
 
 
 def test_options_validate():
