@@ -27,6 +27,11 @@ class JudgeOptions:
     device: str | None = None      # None = cuda when available, else cpu
     dtype: str = "auto"            # auto = bf16 on CUDA, fp32 on CPU
     truncate: bool = True          # cut over-long pairs symmetrically instead of raising
+    batch_invariant: bool | None = None   # each distinct pair in calls of its own (its score the same bits in
+                                          # any batch); None: on when the head has a sampled expert, whose
+                                          # draws batch rounding can change, never on vLLM (Judge.invariant)
+    generation: object = None      # bank.generative.GenerationConfig of the head's generative experts
+                                   # (budgets, seed); None: each protocol's budget, seed 0
 
 
 class Judge:
@@ -53,14 +58,14 @@ class Judge:
     @classmethod
     def from_pretrained(cls, model_path: str, head=None, *, backend: str = "hf", kernels: str = "auto",
                         device: str | None = None, dtype: str = "auto", truncate: bool = True,
-                        vllm_options=None) -> "Judge":
+                        vllm_options=None, batch_invariant: bool | None = None) -> "Judge":
         """head: a path to a head artifact, an already loaded artifact dict, or None for the
         label-free default head (`artifact.default_artifact()`, recorded as head "default").
 
         vllm_options (backend="vllm" only): a `VllmOptions` or a dict of its fields, e.g.
         `{"data_parallel_size": 2, "tensor_parallel_size": 4}`; `dtype` overrides its dtype
         unless left "auto". Data parallel ranks are spawned processes: call from under an
-        `if __name__ == "__main__":` guard.
+        `if __name__ == "__main__":` guard. batch_invariant: JudgeOptions.batch_invariant.
         """
         from baer_fast import artifact as artifact_io
         from baer_fast.runtime.config import EngineConfig
@@ -77,15 +82,28 @@ class Judge:
             if dtype != "auto":
                 opts = dataclasses.replace(opts, dtype=dtype)
             art = head_artifact(head)
-            options = JudgeOptions(kernels=kernels, device=device, dtype=opts.dtype, truncate=truncate)
+            options = JudgeOptions(kernels=kernels, device=device, dtype=opts.dtype, truncate=truncate,
+                                   batch_invariant=batch_invariant)
             return cls(open_vllm(model_path, opts), art, options=options)
         if vllm_options is not None:
             raise BaerError("vllm_options apply to backend='vllm' only")
         art = head_artifact(head)
-        options = JudgeOptions(kernels=kernels, device=device, dtype=dtype, truncate=truncate)
+        options = JudgeOptions(kernels=kernels, device=device, dtype=dtype, truncate=truncate,
+                               batch_invariant=batch_invariant)
         engine = open_engine(model_path, options=HfOptions(engine=EngineConfig(kernels=kernels),
                                                            device=device or "auto", dtype=dtype))
         return cls(engine, art, options=options)
+
+    @property
+    def invariant(self) -> bool:
+        """Whether batches run each distinct pair in calls of its own (docs/protocols.md): as asked,
+        else on exactly when the head has a sampled expert (self_consistency) and the engine is hf."""
+        asked = self.options.batch_invariant
+        if asked is not None:
+            return asked
+        from baer_fast import protocols
+        return self.engine.kind != "vllm" and any(
+            e in protocols.GENERATIVE and protocols.get(e).TEMPERATURE > 0 for e in self.experts)
 
     # ------------------------------------------------------------------ inputs
 
@@ -101,8 +119,9 @@ class Judge:
             overhead = max(len(enc.encode(p, pair_id="-", expert=name))
                            for name in protocols.prompt_experts_for(self.experts)
                            for p in protocols.get(name).prompts("", "", ""))
-            reserve = max((protocols.get(e).MAX_NEW_TOKENS for e in self.experts
-                           if e in protocols.GENERATIVE), default=0)
+            from baer_fast.bank.generative import GenerationConfig
+            gen = self.options.generation or GenerationConfig()
+            reserve = max((gen.budget(e) for e in self.experts if e in protocols.GENERATIVE), default=0)
             self._room = loaded.context_len - overhead - reserve
         return self._room
 
@@ -137,7 +156,8 @@ class Judge:
         if not pairs:
             return []
         def bank(some, experts):
-            return run_experts(self.engine, some, experts=experts, derived_params=self.derived_params)
+            return run_experts(self.engine, some, experts=experts, derived_params=self.derived_params,
+                               generation=self.options.generation, batch_invariant=self.invariant)
         if self.art.get("cascade"):      # early exit: stage 2 only for the pairs stage 1 leaves open
             from baer_fast.selection.cascade import run_staged
             records, self.last_cascade = run_staged(self.art, pairs, bank)

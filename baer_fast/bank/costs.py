@@ -19,10 +19,10 @@ import time
 from baer_fast import protocols
 
 
-def counted(expert_rows, engine, pairs, names, report, generation=None) -> list[dict]:
-    """expert_rows(engine, pairs, names, report, generation) with row["expert_cost"] filled in."""
+def counted(expert_rows, engine, pairs, names, report, generation=None, **kw) -> list[dict]:
+    """expert_rows(engine, pairs, names, report, generation, **kw) with row["expert_cost"] filled in."""
     t0, before = time.perf_counter(), _prefilled(report)
-    rows = expert_rows(engine, pairs, names, report, generation)
+    rows = expert_rows(engine, pairs, names, report, generation, **kw)
     seconds, spent = time.perf_counter() - t0, _prefilled(report) - before
     weights = prefill_weights(engine, pairs, names, generation)
     prefilled = fit_to_total(weights, spent)

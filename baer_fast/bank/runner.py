@@ -45,23 +45,45 @@ def resolve_experts(experts) -> list[str]:
     return protocols.with_natives(names)
 
 
-def expert_rows(engine, pairs: list[Pair], names, report: RunReport, generation=None) -> list[dict]:
+def expert_rows(engine, pairs: list[Pair], names, report: RunReport, generation=None, *,
+                batch_invariant: bool = False) -> list[dict]:
     """Raw runs (before derived experts) and counters of every expert in `names`, one row per pair;
     non-finite runs are an error (check_finite). The engine computes the batch's distinct
     contents in canonical orientation and order (bank/canonical.py): swaps mirror exactly,
-    duplicates agree, and ids and positions change nothing.
+    duplicates agree, and ids and positions change nothing. batch_invariant: each distinct
+    content in engine and decoder calls of its own (_one_by_one), so its floats do not
+    depend on the other contents of the batch either.
     """
     from baer_fast.bank import canonical
     work, at = canonical.plan(pairs)
-    return canonical.restore(_content_rows(engine, work, names, report, generation), pairs, at)
+    rows = (_one_by_one if batch_invariant else _content_rows)(engine, work, names, report, generation)
+    return canonical.restore(rows, pairs, at)
 
 
-def _content_rows(engine, pairs: list[Pair], names, report: RunReport, generation=None) -> list[dict]:
+def _one_by_one(engine, work: list[Pair], names, report: RunReport, generation=None) -> list[dict]:
+    """_content_rows of each content alone: its own engine calls and decoder call, so every
+    forward's shapes (rows, padding, chunks, width groups, GEMM row counts) are its own. One
+    decoder serves them all: a generate call's floats depend on its requests only. Refused on
+    vLLM, whose prefix cache hands a call KV computed in earlier calls' batches."""
+    if engine.kind == "vllm":
+        from baer_fast.errors import BaerError
+        raise BaerError("batch-invariant mode needs the hf backend (vLLM's prefix cache reuses KV computed "
+                        "beside other pairs); drop --batch-invariant or use --backend hf")
+    decoder = None
+    if any(n in protocols.GENERATIVE for n in names):
+        from baer_fast.bank.generative import GenerationConfig
+        from baer_fast.runtime.open import open_decoder
+        decoder = open_decoder(engine, generation or GenerationConfig())
+    return [row for p in work for row in _content_rows(engine, [p], names, report, generation, decoder)]
+
+
+def _content_rows(engine, pairs: list[Pair], names, report: RunReport, generation=None, decoder=None) -> list[dict]:
     """expert_rows over distinct pairs, in the order given.
 
     The prompt experts' queries are read in one engine call; with generative experts in `names`,
     they go to run_generative as `extra`: prompt reads in the decoder's prompt tree, so a pair's
-    `[system][question][A][B]` is prefilled once for its generation prompts and them.
+    `[system][question][A][B]` is prefilled once for its generation prompts and them. decoder:
+    the generative experts' (default: a fresh one from runtime/open.open_decoder).
     """
     from baer_fast.bank.prompting import PromptEncoder
     loaded = engine.loaded
@@ -74,7 +96,7 @@ def _content_rows(engine, pairs: list[Pair], names, report: RunReport, generatio
         if report.generative is None:
             report.generative = GenerativeReport()
         out = run_generative(engine, pairs, gen, config=generation or GenerationConfig(), report=report.generative,
-                             extra=groups, stats=report.stats)
+                             extra=groups, stats=report.stats, decoder=decoder)
         logprobs = [g.pop("extra") for g in out]
     else:
         out = None
@@ -161,20 +183,22 @@ def to_signals(pair: Pair, runs: dict, row: dict, names: list[str], engine_name:
 
 def run_experts(model, pairs: list[Pair], *, experts=None, config: EngineConfig = EngineConfig(),
                 derived_params: dict | None = None, naive: bool = False, report: RunReport | None = None,
-                generation=None, **load_kw) -> list[Signals]:
+                generation=None, batch_invariant: bool = False, **load_kw) -> list[Signals]:
     """Run the single-pass bank on `pairs` (both display orders) -> one Signals per pair.
 
     model: a local model directory, a LoadedModel, or an engine. Derived experts use
     `derived_params` when given, else are fitted on the non-test pairs here; the params used
     end up in `report.derived_params` (plain JSON for the head artifact). Generative experts
     (protocols.GENERATIVE, opt-in by name) decode with `generation` (a GenerationConfig).
+    batch_invariant: each distinct pair in calls of its own (expert_rows), so its runs are the
+    same bits whatever other pairs came with it.
     """
     names = resolve_experts(experts)
     derived = [n for n in names if n in protocols.DERIVED_EXPERTS]
     engine = open_engine(model, options=HfOptions(engine=config, naive=naive, **load_kw))
     report = report if report is not None else RunReport()
     from baer_fast.bank.costs import counted       # per-expert cost of each pair -> meta.expert_cost
-    rows = counted(expert_rows, engine, pairs, names, report, generation)
+    rows = counted(expert_rows, engine, pairs, names, report, generation, batch_invariant=batch_invariant)
     if derived:
         report.derived_params = dict(derived_params) if derived_params else fit_derived(
             [(p, r["runs"]) for p, r in zip(pairs, rows)], derived)

@@ -8,7 +8,7 @@ Generative experts (cot, self_consistency, rubric, prepair, deliberate, referenc
 for the full bank) decode with per-expert budgets (--max-new-tokens) and a global --seed;
 --keep-texts writes their generated texts to `<out>.texts.jsonl`; a cost report per expert
 (generations, tokens decoded, seconds) is printed at the end. Pairs run in chunks of distinct
-contents in content order (bank/canonical.py), so rows are written in that order.
+contents in content order (bank/canonical.py); the finished file is put back in input order.
 """
 from __future__ import annotations
 
@@ -61,6 +61,9 @@ def add_engine_arguments(p) -> None:
                         "calls, and SDPA the masked ones (tree rows, decoder slots), which it cannot take")
     p.add_argument("--trust-remote-code", action="store_true", help="allow the model's own Python code")
     p.add_argument("--naive", action="store_true", help="reference path: one plain forward per prompt")
+    p.add_argument("--batch-invariant", action="store_true",
+                   help="compute each distinct pair in engine and decoder calls of its own: its runs are the same "
+                        "bits whatever other pairs share the input (hf backend; slower, docs/protocols.md)")
     from baer_fast.runtime.vllm.backend import add_arguments as add_backend_arguments
     add_backend_arguments(p)     # --backend hf|vllm, --tensor-parallel-size, ... (vllm imported only if chosen)
 
@@ -85,7 +88,9 @@ def fingerprint(args, names: list[str], params_file: str | None) -> dict:
             "model_config_sha256": file_sha256(os.path.join(args.model, "config.json")),
             "weights": weights, "input_sha256": file_sha256(args.input), "experts": names,
             "engine": _engine_kind(args), "dtype": args.dtype,
-            "derived_params_sha256": file_sha256(params_file) if params_file else None}
+            "derived_params_sha256": file_sha256(params_file) if params_file else None,
+            # only when on, so outputs written before the flag existed still resume
+            **({"batch_invariant": True} if getattr(args, "batch_invariant", False) else {})}
 
 
 def _engine_kind(args) -> str:
@@ -188,7 +193,7 @@ def stream_signals(args, pairs, names, derived, params, target, fp) -> str:
     bar = progress(len(todo), desc="experts", quiet=args.quiet or not todo)
     try:
         for chunk in work:
-            rows = expert_rows(engine, chunk, names, report, args.generation)
+            rows = expert_rows(engine, chunk, names, report, args.generation, batch_invariant=args.batch_invariant)
             if texts is not None:       # texts first: a kill between the two redoes the chunk, texts skip it
                 texts.append([{"id": p.id, "texts": r["texts"]} for p, r in zip(chunk, rows)
                               if p.id not in texts.done_ids])
@@ -199,8 +204,11 @@ def stream_signals(args, pairs, names, derived, params, target, fp) -> str:
             dt = max(time.perf_counter() - t0, 1e-9)
             bar.set_postfix_str(f"{report.prefill_totals()[0] / dt:.0f} tok/s")
             bar.update(len(chunk))
+        # computed in content order; written back in input order, atomically (same lines, same counts)
+        writer.reorder([p.id for p in pairs])
         writer.finish()
         if texts is not None:
+            texts.reorder([p.id for p in pairs])
             texts.finish()
     finally:
         bar.close()

@@ -70,7 +70,8 @@ def run(args) -> int:
         engine=engine_config, naive=args.naive, device=args.device, dtype=args.dtype, attn=args.attn,
         trust_remote_code=args.trust_remote_code)))
     judge = Judge(engine, art, options=JudgeOptions(kernels=args.kernels, dtype=args.dtype,
-                                                    device=None if args.device == "auto" else args.device))
+                                                    device=None if args.device == "auto" else args.device,
+                                                    batch_invariant=True if args.batch_invariant else None))
     try:
         return serve(judge, config)
     finally:

@@ -167,6 +167,22 @@ class ResumableWriter:
         self.done_ids.update(ids)
         self._write_progress(sync_dir=False)
 
+    def reorder(self, ids: list[str]) -> None:
+        """Rewrite the data file with its records in the order of `ids` (records with other ids
+        after them, as they were), atomically: the same lines, so the same byte and record counts,
+        and a crash leaves the old order or the new one, both resumable."""
+        with open(self.path, "rb") as fh:
+            lines = fh.readlines()
+        rank = {rid: k for k, rid in enumerate(dict.fromkeys(ids))}
+        keyed = [(rank.get(json.loads(raw)["id"], len(rank)), k, raw) for k, raw in enumerate(lines)]
+        if [k for _, k, _ in sorted(keyed)] == list(range(len(lines))):
+            return                                            # already in that order
+        with atomic_open(self.path, "wb") as fh:
+            fh.writelines(raw for _, _, raw in sorted(keyed))
+        self._fh.close()                                      # the old inode: append and lock the new one
+        self._fh = open(self.path, "ab")
+        self._lock()
+
     def finish(self) -> None:
         """Mark the output complete (every input record has its result)."""
         self.complete = True

@@ -91,7 +91,8 @@ def open_decoder(engine, config):
 def engine_from_args(args, make_hf_engine):
     """The engine `baer-fast experts` should use: `make_hf_engine()` for --backend hf, else vLLM.
 
-    --naive has no vLLM meaning and is refused with --backend vllm (explicit requests fail loudly).
+    --naive and --batch-invariant have no vLLM meaning and are refused with --backend vllm
+    (explicit requests fail loudly).
     """
     from baer_fast.runtime.vllm.backend import options_from_args
     if getattr(args, "backend", "hf") != "vllm":
@@ -105,4 +106,6 @@ def engine_from_args(args, make_hf_engine):
         return make_hf_engine()
     if getattr(args, "naive", False):
         raise BaerError("--naive is the hf reference path; it cannot be combined with --backend vllm")
+    if getattr(args, "batch_invariant", False):     # vLLM's prefix cache reuses KV computed beside other pairs
+        raise BaerError("--batch-invariant needs --backend hf (vLLM reuses prefix KV across calls)")
     return open_vllm(args.model, options_from_args(args))

@@ -16,7 +16,9 @@ B = ["it returns a list", "no", "because the answer is correct", "3 words"]
 def test_default_head_scores_antisymmetrically_without_a_head_file(default_judge):
     s, swapped = default_judge.score(Q, A, B), default_judge.score(Q, B, A)
     assert s.shape == (4,) and s.dtype == torch.float64 and torch.all(torch.isfinite(s))
-    assert torch.max(torch.abs(s + swapped)) < 1e-6          # fp32 model runs, as test_judge.py
+    # the runs mirror bit for bit (bank/canonical.py); the float64 head negates them up to its own rounding
+    from tests.fixtures.tolerances import HEAD_OPS, fp64_tol
+    assert torch.max(torch.abs(s + swapped)) <= fp64_tol(HEAD_OPS, 1 + float(s.abs().max()))
     assert default_judge.experts == list(DEFAULT_EXPERTS)
     assert {r["head"] for r in default_judge.results(Q, A, B)} == {"default"}
 

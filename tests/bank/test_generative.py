@@ -132,11 +132,13 @@ def test_reference_is_eq9_and_feeds_the_reference_head(qwen):
 
 
 def test_sampled_runs_reproducible_and_batch_independent(qwen, bank):
-    ps, sig, _ = bank
-    alone = run_experts(qwen, [ps[2]], experts=["self_consistency"], generation=GEN)[0]
-    tol = readout_tol(qwen, [ps[2]])             # the same samples (content-keyed seeds), other batch rounding
-    for u, v in zip(alone.experts["self_consistency"], sig[2].experts["self_consistency"]):
-        assert abs(u - v) <= tol
+    """Batched, the same seeds draw under other rounding and can take other tokens (this pair did on
+    an AVX2 CPU: 0.043 apart, alone vs in the bank's batch); in the batch-invariant mode the pair's
+    samples and runs are the same bits alone and beside the others."""
+    ps, _, _ = bank
+    alone = run_experts(qwen, [ps[2]], experts=["self_consistency"], generation=GEN, batch_invariant=True)[0]
+    beside = run_experts(qwen, ps, experts=["self_consistency"], generation=GEN, batch_invariant=True)[2]
+    assert alone.experts["self_consistency"] == beside.experts["self_consistency"]          # exact
     other_seed = GenerationConfig(max_new_tokens=GEN.max_new_tokens, seed=8)
     moved = run_experts(qwen, [ps[2]], experts=["self_consistency"], generation=other_seed)[0]
     assert moved.experts["self_consistency"] != alone.experts["self_consistency"]

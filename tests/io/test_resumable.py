@@ -98,3 +98,22 @@ def test_progress_is_written_before_the_data_file(tmp_path):
 def test_out_is_a_directory(tmp_path):
     with pytest.raises(InputError, match="is a directory"):
         ResumableWriter(str(tmp_path), fingerprint=FP)
+
+
+def test_reorder_puts_records_in_the_given_order_and_stays_resumable(tmp_path):
+    """The same lines in another order, atomically: the progress record still fits, a rerun
+    resumes with every id done, appends go to the new file, and the lock moves with it."""
+    out = str(tmp_path / "o.jsonl")
+    with ResumableWriter(out, fingerprint=FP) as w:
+        w.append(_recs(2, 4))
+        w.append(_recs(0, 2))
+        w.reorder(["r3", "r0", "r9", "r1"])                      # r2 not named: after the named ones
+        assert [r["id"] for r in _lines(out)] == ["r3", "r0", "r1", "r2"]
+        with pytest.raises(InputError, match="another baer-fast run"):
+            ResumableWriter(out, fingerprint=FP)
+        w.append(_recs(4, 5))
+    assert [r["id"] for r in _lines(out)] == ["r3", "r0", "r1", "r2", "r4"]
+    with ResumableWriter(out, fingerprint=FP) as w:
+        assert w.resumed and w.done_ids == {f"r{i}" for i in range(5)}
+        w.finish()
+    assert sorted(_lines(out), key=lambda r: r["v"]) == _recs(0, 5)

@@ -48,6 +48,8 @@ def test_masked_calls_never_reach_flash(flash_marked, loaded_models, qwen_dir):
     flash, seen = flash_marked
     pairs = _pairs(flash.tokenizer)
     want = run_experts(loaded_models(qwen_dir), pairs, experts=EXPERTS, generation=GEN)
+    from tests.fixtures.tolerances import readout_tol
+    tol = readout_tol(loaded_models(qwen_dir), pairs)     # other paths, other rounding: 2x the naive error each
     # with cot in the bank, the prefix path's prompts all go through the decoder (masked calls
     # only); the single-pass bank alone has the engine's unmasked roots, the naive path only those
     for experts, naive in ((EXPERTS, False), (EXPERTS, True), (EXPERTS[:3], False)):
@@ -56,7 +58,7 @@ def test_masked_calls_never_reach_flash(flash_marked, loaded_models, qwen_dir):
         assert all(m is None for m in seen)                # flash ran only on unmasked calls...
         assert bool(seen) == (naive or "cot" not in experts)   # ...wherever there were some
         assert flash.base.config._attn_implementation == "flash_attention_2"
-        assert max_run_diff(got, want, experts) <= 1e-5
+        assert max_run_diff(got, want, experts) <= tol
 
 
 def test_swap_survives_an_error(flash_marked):

@@ -7,8 +7,15 @@ from tests.fixtures.checks import import_bench
 def test_bench_decode_one_sample_pair(tmp_path):
     bench_decode = import_bench("bench_decode")
     res = bench_decode.run(1, 1, 4, str(tmp_path), sample=True, unsplit=True)
-    assert res["sample"] and res["max_abs_u_diff_greedy_experts"] < 1e-4
-    assert res["max_abs_u_diff_split_unsplit"] < 1e-4 and len(res["rows"]) == 3
+    from random_judge import load_random
+
+    from baer_fast.commands.demo import sample_pairs
+    from tests.fixtures.tolerances import readout_tol
+    # same greedy tokens, so the verdicts differ by the readout's rounding: 2x the naive fp32
+    # path's own error vs float64 on this pair's single-pass prompts, for each of two paths
+    tol = readout_tol(load_random(str(tmp_path)), sample_pairs(1))
+    assert res["sample"] and res["max_abs_u_diff_greedy_experts"] <= tol
+    assert res["max_abs_u_diff_split_unsplit"] <= tol and len(res["rows"]) == 3
     s, u = res["decoder_stats"], res["unsplit_decoder_stats"]
     assert s["scores_decoded"] >= s["scores_decoded_own"] > 0 and s["scores_prefilled"] > 0
     assert s["scores_decoded_own"] == u["scores_decoded_own"] and s["scores_decoded"] <= u["scores_decoded"]

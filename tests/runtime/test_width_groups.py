@@ -119,9 +119,11 @@ def test_real_lengths_lose_their_decode_padding(qwen):
     assert u.scores_decoded > 1.5 * u.scores_decoded_own
     # width groups take at least two thirds of the one-width padding away
     assert s.scores_decoded - s.scores_decoded_own <= (u.scores_decoded - u.scores_decoded_own) / 3
+    from tests.fixtures.tolerances import readout_tol
+    tol = readout_tol(qwen, pairs)       # same tokens, so the verdicts differ by the readout's rounding
     for a, b in zip(runs_s, runs_u):
         for name in names:
-            assert a[name] == pytest.approx(b[name], abs=1e-4)
+            assert a[name] == pytest.approx(b[name], abs=tol)
 
 
 def test_verdicts_read_after_the_cue_in_width_groups(qwen, sdpa_widths):
@@ -142,9 +144,11 @@ def test_verdicts_read_after_the_cue_in_width_groups(qwen, sdpa_widths):
         assert dec.stats.tokens_cue > 0
         read = [(b, w) for b, w, q in sdpa_widths if q > 1]
         assert bool(read) == split                      # split verdict reads went through the groups
+    from tests.fixtures.tolerances import readout_tol
+    tol = readout_tol(qwen, sample_pairs(4))       # same tokens: the verdicts differ by rounding only
     for a, b in zip(runs[True], runs[False]):
         for name in names:
-            assert a[name] == pytest.approx(b[name], abs=1e-5)
+            assert a[name] == pytest.approx(b[name], abs=tol)
 
 
 def test_a_model_whose_masked_calls_run_eager_is_not_split(gen_models, monkeypatch):
