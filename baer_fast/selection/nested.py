@@ -2,15 +2,11 @@
 
 Arrays in (built once from the non-test rows by `dev_data`), out-of-fold scores out.
 Every candidate is fitted on the same training folds and scored on the same held-out
-fold; its hyper-parameters are chosen inside the training folds only (inner folds):
-
-- mean: the equal-weight mean of the RMS-scaled zt of the stack experts (no label read);
-- shrunk: the stack pulled toward c times the mean, lambda by inner CV log-loss
-  (`heads.stack.cv_shrunk_lambda`);
-- stack: lambda by inner CV (`heads.stack.cv_lambda`), then the odd logistic fit;
-- constant: the stack expert whose Eq. 1 prediction (z_k >= 0 -> a) is most often right
-  on the training folds (ties: first name), s = z_k;
-- route: LR vs forest by inner CV routed accuracy (`heads.router.choose_model`).
+fold, its hyper-parameters chosen inside the training folds only (inner folds): mean (equal
+weights on the RMS-scaled zt, no label read); shrunk (the stack pulled toward c times the
+mean, lambda by inner CV log-loss); stack (lambda by inner CV, `heads.stack.cv_lambda`);
+constant (the stack expert whose Eq. 1 prediction is most often right on the training
+folds, ties: first name, s = z_k); route (LR vs forest by inner CV routed accuracy).
 
 Fold assignments hash the ids with the repeat index (balanced blocks), so they depend on
 neither row order nor labels. `oof_scores` is the reusable entry point (any expert subset:
