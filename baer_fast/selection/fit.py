@@ -158,8 +158,8 @@ def fit_condition(records: Sequence, *, condition: str, spec: SplitSpec = SplitS
                   baselines: Sequence[str] | None = None) -> dict:
     """-> artifact dict (unsaved): every head fitted on non-test rows, one deployed.
 
-    head: "auto" applies the one-SE rule and the reference gate; "constant" / "stack" /
-    "route" / "reference" forces one (ablations). internal/baselines: the baseline pool
+    head: "auto" applies the standard-error rule and the reference gate; "mean" / "shrunk" /
+    "stack" / "constant" / "route" / "reference" forces one (ablations). internal/baselines: the baseline pool
     of the reference gate (`heads.single.baseline_pool`).
     """
     if head not in HEAD_CHOICES:

@@ -1,4 +1,4 @@
-"""The one-SE head-choice rule on constructed fold accuracies."""
+"""The standard-error head-choice rule (one-SE and the deployed two-SE bar) on constructed fold accuracies."""
 from __future__ import annotations
 
 import numpy as np
