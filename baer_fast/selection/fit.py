@@ -3,8 +3,9 @@
 Heads: mean (equal weights), shrunk (the stack pulled toward the mean), stack (all experts
 but the reference and pointwise ones), constant (the best single stack expert), route (the
 stack's experts plus the pointwise expert) and reference (the reference expert alone). All
-but reference are compared on the same nested, repeated out-of-fold predictions and chosen
-by the standard-error rule (`selection.rule`); the reference head goes through the paper's
+but reference are compared on the same nested, repeated out-of-fold predictions; all but
+mean and reference are ordered for the standard-error rule (`selection.rule`; the mean is
+the shrunk stack's large-lambda end, reported); the reference head goes through the paper's
 two gates (`selection.gates`). Every candidate's figures and the reason are recorded.
 
 Test rows are dropped before anything else is read from them, so blanking their
@@ -27,8 +28,8 @@ from baer_fast.heads.single import ConstantHead, baseline_pool, native_credit, s
 from baer_fast.heads.stack import (LAMBDAS, StackHead, cv_lambda, cv_shrunk_lambda, fit_shrunk_weights,
                                    fit_stack_weights, mean_weights)
 from baer_fast.selection.gates import HEAD_CHOICES, decide, head_correct, reference_gate
-from baer_fast.selection.nested import (CANDIDATES, INNER_FOLDS, N_FOLDS, N_REPEATS, SALT, DevData, best_constant,
-                                        dev_data, fold_accuracy, fold_assignments, oof_scores)
+from baer_fast.selection.nested import (CANDIDATES, INNER_FOLDS, N_FOLDS, N_REPEATS, RULE_ORDER, SALT, DevData,
+                                        best_constant, dev_data, fold_accuracy, fold_assignments, oof_scores)
 from baer_fast.selection.rule import BAR, se_choice
 from baer_fast.io.splits import SplitSpec, roles as split_roles
 
@@ -110,7 +111,7 @@ def _nested(data: DevData, ids: list[str], candidates: list[str], repeats: int) 
         figures[c] = {"oof_accuracy": float(acc[c].mean()), "fold_accuracy": acc[c].tolist(),
                       "fold_sd": float(acc[c].std(axis=1, ddof=1).mean()) if acc[c].shape[1] > 1 else 0.0,
                       "chosen_in_folds": _tally(chosen)}
-    choice, steps = se_choice(acc, CANDIDATES, BAR)
+    choice, steps = se_choice(acc, RULE_ORDER, BAR)
     return figures, choice, steps
 
 
@@ -205,9 +206,9 @@ def _fit(records, *, condition, spec, lambdas, eps, head, reference_expert, poin
     heads = {name: h.to_json() for name, h in fitted.items()}
     candidates = {name: {**split_accuracy(head_correct(h.score(rows), y), roles), "in_sample": True,
                          **figures.get(name, {})} for name, h in fitted.items()}
-    gates = {"rule": {"order": list(CANDIDATES), "steps": steps, "choice": choice,
+    gates = {"rule": {"order": list(RULE_ORDER), "steps": steps, "choice": choice,
                       "bar": BAR,
-                      "rule": f"a later head (order: simplest first) replaces the current choice only if its "
+                      "rule": f"a later head (order: steadiest first) replaces the current choice only if its "
                               f"mean paired per-fold out-of-fold gain exceeds {BAR:g} standard errors "
                               "(nested, repeated CV on non-test rows)"}}
     if ref is not None:

@@ -2,7 +2,7 @@
 
 Every vector passed here comes from non-test rows only.
 
-- Head rule: mean / shrunk / stack / constant / route by the standard-error rule on nested
+- Head rule: shrunk / stack / constant / route by the standard-error rule on nested
   out-of-fold accuracy (`selection.rule`); its record arrives here as `rule`.
 - Reference gate: the reference head is deployed only if it beats the strongest
   external baseline (the best protocol of the baseline pool on all non-test rows, each

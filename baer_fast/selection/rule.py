@@ -1,8 +1,8 @@
 """The head-choice rule: the steadier head unless a riskier one wins by more than its noise.
 
 Fold accuracies in ([R repeats, F folds] per candidate, all on the same held-out folds),
-a decision out. Candidates come in the caller's order, simplest first (`fit`: mean <
-shrunk < stack < constant < route); the current choice starts at the first; each later
+a decision out. Candidates come in the caller's order, steadiest first (`fit`: shrunk <
+stack < constant < route); the current choice starts at the first; each later
 candidate replaces it only if its mean paired per-fold gain exceeds BAR standard errors:
 
     d[r, f] = acc_c[r, f] - acc_current[r, f]

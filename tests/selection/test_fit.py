@@ -47,17 +47,17 @@ def test_deployed_head_is_the_rules_choice_and_every_candidate_is_recorded():
     assert current == rule["choice"]
 
 
-def test_the_mean_is_left_only_for_a_gain_above_bar_times_the_noise():
+def test_the_shrunk_stack_is_left_only_for_a_gain_above_bar_times_the_noise():
     strong = reference_expert({"selection": 0.95, "calibration": 0.95, "test": 0.95})
     rows = specialist_signals(N, seed=5, extra={"s": strong})
     art = fit_condition(rows, condition="one")
     rule = art["selection"]["gates"]["rule"]
-    assert rule["order"] == ["mean", "shrunk", "stack", "constant", "route"] and rule["bar"] == BAR
+    assert rule["order"] == ["shrunk", "stack", "constant", "route"] and rule["bar"] == BAR
     assert art["heads"]["constant"]["expert"] == "s"
     moved = [x for x in rule["steps"] if x["advanced"]]
     assert all(x["gain"] > BAR * x["se"] and x["bar"] == BAR for x in moved)
     assert all(x["gain"] <= BAR * x["se"] for x in rule["steps"] if not x["advanced"])
-    assert (art["head"] == "mean") == (not moved)
+    assert (art["head"] == "shrunk") == (not moved)
 
 
 def test_reference_deployed_only_when_both_gates_pass():
@@ -120,7 +120,7 @@ def test_cli_fit_prints_selection_and_forced_route_scores_with_expert(tmp_path, 
     assert main(["fit", "--signals", str(sig), "--condition", "c", "--out", str(out), "--head", "route",
                  "--reference-expert", "verify"]) == 0
     text = capsys.readouterr().out
-    assert "selection: route (forced)" in text and "rule: shrunk vs mean" in text and "gate reference: vs" in text
+    assert "selection: route (forced)" in text and "rule: stack vs shrunk" in text and "gate reference: vs" in text
     assert "out-of-fold" in text
     art = artifact.load(str(out))
     assert art["head"] == "route" and art["selection"]["forced"] and art["reference_expert"] == "verify"
