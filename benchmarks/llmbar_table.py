@@ -35,7 +35,7 @@ def data_root(argv: list[str]) -> Path:
 def short_reason(art: dict) -> str:
     sel = art["selection"]
     c = sel["candidates"]
-    text = " / ".join(f"{k} {100 * c[k]['oof_accuracy']:.1f}" for k in ("constant", "stack", "route")
+    text = " / ".join(f"{k} {100 * c[k]['oof_accuracy']:.1f}" for k in ("mean", "shrunk", "stack", "constant", "route")
                       if k in c and "oof_accuracy" in c[k])
     if "reference" in sel["gates"]:
         r = sel["gates"]["reference"]

@@ -1,11 +1,13 @@
-"""`baer-fast fit --signals S... --condition NAME --out head.json [--head auto|stack|route|reference]`.
+"""`baer-fast fit --signals S... --condition NAME --out head.json [--head auto|HEAD]`.
 
-Fits every head on the non-test rows, selects one by the one-SE rule on nested CV and the
+Fits every head on the non-test rows, selects one by the standard-error rule on nested CV and the
 reference gate (or takes the forced one), writes the artifact and prints every candidate.
 """
 from __future__ import annotations
 
 import sys
+
+HEADS = ("auto", "mean", "shrunk", "stack", "constant", "route", "reference")   # = selection.gates.HEAD_CHOICES
 
 
 def add_arguments(p) -> None:
@@ -13,8 +15,9 @@ def add_arguments(p) -> None:
     p.add_argument("--condition", required=True, help="condition name (benchmark x backbone) stored in the artifact")
     p.add_argument("--out", required=True, help="head artifact to write (JSON)")
     p.add_argument("--split-seed", default="baer-v1", help="salt of the id-hash split (default: baer-v1)")
-    p.add_argument("--head", default="auto", choices=("auto", "constant", "stack", "route", "reference"),
-                   help="auto: the one-SE rule on nested CV, then the reference gate (default); otherwise force "
+    p.add_argument("--head", default="auto", choices=HEADS,
+                   help="auto: the standard-error rule on nested CV, then the reference gate (default); "
+                        "otherwise force "
                         "one head (ablations; recorded as forced). See docs/selection.md")
     p.add_argument("--internal", action="append", default=[], metavar="EXPERT",
                    help="treat EXPERT as internal (not an external baseline of the reference gate); repeatable")
@@ -46,7 +49,7 @@ def selection_lines(art: dict) -> list[str]:
     gates = sel.get("gates", {})
     for st in gates.get("rule", {}).get("steps", []):
         out.append(f"    rule: {st['candidate']} vs {st['against']}: gain {100 * st['gain']:+.1f} > noise "
-                   f"{100 * st['se']:.1f}? {'yes' if st['advanced'] else 'no'}")
+                   f"{st.get('bar', 1.0):g} x {100 * st['se']:.1f}? {'yes' if st['advanced'] else 'no'}")
     if "reference" in gates:
         g = gates["reference"]
         out.append(f"    gate reference: vs {g['baseline']} ({g.get('baseline_reading', 'strict')}) margins selection "

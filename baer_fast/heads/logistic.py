@@ -7,7 +7,9 @@ The objective is sklearn's, so results agree with `LogisticRegression` to its to
 
     min_w  mean_i log(1 + exp(-y_i (w . x_i + b))) + lam / 2 |w|^2      y in {+1, -1}
 
-with the intercept b unpenalised, or absent (`intercept=False`, the stack's odd model).
+with the intercept b unpenalised, or absent (`intercept=False`, the stack's odd model). An
+optional fixed `offset` o_i is added to each margin (w . x_i + b + o_i): the shrunk stack's
+prior point.
 Iterates until the gradient's max-norm is below `tol` or no step can lower the objective
 in float64; deterministic.
 """
@@ -24,8 +26,8 @@ def _loss(m: np.ndarray) -> float:
 
 
 def newton_logistic(x: np.ndarray, y: np.ndarray, lam: float, *, intercept: bool = False,
-                    w0: np.ndarray | None = None, tol: float = TOL) -> np.ndarray:
-    """-> w [D] (or [D + 1] with the intercept last). y in {+1, -1}; lam > 0."""
+                    w0: np.ndarray | None = None, tol: float = TOL, offset: np.ndarray | None = None) -> np.ndarray:
+    """-> w [D] (or [D + 1] with the intercept last). y in {+1, -1}; lam > 0; offset [N] or None."""
     x = np.asarray(x, np.float64)
     y = np.asarray(y, np.float64)
     n, d = x.shape
@@ -35,13 +37,14 @@ def newton_logistic(x: np.ndarray, y: np.ndarray, lam: float, *, intercept: bool
         pen[-1] = 0.0
     w = np.zeros(xa.shape[1]) if w0 is None else np.array(w0, np.float64)
     yx = xa * y[:, None]
+    yo = np.zeros(n) if offset is None else y * np.asarray(offset, np.float64)
 
     def objective(v):
-        return _loss(yx @ v) + 0.5 * float(np.sum(pen * v * v))
+        return _loss(yx @ v + yo) + 0.5 * float(np.sum(pen * v * v))
 
     f = objective(w)
     for _ in range(MAX_ITER):
-        m = yx @ w
+        m = yx @ w + yo
         s = 0.5 * (1.0 - np.tanh(0.5 * m))            # sigma(-m), stable
         g = -(yx.T @ s) / n + pen * w
         if np.max(np.abs(g)) < tol:

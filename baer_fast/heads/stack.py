@@ -3,7 +3,10 @@
 Features are divided by their training RMS; the model is fitted on the
 sign-augmented set {(phi, y), (-phi, -y)} with no intercept, so s(Tx) = -s(x)
 holds by construction. lambda is chosen by cross-validation over folds the caller
-passes (`cv_lambda`). Knows nothing about files or splits: callers pass the rows.
+passes (`cv_lambda`). Two degenerate stacks share the class (any weights on phi / rms
+are odd): `mean`, equal weights on the zt columns (no label read), and `shrunk`, whose
+ridge pulls toward c times those equal weights instead of toward 0 (`fit_shrunk_weights`).
+Knows nothing about files or splits: callers pass the rows.
 """
 from __future__ import annotations
 
@@ -16,6 +19,8 @@ from baer_fast.features.evidence import EPS, evidence, runs_tensor, stack_featur
 from baer_fast.heads.logistic import newton_logistic
 
 LAMBDAS = (10.0, 1.0, 0.1, 0.01, 0.001)
+SHRUNK_LAMBDAS = (100.0, 10.0, 1.0, 0.1, 0.01, 0.001)   # the shrunk stack's grid, strongest pull first
+MEAN_SCALE_LAMBDA = 1e-3     # tiny ridge on the one scale c of the mean score: finite on separable rows
 
 
 @dataclass
@@ -26,7 +31,7 @@ class StackHead:
     weights: np.ndarray       # [D] coefficients on phi / rms
     lam: float                # the paper's lambda
     eps: float = EPS
-    kind: str = "stack"
+    kind: str = "stack"       # "stack" | "mean" | "shrunk": how the weights were fitted
     task_categories: list[str] = field(default_factory=list)   # `category` values (second block)
 
     def features(self, records: Sequence) -> np.ndarray:
@@ -55,7 +60,7 @@ class StackHead:
         return cls(experts=list(d["experts"]), categories=list(d["categories"]),
                    rms=np.asarray(d["rms"], dtype=np.float64),
                    weights=np.asarray(d["weights"], dtype=np.float64),
-                   lam=float(d["lambda"]), eps=float(d["eps"]),
+                   lam=float(d["lambda"]), eps=float(d["eps"]), kind=str(d.get("kind", "stack")),
                    task_categories=list(d.get("task_categories", ())))
 
 
@@ -104,4 +109,64 @@ def cv_lambda(phi: np.ndarray, y: np.ndarray, folds: np.ndarray, lambdas=LAMBDAS
     table = [{"lambda": lam, "cv_accuracy": float(np.mean(np.where(s[j] >= 0, 1, -1) == y)),
               "cv_logloss": float(np.mean(np.logaddexp(0.0, -y * s[j])))} for j, lam in enumerate(lambdas)]
     best = min(table, key=lambda r: (-r["cv_accuracy"], round(r["cv_logloss"], 12), -r["lambda"]))
+    return best["lambda"], table
+
+
+# ---------------------------------------------------------------- mean and shrunk stacks
+
+def mean_direction(n_experts: int, dim: int) -> np.ndarray:
+    """e [D]: 1/K on each zt_k column of phi, 0 elsewhere, so (phi / rms) @ e = mean_k zt_k / r(zt_k)."""
+    e = np.zeros(dim)
+    e[1:2 * n_experts:2] = 1.0 / n_experts
+    return e
+
+
+def mean_weights(phi: np.ndarray, n_experts: int) -> tuple[np.ndarray, np.ndarray]:
+    """-> (rms, e): the equal-weight mean of the RMS-scaled zt; reads no label."""
+    return training_rms(phi), mean_direction(n_experts, phi.shape[1])
+
+
+def _shrunk_prior(x: np.ndarray, y: np.ndarray, n_experts: int) -> tuple[np.ndarray, np.ndarray]:
+    """-> (c e, c e . x): the prior weights (the mean, scaled by its own odd 1-D logistic fit)."""
+    e = mean_direction(n_experts, x.shape[1])
+    c = fit_odd_logistic((x @ e)[:, None], y, MEAN_SCALE_LAMBDA)[0]
+    return c * e, x @ (c * e)
+
+
+def fit_shrunk_weights(phi: np.ndarray, y: np.ndarray, lam: float, n_experts: int,
+                       w0: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """-> (rms, w) with w = argmin mean_i log(1 + exp(-y_i w.x_i)) + lam/2 |w - c e|^2, x = phi / rms.
+
+    Written as w = c e + v: v is a plain odd ridge fit with the prior score as an offset.
+    Large lam returns the scaled mean, small lam the unpenalised stack.
+    """
+    rms = training_rms(phi)
+    x = phi / rms
+    prior, off = _shrunk_prior(x, y, n_experts)
+    return rms, prior + newton_logistic(x, y, lam, intercept=False, w0=w0, offset=off)
+
+
+def shrunk_path_scores(phi_tr, y_tr, phi_te, n_experts: int, lambdas=SHRUNK_LAMBDAS) -> np.ndarray:
+    """[len(lambdas), N_te] held-out scores along the path (strongest pull first, warm starts)."""
+    rms = training_rms(phi_tr)
+    x = phi_tr / rms
+    prior, off = _shrunk_prior(x, y_tr, n_experts)
+    out, v = np.zeros((len(lambdas), len(phi_te))), None
+    for j in sorted(range(len(lambdas)), key=lambda j: -lambdas[j]):
+        v = newton_logistic(x, y_tr, lambdas[j], intercept=False, w0=v, offset=off)
+        out[j] = (phi_te / rms) @ (prior + v)
+    return out
+
+
+def cv_shrunk_lambda(phi: np.ndarray, y: np.ndarray, folds: np.ndarray, n_experts: int,
+                     lambdas=SHRUNK_LAMBDAS) -> tuple[float, list[dict]]:
+    """lambda of the shrunk stack by CV log-loss over `folds` (a proper score: steadier than
+    accuracy on small folds); ties go to the larger lambda (closer to the mean)."""
+    s = np.zeros((len(lambdas), len(y)))
+    for f in np.unique(folds):
+        tr, te = folds != f, folds == f
+        s[:, te] = shrunk_path_scores(phi[tr], y[tr], phi[te], n_experts, lambdas)
+    table = [{"lambda": lam, "cv_accuracy": float(np.mean(np.where(s[j] >= 0, 1, -1) == y)),
+              "cv_logloss": float(np.mean(np.logaddexp(0.0, -y * s[j])))} for j, lam in enumerate(lambdas)]
+    best = min(table, key=lambda r: (round(r["cv_logloss"], 12), -r["lambda"]))
     return best["lambda"], table

@@ -1,11 +1,12 @@
 """Fit every head of one condition on its non-test rows, choose one, freeze an artifact.
 
-Heads: constant (the best single stack expert), stack (all experts but the reference
-and pointwise ones), route (the stack's experts plus the pointwise expert) and reference
-(the reference expert alone). constant / stack / route are compared on the same nested,
-repeated out-of-fold predictions and chosen by the one-SE rule (`selection.rule`); the
-reference head goes through the paper's two gates (`selection.gates`). Every candidate's
-figures and the reason are recorded in the artifact.
+Heads: mean (equal weights), shrunk (the stack pulled toward the mean), stack (all experts
+but the reference and pointwise ones), constant (the best single stack expert), route (the
+stack's experts plus the pointwise expert) and reference (the reference expert alone). All
+but reference are compared on the same nested, repeated out-of-fold predictions; all but
+mean and reference are ordered for the standard-error rule (`selection.rule`; the mean is
+the shrunk stack's large-lambda end, reported); the reference head goes through the paper's
+two gates (`selection.gates`). Every candidate's figures and the reason are recorded.
 
 Test rows are dropped before anything else is read from them, so blanking their
 labels cannot change the artifact; rows are put in id order, so file order cannot either.
@@ -24,11 +25,12 @@ from baer_fast.features.evidence import EPS
 from baer_fast.heads.reference import ReferenceHead
 from baer_fast.heads.router import CV_TREES, RouterHead, choose_model, fit_model
 from baer_fast.heads.single import ConstantHead, baseline_pool, native_credit, strict_correct
-from baer_fast.heads.stack import LAMBDAS, StackHead, cv_lambda, fit_stack_weights
+from baer_fast.heads.stack import (LAMBDAS, StackHead, cv_lambda, cv_shrunk_lambda, fit_shrunk_weights,
+                                   fit_stack_weights, mean_weights)
 from baer_fast.selection.gates import HEAD_CHOICES, decide, head_correct, reference_gate
-from baer_fast.selection.nested import (CANDIDATES, INNER_FOLDS, N_FOLDS, N_REPEATS, SALT, DevData, best_constant,
-                                        dev_data, fold_accuracy, fold_assignments, oof_scores)
-from baer_fast.selection.rule import one_se_choice
+from baer_fast.selection.nested import (CANDIDATES, INNER_FOLDS, N_FOLDS, N_REPEATS, RULE_ORDER, SALT, DevData,
+                                        best_constant, dev_data, fold_accuracy, fold_assignments, oof_scores)
+from baer_fast.selection.rule import BAR, se_choice
 from baer_fast.io.splits import SplitSpec, roles as split_roles
 
 log = logging.getLogger("baer_fast")
@@ -100,7 +102,7 @@ def _pool_credit(rows, pool: list[str], y: np.ndarray, eps: float) -> tuple[np.n
 
 
 def _nested(data: DevData, ids: list[str], candidates: list[str], repeats: int) -> tuple[dict, str, list]:
-    """Every candidate on the same out-of-fold rows; the one-SE choice."""
+    """Every candidate on the same out-of-fold rows; the standard-error rule's choice."""
     folds = fold_assignments(ids, N_FOLDS, repeats)
     acc, figures = {}, {}
     for c in candidates:
@@ -109,7 +111,7 @@ def _nested(data: DevData, ids: list[str], candidates: list[str], repeats: int) 
         figures[c] = {"oof_accuracy": float(acc[c].mean()), "fold_accuracy": acc[c].tolist(),
                       "fold_sd": float(acc[c].std(axis=1, ddof=1).mean()) if acc[c].shape[1] > 1 else 0.0,
                       "chosen_in_folds": _tally(chosen)}
-    choice, steps = one_se_choice(acc, CANDIDATES)
+    choice, steps = se_choice(acc, RULE_ORDER, BAR)
     return figures, choice, steps
 
 
@@ -125,14 +127,22 @@ def _tally(chosen: list[dict]) -> dict:
 def _final_heads(data: DevData, ids: list[str], *, categories, task_categories, lambdas, eps, route: bool):
     """Refit every candidate on all non-test rows, hyper-parameters by CV over one id-seeded assignment."""
     folds = fold_assignments(ids, N_FOLDS, 1, SALT + ":final")[0]
-    k = best_constant(data.z, data.y)
-    heads = {"constant": ConstantHead(data.stack_experts[k], eps)}
+    n_exp = len(data.stack_experts)
+    common = dict(categories=list(categories), task_categories=list(task_categories), eps=eps)
+    rms, w = mean_weights(data.phi, n_exp)
+    heads = {"mean": StackHead(data.stack_experts, rms=rms, weights=w, lam=0.0, kind="mean", **common)}
+    lam_s, table_s = cv_shrunk_lambda(data.phi, data.y, folds, n_exp)
+    rms, w = fit_shrunk_weights(data.phi, data.y, lam_s, n_exp)
+    heads["shrunk"] = StackHead(data.stack_experts, rms=rms, weights=w, lam=lam_s, kind="shrunk", **common)
     lam, lam_table = cv_lambda(data.phi, data.y, folds, lambdas)
     rms, w = fit_stack_weights(data.phi, data.y, lam)
-    heads["stack"] = StackHead(data.stack_experts, list(categories), rms, w, lam, eps,
-                               task_categories=list(task_categories))
-    report = {"constant": {"expert": heads["constant"].expert},
-              "stack": {"lambda": lam, "lambda_table": lam_table, "dim": int(data.phi.shape[1])}}
+    heads["stack"] = StackHead(data.stack_experts, rms=rms, weights=w, lam=lam, **common)
+    k = best_constant(data.z, data.y)
+    heads["constant"] = ConstantHead(data.stack_experts[k], eps)
+    report = {"mean": {"weights": "1/K on each RMS-scaled zt", "dim": int(data.phi.shape[1])},
+              "shrunk": {"lambda": lam_s, "lambda_table": table_s, "chosen_by": "cv_logloss"},
+              "stack": {"lambda": lam, "lambda_table": lam_table, "dim": int(data.phi.shape[1])},
+              "constant": {"expert": heads["constant"].expert}}
     if route:
         kind, table, _ = choose_model(data.rho, data.t, data.zr, data.y, folds)
         heads["route"] = RouterHead(data.route_experts, list(categories), fit_model(kind, data.rho, data.t), eps,
@@ -149,8 +159,8 @@ def fit_condition(records: Sequence, *, condition: str, spec: SplitSpec = SplitS
                   baselines: Sequence[str] | None = None) -> dict:
     """-> artifact dict (unsaved): every head fitted on non-test rows, one deployed.
 
-    head: "auto" applies the one-SE rule and the reference gate; "constant" / "stack" /
-    "route" / "reference" forces one (ablations). internal/baselines: the baseline pool
+    head: "auto" applies the standard-error rule and the reference gate; "mean" / "shrunk" /
+    "stack" / "constant" / "route" / "reference" forces one (ablations). internal/baselines: the baseline pool
     of the reference gate (`heads.single.baseline_pool`).
     """
     if head not in HEAD_CHOICES:
@@ -196,9 +206,10 @@ def _fit(records, *, condition, spec, lambdas, eps, head, reference_expert, poin
     heads = {name: h.to_json() for name, h in fitted.items()}
     candidates = {name: {**split_accuracy(head_correct(h.score(rows), y), roles), "in_sample": True,
                          **figures.get(name, {})} for name, h in fitted.items()}
-    gates = {"rule": {"order": list(CANDIDATES), "steps": steps, "choice": choice,
-                      "rule": "a later head (order: lowest variance first) replaces the current choice only if "
-                              "its mean paired per-fold out-of-fold gain exceeds one standard error "
+    gates = {"rule": {"order": list(RULE_ORDER), "steps": steps, "choice": choice,
+                      "bar": BAR,
+                      "rule": f"a later head (order: steadiest first) replaces the current choice only if its "
+                              f"mean paired per-fold out-of-fold gain exceeds {BAR:g} standard errors "
                               "(nested, repeated CV on non-test rows)"}}
     if ref is not None:
         ref_head = ReferenceHead(ref, eps)

@@ -2,8 +2,8 @@
 
 Every vector passed here comes from non-test rows only.
 
-- Head rule: constant / stack / route by the one-SE rule on nested out-of-fold accuracy
-  (`selection.rule`); its record arrives here as `rule`.
+- Head rule: shrunk / stack / constant / route by the standard-error rule on nested
+  out-of-fold accuracy (`selection.rule`); its record arrives here as `rule`.
 - Reference gate: the reference head is deployed only if it beats the strongest
   external baseline (the best protocol of the baseline pool on all non-test rows, each
   under its stronger reading; ties to the first name) by a positive accuracy margin on
@@ -15,7 +15,7 @@ from typing import Sequence
 
 import numpy as np
 
-HEAD_CHOICES = ("auto", "constant", "stack", "route", "reference")
+HEAD_CHOICES = ("auto", "mean", "shrunk", "stack", "constant", "route", "reference")
 
 
 def head_correct(scores: np.ndarray, y: np.ndarray) -> np.ndarray:
@@ -60,7 +60,7 @@ def decide(rule: dict | None, reference: dict | None, forced: str = "auto") -> t
     for st in (rule or {}).get("steps", []):
         verb = "replaces" if st["advanced"] else "does not replace"
         why.append(f"{st['candidate']} {verb} {st['against']} (out-of-fold gain {100 * st['gain']:+.1f} "
-                   f"vs noise {100 * st['se']:.1f} points)")
+                   f"vs noise {st.get('bar', 1.0):g} x {100 * st['se']:.1f} points)")
     if reference is not None:
         why.append(f"reference margin vs {reference['baseline']} "
                    f"{100 * reference['selection_margin']:+.1f}/{100 * reference['calibration_margin']:+.1f} "

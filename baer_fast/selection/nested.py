@@ -2,12 +2,11 @@
 
 Arrays in (built once from the non-test rows by `dev_data`), out-of-fold scores out.
 Every candidate is fitted on the same training folds and scored on the same held-out
-fold; its hyper-parameters are chosen inside the training folds only (inner folds):
-
-- constant: the stack expert whose Eq. 1 prediction (z_k >= 0 -> a) is most often right
-  on the training folds (ties: first name), s = z_k;
-- stack: lambda by inner CV (`heads.stack.cv_lambda`), then the odd logistic fit;
-- route: LR vs forest by inner CV routed accuracy (`heads.router.choose_model`).
+fold, its hyper-parameters chosen inside the training folds only (inner folds): mean (equal
+weights on the RMS-scaled zt, no label read); shrunk (the stack pulled toward c times the
+mean, lambda by inner CV log-loss); stack (lambda by inner CV, `heads.stack.cv_lambda`);
+constant (the stack expert whose Eq. 1 prediction is most often right on the training
+folds, ties: first name, s = z_k); route (LR vs forest by inner CV routed accuracy).
 
 Fold assignments hash the ids with the repeat index (balanced blocks), so they depend on
 neither row order nor labels. `oof_scores` is the reusable entry point (any expert subset:
@@ -24,13 +23,15 @@ import numpy as np
 from baer_fast.features.evidence import EPS, evidence, runs_tensor, stack_features
 from baer_fast.features.reliability import reliability_features
 from baer_fast.heads.router import CV_TREES, choose_model, fit_model, routing_targets
-from baer_fast.heads.stack import LAMBDAS, cv_lambda, fit_stack_weights
+from baer_fast.heads.stack import (LAMBDAS, cv_lambda, cv_shrunk_lambda, fit_shrunk_weights, fit_stack_weights,
+                                   mean_weights)
 
 N_FOLDS = 5
 N_REPEATS = 2
 INNER_FOLDS = 3
 SALT = "baer-nested"
-CANDIDATES = ("stack", "constant", "route")     # lowest variance first: the order of the selection rule
+RULE_ORDER = ("shrunk", "stack", "constant", "route")    # steadiest first: the order of the selection rule
+CANDIDATES = ("mean",) + RULE_ORDER     # all compared out of fold; the mean is reported (shrunk's large-lambda end)
 
 
 def fold_assignments(ids: Sequence[str], n_folds: int = N_FOLDS, repeats: int = N_REPEATS,
@@ -85,6 +86,18 @@ def constant_scores(data: DevData, tr: np.ndarray, te: np.ndarray) -> tuple[np.n
     return data.z[te, k], {"expert": data.stack_experts[k]}
 
 
+def mean_scores(data: DevData, tr: np.ndarray, te: np.ndarray) -> tuple[np.ndarray, dict]:
+    rms, w = mean_weights(data.phi[tr], data.z.shape[1])
+    return (data.phi[te] / rms) @ w, {}
+
+
+def shrunk_scores(data: DevData, tr: np.ndarray, te: np.ndarray) -> tuple[np.ndarray, dict]:
+    k = data.z.shape[1]
+    lam, _ = cv_shrunk_lambda(data.phi[tr], data.y[tr], inner_folds(data, tr), k)
+    rms, w = fit_shrunk_weights(data.phi[tr], data.y[tr], lam, k)
+    return (data.phi[te] / rms) @ w, {"lambda": lam}
+
+
 def stack_scores(data: DevData, tr: np.ndarray, te: np.ndarray, lambdas=LAMBDAS) -> tuple[np.ndarray, dict]:
     lam, _ = cv_lambda(data.phi[tr], data.y[tr], inner_folds(data, tr), lambdas)
     rms, w = fit_stack_weights(data.phi[tr], data.y[tr], lam)
@@ -99,7 +112,8 @@ def route_scores(data: DevData, tr: np.ndarray, te: np.ndarray) -> tuple[np.ndar
     return data.zr[te][np.arange(n), kstar], {"model": kind}
 
 
-FITTERS: dict[str, Callable] = {"constant": constant_scores, "stack": stack_scores, "route": route_scores}
+FITTERS: dict[str, Callable] = {"mean": mean_scores, "shrunk": shrunk_scores, "stack": stack_scores,
+                                "constant": constant_scores, "route": route_scores}
 
 
 def oof_scores(data: DevData, candidate: str, folds: np.ndarray) -> tuple[np.ndarray, list]:

@@ -23,7 +23,8 @@ from baer_fast.errors import InputError
 from baer_fast.heads.pooled import member_class
 
 
-MEMBER_KINDS = ("stack", "route", "reference")     # a member is an artifact's deployed head (its cascade unused)
+# a member is an artifact's deployed head (its cascade unused)
+MEMBER_KINDS = ("mean", "shrunk", "stack", "route", "reference")
 
 
 def head_paths(items: Sequence[str]) -> list[str]:

@@ -12,6 +12,7 @@ from baer_fast.errors import InputError
 from baer_fast.io.records import Signals, write_signals
 from baer_fast.scoring import score_records
 from baer_fast.selection.fit import fit_condition
+from baer_fast.selection.rule import BAR
 
 from tests.heads.synth import _runs, specialist_signals
 
@@ -32,8 +33,8 @@ def test_deployed_head_is_the_rules_choice_and_every_candidate_is_recorded():
     sel = art["selection"]
     rule = sel["gates"]["rule"]
     assert art["head"] == rule["choice"], sel["reason"]
-    assert {"constant", "stack", "route"} <= set(sel["candidates"]) <= set(art["heads"])
-    for name in ("constant", "stack", "route"):
+    assert {"mean", "shrunk", "stack", "constant", "route"} <= set(sel["candidates"]) <= set(art["heads"])
+    for name in ("mean", "shrunk", "stack", "constant", "route"):
         c = sel["candidates"][name]
         assert np.asarray(c["fold_accuracy"]).shape == (sel["nested_cv"]["repeats"], sel["nested_cv"]["folds"])
         assert np.isclose(c["oof_accuracy"], np.mean(c["fold_accuracy"]))
@@ -46,16 +47,17 @@ def test_deployed_head_is_the_rules_choice_and_every_candidate_is_recorded():
     assert current == rule["choice"]
 
 
-def test_the_stack_is_left_only_for_a_gain_above_the_noise():
+def test_the_shrunk_stack_is_left_only_for_a_gain_above_bar_times_the_noise():
     strong = reference_expert({"selection": 0.95, "calibration": 0.95, "test": 0.95})
     rows = specialist_signals(N, seed=5, extra={"s": strong})
     art = fit_condition(rows, condition="one")
     rule = art["selection"]["gates"]["rule"]
-    assert rule["order"] == ["stack", "constant", "route"]
+    assert rule["order"] == ["shrunk", "stack", "constant", "route"] and rule["bar"] == BAR
     assert art["heads"]["constant"]["expert"] == "s"
     moved = [x for x in rule["steps"] if x["advanced"]]
-    assert all(x["gain"] > x["se"] for x in moved)
-    assert (art["head"] == "stack") == (not moved)
+    assert all(x["gain"] > BAR * x["se"] and x["bar"] == BAR for x in moved)
+    assert all(x["gain"] <= BAR * x["se"] for x in rule["steps"] if not x["advanced"])
+    assert (art["head"] == "shrunk") == (not moved)
 
 
 def test_reference_deployed_only_when_both_gates_pass():
@@ -118,7 +120,7 @@ def test_cli_fit_prints_selection_and_forced_route_scores_with_expert(tmp_path, 
     assert main(["fit", "--signals", str(sig), "--condition", "c", "--out", str(out), "--head", "route",
                  "--reference-expert", "verify"]) == 0
     text = capsys.readouterr().out
-    assert "selection: route (forced)" in text and "rule: constant vs stack" in text and "gate reference: vs" in text
+    assert "selection: route (forced)" in text and "rule: stack vs shrunk" in text and "gate reference: vs" in text
     assert "out-of-fold" in text
     art = artifact.load(str(out))
     assert art["head"] == "route" and art["selection"]["forced"] and art["reference_expert"] == "verify"

@@ -1,9 +1,9 @@
-"""The one-SE head-choice rule on constructed fold accuracies."""
+"""The standard-error head-choice rule (one-SE and the deployed two-SE bar) on constructed fold accuracies."""
 from __future__ import annotations
 
 import numpy as np
 
-from baer_fast.selection.rule import one_se_choice, paired_gain
+from baer_fast.selection.rule import BAR, one_se_choice, paired_gain, se_choice
 
 ORDER = ("constant", "stack", "route")
 
@@ -40,3 +40,17 @@ def test_route_is_compared_with_the_current_choice():
     assert steps[1]["against"] == "stack" and steps[1]["advanced"]
     choice, steps = one_se_choice({"constant": base, "stack": base + 0.05, "route": base + 0.05}, ORDER)
     assert choice == "stack" and not steps[1]["advanced"]
+
+
+def test_the_deployed_bar_asks_for_two_standard_errors():
+    base = np.full((1, 5), 0.7)
+    d = np.array([[0.10, 0.0, 0.05, 0.0, 0.05]])              # mean 0.04, SE 0.0187: 2.1 SE
+    gain, se = paired_gain(base + d, base)
+    assert BAR == 2.0 and BAR * se < gain
+    assert se_choice({"mean": base, "stack": base + d}, ("mean", "stack"))[0] == "stack"
+    half = np.array([[0.10, -0.02, 0.05, 0.0, 0.02]])         # mean 0.03, SE 0.0215: 1.4 SE
+    gain, se = paired_gain(base + half, base)
+    assert se < gain <= BAR * se
+    choice, steps = se_choice({"mean": base, "stack": base + half}, ("mean", "stack"))
+    assert choice == "mean" and steps[0]["bar"] == BAR and not steps[0]["advanced"]
+    assert one_se_choice({"mean": base, "stack": base + half}, ("mean", "stack"))[0] == "stack"

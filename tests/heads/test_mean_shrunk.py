@@ -1,0 +1,120 @@
+"""Mean and shrunk stacks: odd under the swap (hypothesis), the shrunk fit's objective and limit, round trip."""
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+from baer_fast import artifact
+from baer_fast.features.evidence import EPS
+from baer_fast.heads import head_class
+from baer_fast.heads.logistic import TOL
+from baer_fast.heads.stack import (MEAN_SCALE_LAMBDA, StackHead, cv_shrunk_lambda, fit_odd_logistic,
+                                   fit_shrunk_weights, mean_direction, mean_weights)
+from baer_fast.io.records import Signals
+from baer_fast.selection.fit import fit_condition
+
+from .synth import SUBSETS, specialist_signals
+
+EXPERTS = ["c", "g1", "g2", "m"]
+EPS64 = np.finfo(np.float64).eps
+MAX_RUNS = 6
+_HEADS = {}
+
+
+def fitted(kind: str) -> StackHead:
+    """The mean / shrunk head of one synthetic condition, fitted once."""
+    if kind not in _HEADS:
+        art = fit_condition(specialist_signals(200, seed=1), condition="t", head=kind)
+        _HEADS[kind] = head_class(kind).from_json(art["heads"][kind])
+    return _HEADS[kind]
+
+
+def swap_bound(head: StackHead, rec) -> float:
+    """Bound on |s(x) + s(Tx)| from the computation, not from one machine.
+
+    Each phi entry negates to within B = ((2 / EPS)(M + 2) + 16 * 7) eps64: the swapped runs
+    1 - u and their mean are rounded ((M + 2) eps64 on p), the clipped logit's slope is at
+    most 2 / EPS, and |z| <= logit(1 - EPS) < 7 takes a few relative roundings (logs, the
+    1 + 4 delta division). The dot product over D entries adds D roundings of sum |w phi / r|.
+    """
+    b = ((2.0 / EPS) * (MAX_RUNS + 2) + 16 * 7) * EPS64
+    a = np.abs(head.weights / head.rms)
+    phi = head.features([rec])[0]
+    return float(b * a.sum() + len(a) * EPS64 * np.sum(a * np.abs(phi)))
+
+
+prob = st.one_of(st.none(), st.floats(0.0, 1.0), st.sampled_from([0.0, 0.5, 1.0, 0.25, 0.75, 1e-9]))
+runs = st.lists(prob, min_size=1, max_size=MAX_RUNS)
+signals = st.builds(lambda ex, subset: Signals("x", ex, subset=subset),
+                    st.dictionaries(st.sampled_from(EXPERTS + ["extra"]), runs, min_size=0, max_size=5),
+                    st.sampled_from(list(SUBSETS) + ["unseen"]))
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(signals, st.sampled_from(["mean", "shrunk"]))
+def test_swap_negates_the_score(rec, kind):
+    head = fitted(kind)
+    s, sw = head.score([rec])[0], head.score([rec.swapped()])[0]
+    assert abs(s + sw) <= swap_bound(head, rec)
+
+
+def test_mean_is_the_equal_weight_mean_of_scaled_zt():
+    phi = fitted("mean").features(specialist_signals(120, seed=4))
+    rms, w = mean_weights(phi, len(EXPERTS))          # takes no labels: nothing to leak
+    zt = phi[:, 1:2 * len(EXPERTS):2]
+    terms = zt / rms[1:2 * len(EXPERTS):2]
+    # two orders of summing K terms: each rounds at most K times, relative to the sum of |terms|
+    bound = 4 * len(EXPERTS) * EPS64 * np.abs(terms).mean(axis=1)
+    assert np.all(np.abs((phi / rms) @ w - terms.mean(axis=1)) <= bound)
+    assert np.all(w[0::2][:len(EXPERTS)] == 0) and np.all(w[2 * len(EXPERTS):] == 0)
+
+
+def _xy(seed=0, n=160, d=6):
+    rng = np.random.default_rng(seed)
+    x = rng.normal(size=(n, d))
+    y = np.where(x @ np.linspace(1.0, -0.5, d) + rng.normal(size=n) > 0, 1.0, -1.0)
+    return x, y
+
+
+def test_shrunk_fit_minimises_the_ridge_toward_the_scaled_mean():
+    x, y = _xy()
+    k, lam = 3, 0.05              # columns 1, 3, 5 play the zt role
+    rms, w = fit_shrunk_weights(x, y, lam, k)
+    xs = x / rms
+    e = mean_direction(k, x.shape[1])
+    c = fit_odd_logistic((xs @ e)[:, None], y, MEAN_SCALE_LAMBDA)[0]
+    sig = 1.0 / (1.0 + np.exp(y * (xs @ w)))
+    grad = -(xs * (y * sig)[:, None]).mean(axis=0) + lam * (w - c * e)
+    # Newton stops once the max-norm of this gradient is below TOL (heads/logistic.py)
+    assert np.max(np.abs(grad)) <= 10 * TOL
+
+
+def test_a_strong_pull_returns_the_scaled_mean():
+    x, y = _xy(seed=1)
+    k, lam = 3, 1e6
+    rms, w = fit_shrunk_weights(x, y, lam, k)
+    xs = x / rms
+    e = mean_direction(k, x.shape[1])
+    c = fit_odd_logistic((xs @ e)[:, None], y, MEAN_SCALE_LAMBDA)[0]
+    # first-order condition: lam (w - c e) = -grad L(w), and |grad L|_inf <= max_d mean_i |x_id|
+    assert np.max(np.abs(w - c * e)) <= np.max(np.mean(np.abs(xs), axis=0)) / lam
+
+
+def test_shrunk_lambda_choice_is_deterministic_and_by_log_loss():
+    x, y = _xy(seed=2)
+    folds = np.arange(len(y)) % 3
+    lam, table = cv_shrunk_lambda(x, y, folds, 3)
+    assert (lam, table) == cv_shrunk_lambda(x, y, folds, 3)
+    assert lam == min(table, key=lambda r: (round(r["cv_logloss"], 12), -r["lambda"]))["lambda"]
+
+
+def test_artifact_round_trip_keeps_kind_and_scores(tmp_path):
+    rows = specialist_signals(150, seed=9)
+    for kind in ("mean", "shrunk"):
+        art = fit_condition(rows, condition="rt", head=kind)
+        path = tmp_path / f"{kind}.json"
+        artifact.save(str(path), art)
+        loaded = artifact.load(str(path))            # JSON only: never unpickles
+        head = artifact.deployed_head(loaded)
+        assert isinstance(head, StackHead) and head.kind == kind and loaded["heads"][kind]["kind"] == kind
+        np.testing.assert_array_equal(head.score(rows), head_class(kind).from_json(art["heads"][kind]).score(rows))
