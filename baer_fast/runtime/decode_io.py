@@ -59,3 +59,6 @@ class DecodeStats:
     seconds: float = 0.0
     step_seconds: float = 0.0         # decode steps, all of it (forward, sampling, stop checks, retiring)
     step_forward_seconds: float = 0.0  # ...of which the model forward and the LM head
+    blocks: int = 0                   # host reads of the chosen ids (decode_step.Blocks: every check_every steps)
+    block_host_seconds: float = 0.0   # ...reading them, stop rules, retiring (verdict reads after cues included)
+    tokens_overshoot: int = 0         # row-steps computed after the row's finish inside its block (dropped)
