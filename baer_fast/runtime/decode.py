@@ -395,7 +395,9 @@ class Decoder:
         batched copy; a finished row's KV is never moved)."""
         reading = [d for d in done if self._requests[self._rows[d].req].choices]
         if reading:
+            t0 = time.perf_counter()
             self._read_verdicts(reading)
+            self.stats.cue_seconds += time.perf_counter() - t0
         n, k, gone = len(self._rows), len(done), set(done)
         holes = sorted(d for d in done if d < n - k)
         movers = [t for t in range(n - k, n) if t not in gone]
