@@ -42,8 +42,7 @@ class Graphs:
 
     def __init__(self, dec, buf, capture=None):
         self.dec, self.buf, self._capture = dec, buf, capture or cuda_graph
-        self._steps: dict[int, tuple] = {}          # bucket -> (replay, logits [b, V], argmax [b])
-        self._events: list = []
+        self._steps: dict[int, tuple] = {}          # bucket -> (replay, its static outputs)
 
     def step(self, b: int):
         """Replay bucket b's step -> (logits [b, V] fp32, greedy ids [b]), static outputs."""
@@ -57,20 +56,12 @@ class Graphs:
             replay = self._capture(body)
             self._steps[b] = (replay, out)
         replay, out = self._steps[b]
-        self._events.append(replay())
+        replay()
         return out["logits"], out["greedy"]
-
-    def forward_seconds(self, fallback: float) -> float:
-        """Device seconds of the replays since the last call (CUDA events), else `fallback`."""
-        spans, self._events = [e for e in self._events if e is not None], []
-        if not spans:
-            return fallback
-        spans[-1][1].synchronize()
-        return sum(a.elapsed_time(z) for a, z in spans) / 1e3
 
 
 def cuda_graph(body):
-    """Capture `body` as a torch.cuda.CUDAGraph -> replay() -> (start, end) CUDA events."""
+    """Capture `body` as a torch.cuda.CUDAGraph -> its replay()."""
     import torch
     side = torch.cuda.Stream()
     side.wait_stream(torch.cuda.current_stream())
@@ -81,14 +72,7 @@ def cuda_graph(body):
     graph = torch.cuda.CUDAGraph()
     with torch.cuda.graph(graph, pool=_pool()):
         body()
-
-    def replay():
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        graph.replay()
-        end.record()
-        return start, end
-    return replay
+    return graph.replay
 
 
 _POOL = []

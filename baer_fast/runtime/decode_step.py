@@ -63,6 +63,8 @@ class Blocks:
         self.dec, self.slots, self.k, self.graphs = dec, slots, max(1, k), graphs
         self.buf = StepBuffers.allocate(slots, self.k, dec.loaded.device)
         self._layout = None            # the decoder's slot layout the buffers hold
+        self._spans: list = []         # CUDA events around this block's forwards
+        self._cuda = dec.loaded.device.type == "cuda"
 
     def run(self) -> None:
         """One block of steps over the decoder's active rows; then their tokens, stops and retirements."""
@@ -88,8 +90,9 @@ class Blocks:
         wide = self.buf.wide[:n].tolist() if sampled else None
         self._finish(rows, toks, wide)
         t1 = time.perf_counter()
-        if self.graphs is not None:
-            fwd = self.graphs.forward_seconds(fwd)
+        if self._spans:                # CUDA: the forwards' device time (the host only queued them)
+            fwd = sum(a.elapsed_time(z) for a, z in self._spans) / 1e3
+            self._spans = []
         dec.stats.step_seconds += t1 - t0
         dec.stats.step_forward_seconds += fwd
         dec.stats.blocks += 1
@@ -118,10 +121,11 @@ class Blocks:
 
     def _step(self, j: int, b: int, n: int, groups, lens: list[int], sampled: bool) -> float:
         """Step j of the block: forward, LM head, token choice, inputs advanced on the device
-        -> seconds of forward and LM head (eager; the graph path times its replays itself)."""
+        -> host seconds of forward and LM head (on CUDA, run() takes their device time from events)."""
         dec, buf = self.dec, self.buf
         ids, pos = buf.ids[:b], buf.pos[:b]
         t0 = time.perf_counter()
+        span = self._event() if self._cuda else None
         if self.graphs is not None:
             logits, greedy = self.graphs.step(b)
             t_fwd = time.perf_counter()
@@ -135,6 +139,9 @@ class Blocks:
             logits = dec._logits(hidden[:, -1])
             greedy, t_fwd = None, time.perf_counter()
             dec.stats.scores_decoded += width_groups.cost(grown) if grown else n * (max(lens) + j + 1)
+        if span is not None:
+            span[1].record()
+            self._spans.append(span)
         if sampled:
             tok = pick_tokens(logits, buf.temp[:b], buf.top_p[:b], buf.u[:b, j], buf.wide[:b])
         else:
@@ -146,6 +153,13 @@ class Blocks:
         dec.stats.rows_peak = max(dec.stats.rows_peak, n)
         dec.stats.scores_decoded_own += sum(lens) + n * (j + 1)
         return t_fwd - t0
+
+    @staticmethod
+    def _event():
+        import torch
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        return start, end
 
     def _finish(self, rows, toks: list[list[int]], wide) -> None:
         """Each row takes the block's tokens one at a time until a stop rule ends it (the rest is
