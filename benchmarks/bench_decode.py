@@ -100,7 +100,8 @@ def bank_pairs(loaded, n_pairs: int):
                  text_of_tokens(t, R_TOKENS, 3 * i + 2), split="selection") for i in range(n_pairs)]
 
 
-def _run(loaded, pairs, budget: int, naive, memory_gb: float | None = None, split: bool = True):
+def _run(loaded, pairs, budget: int, naive, memory_gb: float | None = None, split: bool = True,
+         check_every: int | None = None):
     """-> (rows, tokens decoded, GenerativeReport, the decoder's DecodeStats or None).
     split: the decoder's steps attend in width groups (False: every row over the widest)."""
     from baer_fast.runtime.config import EngineConfig
@@ -114,7 +115,7 @@ def _run(loaded, pairs, budget: int, naive, memory_gb: float | None = None, spli
     if naive == "vllm":             # `loaded` is a VllmEngine here: its own decoder
         rows = run_generative(loaded, pairs, EXPERTS, config=cfg, report=rep)
         return rows, sum(c.tokens_decoded for c in rep.cost.values()), rep, None
-    dec = HFGenerate(loaded) if naive else Decoder(loaded, split_attention=split, **budget_kw)
+    dec = HFGenerate(loaded) if naive else Decoder(loaded, split_attention=split, check_every=check_every, **budget_kw)
     engine = NaiveEngine(loaded) if naive else PrefixEngine(loaded, EngineConfig(**budget_kw))
     rows = run_generative(engine, pairs, EXPERTS, config=cfg, report=rep, decoder=dec)
     decoded = sum(c.tokens_decoded for c in rep.cost.values())
@@ -156,10 +157,12 @@ def decode_floor(loaded, stats, rate: float) -> dict:
     cfg = loaded.model.config.get_text_config()
     flops = fm.flops(stats.tokens_decoded, stats.scores_decoded_own) + 2 * cfg.hidden_size * cfg.vocab_size * \
         stats.tokens_decoded
+    other = stats.step_seconds - stats.step_forward_seconds - stats.cue_seconds
     return {"decoded_gflop": flops / 1e9, "matmul_gflop_per_s": rate / 1e9, "floor_s": flops / rate,
             "step_s": stats.step_seconds, "step_forward_s": stats.step_forward_seconds,
-            "step_other_s": stats.step_seconds - stats.step_forward_seconds,
-            "other_share_of_steps": (stats.step_seconds - stats.step_forward_seconds) / max(stats.step_seconds, 1e-12),
+            "step_cue_reads_s": stats.cue_seconds, "step_other_s": other,
+            "other_share_of_steps": other / max(stats.step_seconds, 1e-12),
+            "blocks": stats.blocks, "steps": stats.steps, "tokens_overshoot": stats.tokens_overshoot,
             "steps_over_floor": stats.step_seconds / max(flops / rate, 1e-12)}
 
 
@@ -187,7 +190,7 @@ def _vllm(folder: str, pairs, budget: int, rounds: int):
 
 def run(n_pairs: int, rounds: int, budget: int, folder: str, shape: str = "anchor", device: str = "auto",
         dtype: str = "auto", *, warmup: int = 0, memory_gb: float | None = None, sample: bool = False,
-        unsplit: bool = False) -> dict:
+        unsplit: bool = False, check_every: int | None = None, no_hf: bool = False, no_vllm: bool = False) -> dict:
     import torch
     from random_judge import SHAPES, load_random
 
@@ -201,13 +204,14 @@ def run(n_pairs: int, rounds: int, budget: int, folder: str, shape: str = "ancho
         for naive in (True, False):
             _run(loaded, pairs[:1], 4, naive, memory_gb)
     # True: HF generate; False: the decoder; "unsplit": the decoder, every row over the widest
-    times, results = {m: [] for m in (True, False, "unsplit")[: 3 if unsplit else 2]}, {}
+    times, results = {m: [] for m in (True, False, "unsplit")[: 3 if unsplit else 2] if not (no_hf and m is True)}, {}
     for _ in range(rounds):          # interleaved, so load from other processes hits all alike
         for m in times:
             t0 = time.perf_counter()
-            results[m] = _run(loaded, pairs, budget, m is True, memory_gb, split=m != "unsplit")
+            results[m] = _run(loaded, pairs, budget, m is True, memory_gb, split=m != "unsplit", check_every=check_every)
             times[m].append(time.perf_counter() - t0)
-    rows = [_row("generative bank: HF generate per prompt + naive readout", times[True], n_pairs, results[True][1]),
+    rows = [_row("generative bank: HF generate per prompt + naive readout", times[True], n_pairs, results[True][1])
+            if not no_hf else None,
             _row("generative bank: batched shared-prefix decoder + prefix readout", times[False], n_pairs,
                  results[False][1])]
     optional = {}
@@ -223,10 +227,15 @@ def run(n_pairs: int, rounds: int, budget: int, folder: str, shape: str = "ancho
                    for u, v in zip(a["runs"][n], b["runs"][n]))
     if unsplit:
         optional["max_abs_u_diff_split_unsplit"] = diff(False, "unsplit")
+    if not no_hf:
+        optional.update({"max_abs_u_diff_greedy_experts": diff(True, False),
+                         "speedup": rows[0]["median_s"] / rows[1]["median_s"],
+                         "speedup_per_round": [a / b for a, b in zip(times[True], times[False])],
+                         "speedup_min": rows[0]["min_s"] / rows[1]["min_s"]})
     cost = {n: {"calls": c.calls, "rows": c.rows, "tokens_decoded": c.tokens_decoded, "seconds": c.seconds}
             for n, c in results[False][2].cost.items()}
     optional["floor"] = decode_floor(loaded, results[False][3], matmul_rate(loaded, results[False][3].rows_peak))
-    vllm = _vllm(folder, pairs, budget, rounds) if shape == "anchor" else None
+    vllm = _vllm(folder, pairs, budget, rounds) if shape == "anchor" and not no_vllm else None
     if vllm is not None:
         rows.append(vllm[0])
         optional.update({"vllm_engine_start_s": vllm[2], "decoder_vs_vllm": vllm[0]["median_s"] / rows[1]["median_s"],
@@ -237,10 +246,8 @@ def run(n_pairs: int, rounds: int, budget: int, folder: str, shape: str = "ancho
             "q_tokens": None if sample else Q_TOKENS, "r_tokens": None if sample else R_TOKENS,
             "sample": sample, "decoder_stats": dataclasses.asdict(results[False][3]),
             "shape": shape, "arch": SHAPES[shape], "device": str(loaded.device),
-            "dtype": str(loaded.dtype), "max_abs_u_diff_greedy_experts": diff(True, False),
-            "speedup": rows[0]["median_s"] / rows[1]["median_s"],
-            "speedup_per_round": [a / b for a, b in zip(times[True], times[False])],
-            "speedup_min": rows[0]["min_s"] / rows[1]["min_s"], "engine_cost": cost, **optional, "rows": rows}
+            "dtype": str(loaded.dtype), "check_every": check_every, "engine_cost": cost, **optional,
+            "rows": [r for r in rows if r is not None]}
 
 
 def memory_rate(loaded) -> float:
@@ -262,20 +269,22 @@ def memory_rate(loaded) -> float:
     return 2 * n / statistics.median(times[1:])
 
 
-def decode_steps(loaded, rows: int, prompt_tokens: int, budget: int, kernels: str) -> dict:
+def decode_steps(loaded, rows: int, prompt_tokens: int, budget: int, kernels: str, graphs: str = "off") -> dict:
     """`rows` greedy rows of `prompt_tokens` each decoding `budget` tokens together (EOS off): the
     decoder's tokens/s and step time, its forward share, and the floor of reading the weights once
-    per step at the device's measured copy bandwidth."""
+    per step at the device's measured copy bandwidth. graphs "auto": steps replayed from a CUDA
+    graph where its probe passes (the capture is timed with the first block)."""
     from baer_fast.runtime.decode import Decoder, GenRequest
     vocab = loaded.model.get_input_embeddings().num_embeddings
     reqs = [GenRequest(tuple((r * 7919 + i * 31) % (vocab - 10) + 10 for i in range(prompt_tokens)), budget)
             for r in range(rows)]
-    dec = Decoder(loaded, eos_ids=(), kernels=kernels, max_rows=rows, memory_budget_bytes=64 << 30)
+    dec = Decoder(loaded, eos_ids=(), kernels=kernels, max_rows=rows, memory_budget_bytes=64 << 30, graphs=graphs)
     dec.generate(reqs)
     s = dec.stats
     weight_bytes = sum(p.numel() * p.element_size() for p in loaded.model.parameters())
     floor = weight_bytes / memory_rate(loaded)
-    return {"kernels": kernels, "decode_kernel": dec._kernel, "rows": rows, "prompt_tokens": prompt_tokens,
+    return {"kernels": kernels, "decode_kernel": dec._kernel, "graphs": dec.graphs, "blocks": s.blocks,
+            "decode_tokens_per_s": s.tokens_decoded / max(s.step_seconds, 1e-12), "rows": rows, "prompt_tokens": prompt_tokens,
             "budget": budget, "steps": s.steps, "tokens_per_s": s.tokens_decoded / max(s.seconds, 1e-12),
             "step_ms": 1e3 * s.step_seconds / max(s.steps, 1), "step_forward_ms": 1e3 * s.step_forward_seconds / max(s.steps, 1),
             "weights_read_floor_ms": 1e3 * floor, "weight_gib": weight_bytes / 2**30}
@@ -298,6 +307,10 @@ def main(argv=None) -> int:
                     help="instead: ROWS greedy rows decoding together, masked path (kernels torch) and kernel path "
                          "(kernels auto) side by side: tokens/s, step time, the weights-read floor")
     ap.add_argument("--prompt-tokens", type=int, default=512, help="with --steps: prompt length of every row")
+    ap.add_argument("--check-every", type=int, default=None,
+                    help="the decoder's steps per host read of the chosen ids (default: the decoder's)")
+    ap.add_argument("--no-hf", action="store_true", help="skip HF generate (the decoder and vLLM only)")
+    ap.add_argument("--no-vllm", action="store_true", help="skip the vLLM backend even where importable")
     from random_judge import add_model_arguments
     add_model_arguments(ap)
     args = ap.parse_args(argv)
@@ -306,16 +319,20 @@ def main(argv=None) -> int:
         with tempfile.TemporaryDirectory() as folder:
             loaded = load_random(folder, args.shape, device=args.device, dtype=args.dtype)
             decode_steps(loaded, min(args.steps, 4), 16, 4, "torch")          # untimed warm-up
-            paths = [decode_steps(loaded, args.steps, args.prompt_tokens, args.budget, k) for k in ("torch", "auto")]
+            # eager masked steps, eager kernel steps, captured steps (CUDA graphs where probed)
+            paths = [decode_steps(loaded, args.steps, args.prompt_tokens, args.budget, k, g)
+                     for k, g in (("torch", "off"), ("auto", "off"), ("auto", "auto"))]
         for r in paths:
-            print(f"decode steps, kernels={r['kernels']} (kernel path: {r['decode_kernel']}): {r['tokens_per_s']:.0f} "
-                  f"tok/s, {r['step_ms']:.1f} ms/step (forward {r['step_forward_ms']:.1f}), weights-read floor "
-                  f"{r['weights_read_floor_ms']:.2f} ms", file=sys.stderr)
+            print(f"decode steps, kernels={r['kernels']} (kernel path: {r['decode_kernel']}, captured: {r['graphs']}): "
+                  f"{r['tokens_per_s']:.0f} tok/s ({r['decode_tokens_per_s']:.0f} in steps), {r['step_ms']:.1f} ms/step "
+                  f"(forward {r['step_forward_ms']:.1f}), weights-read floor {r['weights_read_floor_ms']:.2f} ms",
+                  file=sys.stderr)
         print(json.dumps({"bench": "decode_steps", "shape": args.shape, "paths": paths}))
         return 0
     with tempfile.TemporaryDirectory() as folder:
         res = run(args.pairs, args.rounds, args.budget, folder, args.shape, args.device, args.dtype,
-                  warmup=args.warmup, memory_gb=args.memory_gb, sample=args.sample, unsplit=args.unsplit)
+                  warmup=args.warmup, memory_gb=args.memory_gb, sample=args.sample, unsplit=args.unsplit,
+                  check_every=args.check_every, no_hf=args.no_hf, no_vllm=args.no_vllm)
     for key in ("decoder_stats", "unsplit_decoder_stats")[: 2 if args.unsplit else 1]:
         s = res[key]
         print(f"{key.replace('_stats', '').replace('_', ' ')}: {s['steps']} steps, {s['prefills']} prefills, "
@@ -323,7 +340,8 @@ def main(argv=None) -> int:
               f"steps computed {s['scores_decoded'] / max(1, s['scores_decoded_own']):.2f}x their rows' own attention "
               "scores", file=sys.stderr)
     f = res["floor"]
-    print(f"decode steps: {f['step_s']:.2f}s, forward {f['step_forward_s']:.2f}s, other {f['step_other_s']:.2f}s "
+    print(f"decode steps: {f['step_s']:.2f}s, forward {f['step_forward_s']:.2f}s, verdict reads after cues "
+          f"{f['step_cue_reads_s']:.2f}s, other {f['step_other_s']:.2f}s "
           f"({100 * f['other_share_of_steps']:.0f}%); floor {f['floor_s']:.2f}s ({f['decoded_gflop']:.1f} GFLOP at "
           f"{f['matmul_gflop_per_s']:.0f} GFLOP/s)", file=sys.stderr)
     for r in res["rows"]:

@@ -17,11 +17,12 @@
 #      workload on 4 LLMBar sample pairs, to stay within its timeout -> bench_engine.json),
 #      bench_decode at the Qwen3-8B shape on 3 LLMBar sample pairs (HF generate vs the batched
 #      decoder, its steps in width groups and in one width -> bench_decode.json),
-#      bench_decode --steps 64 at the Qwen3-8B shape: 64 greedy rows decoding together through
-#      the masked SDPA path (kernels torch) and the decode-attention kernel path (kernels auto,
-#      taken only if its load-time token probe passes): tokens/s, step time, the weights-read
-#      floor (weights over the measured copy bandwidth) -> bench.log and summary.json; there is
-#      no CUDA-graph-captured path yet (the decode step's shapes are not static), so none is timed;
+#      bench_decode --steps 64 at the Qwen3-8B shape (run first of the benchmarks): 64 greedy rows
+#      decoding together through eager masked SDPA steps (kernels torch), eager decode-attention
+#      kernel steps (kernels auto, taken only if its load-time token probe passes) and steps
+#      replayed from CUDA graphs (graphs auto, taken only if their load-time probe gives the eager
+#      tokens; the log says which): tokens/s, step time, the weights-read floor (weights over the
+#      measured copy bandwidth) -> bench.log and summary.json;
 #      bench_backends if vllm is installed (-> bench_backends.json);
 #   4. summary.json: environment, exit codes, the benchmark lines.
 # At most 8 files come back from a lent machine: the list above is exactly 8.
@@ -115,6 +116,11 @@ fi
 LOG="$OUT/bench.log"
 : > "$LOG"
 export BENCH_KERNELS_JSON="$TMP/bench_kernels_line.json"
+echo "== bench_decode --steps 64 (qwen3-8b shape, bf16: masked eager, kernel eager, captured)" >> "$LOG"
+timeout 240 "$PY" -P benchmarks/bench_decode.py --steps 64 --prompt-tokens 512 --budget 64 --shape qwen3-8b \
+    --device cuda --dtype bfloat16 > "$TMP/bench_decode_steps_line.json" 2>> "$LOG"
+STEPS_RC=$?
+cat "$TMP/bench_decode_steps_line.json" >> "$LOG"
 echo "== bench_kernels" >> "$LOG"
 if "$PY" -c "import pytest, pytest_benchmark" 2>/dev/null; then
     timeout 80 "$PY" -P -m pytest benchmarks/bench_kernels.py -q -s -p no:cacheprovider -o addopts="" \
@@ -131,11 +137,6 @@ echo "== bench_decode (qwen3-8b shape, bf16)" >> "$LOG"
 timeout 150 "$PY" -P benchmarks/bench_decode.py --shape qwen3-8b --device cuda --dtype bfloat16 \
     --pairs 3 --rounds 1 --budget 32 --warmup 1 --memory-gb 48 --sample --unsplit > "$OUT/bench_decode.json" 2>> "$LOG"
 DECODE_RC=$?
-echo "== bench_decode --steps 64 (qwen3-8b shape, bf16: masked path vs decode kernel)" >> "$LOG"
-timeout 180 "$PY" -P benchmarks/bench_decode.py --steps 64 --prompt-tokens 512 --budget 64 --shape qwen3-8b \
-    --device cuda --dtype bfloat16 > "$TMP/bench_decode_steps_line.json" 2>> "$LOG"
-STEPS_RC=$?
-cat "$TMP/bench_decode_steps_line.json" >> "$LOG"
 # vLLM backend: hf engine vs vLLM on the same token ids, only if this python already has vllm.
 if "$PY" -c "import vllm" 2>/dev/null; then
     echo "== bench_backends" >> "$LOG"

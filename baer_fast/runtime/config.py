@@ -45,6 +45,11 @@ class DecoderConfig:
     prefill_tokens: int = 8192                # new tokens per prefill forward at most
     group_columns: int | None = None          # one more width group's cost (None: the device's)
     split_attention: bool = True              # decode steps attend in width groups
+    # decode steps per host read of the chosen ids (EOS, stops; a row finished mid-block wastes the
+    # rest of its block's steps). None: check_every_cuda on CUDA, 1 on CPU (no device sync to save there)
+    check_every: int | None = None
+    check_every_cuda: int = 8
+    graphs: str = "auto"                      # "auto": CUDA graphs of the decode step where probed; "off"
 
 
 DECODER = DecoderConfig()

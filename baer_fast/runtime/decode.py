@@ -10,8 +10,8 @@ in slots [0, n): a finished row's slot is refilled by the last row (one batched 
 requests enter as soon as slots are free for all their samples. Tokens are chosen by
 sampling.py (greedy argmax, or each row's own seeded inverse CDF); stop rules are stops.py.
 Prompt reads (GenRequest.reads_prompt) ride in the tree and are read at the prefill's last
-hidden state. Each step copies the chosen ids to the host to test EOS, stops and budgets.
-See docs/decoding.md.
+hidden state. Steps run in blocks with static shapes (decode_step.py): the host reads the
+chosen ids once per block to test EOS, stops and budgets; CUDA graphs per bucket where probed.
 """
 from __future__ import annotations
 
@@ -20,9 +20,10 @@ import time
 from collections import deque
 from dataclasses import dataclass, field
 
-from baer_fast.runtime import decode_kernel
+from baer_fast.runtime import decode_graphs, decode_kernel
 from baer_fast.runtime.config import DECODER
 from baer_fast.runtime.decode_io import DecodeStats, GenRequest, GenResult  # noqa: F401 (re-exported)
+from baer_fast.runtime.decode_step import Blocks
 from baer_fast.runtime.model.flops import flop_model
 from baer_fast.runtime.model.masks import layer_masks
 from baer_fast.runtime.model.readout import model_logits, read_rows
@@ -66,7 +67,9 @@ class Decoder:
 
     def __init__(self, loaded, *, max_rows: int = DECODER.max_rows, memory_budget_bytes: int = DECODER.memory_budget_bytes,
                  prefill_tokens: int = DECODER.prefill_tokens, eos_ids=None, group_columns: int | None = DECODER.group_columns,
-                 split_attention: bool = DECODER.split_attention, kernels: str = "auto", kernel_probe: bool = True):
+                 split_attention: bool = DECODER.split_attention, kernels: str = "auto", kernel_probe: bool = True,
+                 check_every: int | None = DECODER.check_every, graphs: str = DECODER.graphs, graph_probe: bool = True,
+                 graph_capture=None):
         self.loaded, self._kernels = loaded, kernels
         self.max_rows, self.prefill_tokens, self.memory_budget_bytes = max_rows, prefill_tokens, memory_budget_bytes
         self.eos = frozenset(eos_ids) if eos_ids is not None else eos_token_ids(loaded)
@@ -79,6 +82,11 @@ class Decoder:
         self.stats = DecodeStats()
         # decode steps through the decode-attention kernel (CUDA, Triton): only once a probe gave the eager tokens
         self._kernel = decode_kernel.usable(loaded, kernels) and (not kernel_probe or decode_kernel.probe(Decoder, loaded, kernels))
+        # steps per host read of the chosen ids (DecoderConfig.check_every); captured steps only once probed
+        self.check_every = check_every or (DECODER.check_every_cuda if loaded.device.type == "cuda" else 1)
+        self._capture, probed = graph_capture, kernels if self._kernel else "torch"
+        self.graphs = decode_graphs.usable(loaded, graphs, graph_capture) and \
+            (not graph_probe or decode_graphs.probe(Decoder, loaded, probed, graph_capture))
 
     @property
     def splits_attention(self) -> bool:
@@ -102,11 +110,14 @@ class Decoder:
         wanted = sum(len(p) for ps in (export or {}).values() for p in set(ps)) * self.loaded.kv_bytes_per_token
         self._slots = self._allocate(requests, min(export_bytes, wanted))   # the exports' own KV, not their cap
         pending = deque(range(len(requests)))
+        blocks = Blocks(self, self._slots, self.check_every, None)
+        if self.graphs:
+            blocks.graphs = decode_graphs.Graphs(self, blocks.buf, self._capture)
         with torch.inference_mode():
             while pending or self._rows:
                 self._admit(pending)
                 if self._rows:
-                    self._step()
+                    blocks.run()
         self._buf = None
         self.stats.seconds += time.perf_counter() - t0
         return self._results
@@ -298,36 +309,7 @@ class Decoder:
             u = torch.rand(req.max_new_tokens, generator=g, dtype=torch.float64).tolist()
         return _Row(i, req.max_new_tokens, greedy, req.temperature, req.top_p, u, req.stop, sample=s)
 
-    # ------------------------------------------------------------------ decode
-    def _step(self) -> None:
-        import torch
-        t0 = time.perf_counter()
-        groups = None if self._kernel else self._groups()
-        n, dev, lens = len(self._rows), self.loaded.device, self._lens()
-        pos = torch.tensor(lens, device=dev)[:, None]                          # [n, 1]
-        ids = torch.tensor([r.out[-1] for r in self._rows], device=dev)[:, None]
-        t_ids = time.perf_counter()
-        if self._kernel:       # every row over its own length: no groups, the mask is not read
-            hidden = self._forward(0, ids, pos, kernel=True)
-        else:
-            hidden, groups = self._forward_in_groups(0, ids, pos, groups)
-        logits = self._logits(hidden[:, -1])
-        if logits.device.type == "cuda":
-            torch.cuda.synchronize(logits.device)      # the timing split only (tokens come to the host anyway)
-        t_fwd = time.perf_counter()
-        self.stats.steps += 1
-        self.stats.rows_peak = max(self.stats.rows_peak, n)
-        self.stats.scores_decoded += width_groups.cost(groups) if groups else n * (max(lens) + 1)
-        self.stats.scores_decoded_own += sum(lens) + n
-        rows = list(self._rows)
-        self._advance(rows, logits, first=0)
-        t1 = time.perf_counter()
-        self.stats.step_seconds += t1 - t0
-        self.stats.step_forward_seconds += t_fwd - t_ids
-        dt = (t1 - t0) / n
-        for r in rows:
-            self._results[r.req].seconds += dt
-
+    # ------------------------------------------------------------------ decode (steps: decode_step.py)
     def _forward_in_groups(self, slots, ids, pos, groups):
         """_forward over `slots` in width groups (None or one group: one width)
         -> (hidden, the groups it ran in, or None).
@@ -388,19 +370,21 @@ class Decoder:
         return model_logits(self.loaded, hidden)
 
     def _advance(self, rows: list[_Row], logits, *, first: int) -> None:
-        """Append each row's next token (rows occupy slots first..first+len(rows)); retire finished rows."""
-        toks = pick_rows(logits, rows)
+        """Append each row's first token (rows occupy slots first..first+len(rows)); retire finished rows."""
         done = []
-        for k, (r, t) in enumerate(zip(rows, toks)):
+        for k, (r, t) in enumerate(zip(rows, pick_rows(logits, rows))):
             r.out.append(t)
             r.finish = self._finished(r)
             if r.finish:
-                res = self._results[r.req]
-                res.tokens[r.sample], res.finish[r.sample] = tuple(r.out), r.finish
-                self.stats.tokens_decoded += len(r.out)
+                self._record(r)
                 done.append(first + k)
         if done:
             self._retire(done)
+
+    def _record(self, r: _Row) -> None:
+        res = self._results[r.req]
+        res.tokens[r.sample], res.finish[r.sample] = tuple(r.out), r.finish
+        self.stats.tokens_decoded += len(r.out)
 
     def _finished(self, r: _Row) -> str:
         return finish_reason(self.loaded.tokenizer, r.out, eos=self.eos, stop=r.stop, budget=r.budget)
@@ -411,7 +395,9 @@ class Decoder:
         batched copy; a finished row's KV is never moved)."""
         reading = [d for d in done if self._requests[self._rows[d].req].choices]
         if reading:
+            t0 = time.perf_counter()
             self._read_verdicts(reading)
+            self.stats.cue_seconds += time.perf_counter() - t0
         n, k, gone = len(self._rows), len(done), set(done)
         holes = sorted(d for d in done if d < n - k)
         movers = [t for t in range(n - k, n) if t not in gone]

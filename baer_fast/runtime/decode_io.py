@@ -59,3 +59,8 @@ class DecodeStats:
     seconds: float = 0.0
     step_seconds: float = 0.0         # decode steps, all of it (forward, sampling, stop checks, retiring)
     step_forward_seconds: float = 0.0  # ...of which the model forward and the LM head
+    blocks: int = 0                   # host reads of the chosen ids (decode_step.Blocks: every check_every steps)
+    block_host_seconds: float = 0.0   # ...reading them, stop rules, retiring (verdict reads after cues included)
+    cue_seconds: float = 0.0          # verdict reads after cues (model forwards over the cues); in step_seconds but
+                                      # for a row whose first token ends it (read during its prefill)
+    tokens_overshoot: int = 0         # row-steps computed after the row's finish inside its block (dropped)

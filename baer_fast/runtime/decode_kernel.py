@@ -64,7 +64,7 @@ def probe(decoder_class, loaded, kernels: str) -> bool:
     from baer_fast.runtime.decode_io import GenRequest
     vocab = loaded.model.get_input_embeddings().num_embeddings
     req = GenRequest(tuple((7 * i + 3) % vocab for i in range(PROBE_PROMPT)), PROBE_TOKENS)
-    got = [decoder_class(loaded, kernels=k, kernel_probe=False, eos_ids=()).generate([req])[0].tokens
+    got = [decoder_class(loaded, kernels=k, kernel_probe=False, graphs="off", eos_ids=()).generate([req])[0].tokens
            for k in (kernels, "torch")]
     ok = got[0] == got[1]
     (log.info if ok else log.warning)("decoder: decode steps %s the decode-attention kernel (its probe %s the "
