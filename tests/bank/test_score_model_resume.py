@@ -42,11 +42,14 @@ def test_sigkill_resumes_the_expert_work_without_redoing_finished_pairs(judge_di
     signals = str(out) + ".signals.jsonl"
     done = kill_after_first_batch(_cmd(judge_dir, pairs, head_path, out), signals, timeout_s=600)
     assert 0 < done < 10, done                  # killed after a durable chunk of signals, before the end
-    kept = [json.loads(x)["id"] for x in lines(signals)][:done]
+    kept = lines(signals)[:done]
     run = subprocess.run(_cmd(judge_dir, pairs, head_path, out), capture_output=True, text=True, timeout=600)
     assert run.returncode == 0, run.stderr
     assert f"({10 - done} run, {done} already done)" in run.stderr      # finished pairs were not redone
-    assert [json.loads(x)["id"] for x in lines(signals)][:done] == kept
+    # the killed run's records survive byte for byte; the finished file is put back in input order
+    # (ResumableWriter.reorder), so they are no longer necessarily its first lines
+    assert set(kept) <= set(lines(signals))
+    assert [json.loads(x)["id"] for x in lines(signals)] == [f"t{i:03d}" for i in range(10)]
     assert durable(signals) == 10
     want = sorted(lines(ref))
     assert sorted(lines(out)) == want           # the same scores, bit for bit, as the uninterrupted run
