@@ -30,3 +30,11 @@ def blank_test_labels(records, spec) -> list:
     from baer_fast.io.splits import roles
     return [Signals(r.id, r.experts, r.subset, None if role == "test" else r.label, r.split, r.meta)
             for r, role in zip(records, roles(records, spec))]
+
+
+def assert_same_saved(tmp_path, a: dict, b: dict) -> None:
+    """Both artifacts saved through artifact.save are the same bytes (leak and order tests)."""
+    from baer_fast import artifact
+    artifact.save(str(tmp_path / "a.json"), a)
+    artifact.save(str(tmp_path / "b.json"), b)
+    assert (tmp_path / "a.json").read_bytes() == (tmp_path / "b.json").read_bytes()

@@ -14,7 +14,7 @@ from baer_fast.io.records import write_signals
 from baer_fast.selection.budget import fit_budget, newton_odd_logistic, parse_budget, plan_budget
 from baer_fast.io.splits import SplitSpec
 
-from tests.selection.cost_synth import bank, blank_test_labels
+from tests.selection.cost_synth import assert_same_saved, bank, blank_test_labels
 
 
 @pytest.fixture(scope="module")
@@ -56,9 +56,7 @@ def test_blanking_test_labels_leaves_the_artifact_unchanged(tmp_path):
     spec, records = SplitSpec(), bank(90, seed=4)
     a = fit_budget(records, "0.5", condition="c", spec=spec)
     b = fit_budget(blank_test_labels(records, spec), "0.5", condition="c", spec=spec)
-    artifact.save(str(tmp_path / "a.json"), a)
-    artifact.save(str(tmp_path / "b.json"), b)
-    assert (tmp_path / "a.json").read_bytes() == (tmp_path / "b.json").read_bytes()
+    assert_same_saved(tmp_path, a, b)
     assert a["experts"] == a["budget"]["experts"]
 
 

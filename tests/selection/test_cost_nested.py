@@ -7,14 +7,13 @@ import random
 import numpy as np
 import pytest
 
-from baer_fast import artifact
 from baer_fast.io.records import Signals
 from baer_fast.io.splits import SplitSpec, roles
 from baer_fast.selection.budget import (CostModel, SubsetCV, batched_oof, choose, newton_odd_logistic, paired_gap,
                                         plan_budget)
 from baer_fast.selection.cascade import CascadeSpec, choose_tau, fit_cascade
 
-from tests.selection.cost_synth import bank, blank_test_labels
+from tests.selection.cost_synth import assert_same_saved, bank, blank_test_labels
 from tests.selection.test_cascade import _stack_art
 
 
@@ -152,9 +151,7 @@ def test_cascade_artifact_ignores_test_labels(tmp_path, change):
     a = fit_cascade(records, _stack_art(records), cascade=CascadeSpec("0.2"))
     changed = change(records, spec)
     b = fit_cascade(changed, _stack_art(changed), cascade=CascadeSpec("0.2"))
-    artifact.save(str(tmp_path / "a.json"), a)
-    artifact.save(str(tmp_path / "b.json"), b)
-    assert (tmp_path / "a.json").read_bytes() == (tmp_path / "b.json").read_bytes()
+    assert_same_saved(tmp_path, a, b)
 
 
 def test_budget_artifact_ignores_flipped_test_labels(tmp_path):
@@ -162,9 +159,7 @@ def test_budget_artifact_ignores_flipped_test_labels(tmp_path):
     spec, records = SplitSpec(), bank(100, seed=12)
     a = fit_budget(records, "0.5", condition="c", spec=spec)
     b = fit_budget(flip_test_labels(records, spec), "0.5", condition="c", spec=spec)
-    artifact.save(str(tmp_path / "a.json"), a)
-    artifact.save(str(tmp_path / "b.json"), b)
-    assert (tmp_path / "a.json").read_bytes() == (tmp_path / "b.json").read_bytes()
+    assert_same_saved(tmp_path, a, b)
     assert a["budget"]["nested"] is not None
 
 
@@ -181,7 +176,5 @@ def test_cascade_is_deterministic_under_row_order(tmp_path):
     random.Random(3).shuffle(shuffled)
     a = fit_cascade(records, _stack_art(records), cascade=CascadeSpec("0.2"))
     b = fit_cascade(shuffled, _stack_art(shuffled), cascade=CascadeSpec("0.2"))
-    artifact.save(str(tmp_path / "a.json"), a)
-    artifact.save(str(tmp_path / "b.json"), b)
-    assert (tmp_path / "a.json").read_bytes() == (tmp_path / "b.json").read_bytes()
+    assert_same_saved(tmp_path, a, b)
     assert a["cascade"]["cv"]["bound"] >= -a["cascade"]["tolerance"] - 1e-12
