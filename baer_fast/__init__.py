@@ -1,4 +1,7 @@
 """baer-fast: pairwise LLM judging with Backbone-Adaptive Evidence Routing (BAER)."""
+from baer_fast.runtime.reproducible import set_default as _reproducible_gemms
+
+_reproducible_gemms()       # before torch's MKL starts: same CPU GEMM, same bits (runtime/reproducible.py)
 __version__ = "0.1.0"
 __all__ = ["Judge", "__version__"]
 

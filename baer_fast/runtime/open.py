@@ -38,8 +38,11 @@ def load_judge(path: str, *, device: str = "auto", dtype: str = "auto", attn: st
     (probes.check_tree_path), which refuses a model whose tree path disagrees with a plain forward."""
     from baer_fast.runtime.model.load import load_model
     from baer_fast.runtime.probes import check_tree_path
+    from baer_fast.runtime.reproducible import check as check_reproducible
     loaded = load_model(path, device=device, dtype=dtype, attn=attn, trust_remote_code=trust_remote_code)
     loaded.tree_probe_err = check_tree_path(loaded)
+    if loaded.device.type == "cpu":
+        check_reproducible()
     return loaded
 
 

@@ -39,6 +39,7 @@ RUNTIME = {
     "config": (),
     "queries": (),
     "seeds": (),                 # content-keyed sample seeds (pure): every backend that samples
+    "reproducible": (),          # MKL's reproducible-GEMM mode (set at `import baer_fast`, checked at load)
     "model": ("plan", "config", "queries"),
     "prefill": ("plan", "model", "config", "queries", "interfaces"),
     "naive": ("plan", "model", "config", "queries", "interfaces"),
@@ -56,7 +57,7 @@ RUNTIME = {
     "vllm": ("plan", "model", "config", "queries", "interfaces", "decode", "decode_io", "stops", "sampling", "seeds"),
     "interfaces": ("config", "queries"),
     "open": ("plan", "model", "config", "queries", "prefill", "naive", "decode", "sampling",
-             "probes", "vllm", "interfaces"),
+             "probes", "vllm", "interfaces", "reproducible"),
 }
 
 
