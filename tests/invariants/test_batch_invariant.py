@@ -15,8 +15,8 @@ import pytest
 from baer_fast import protocols
 from baer_fast.bank.generative import GenerationConfig
 from baer_fast.io.records import Pair, read_signals, swap_runs, write_pairs
-from tests.fixtures.tiny_models import build_model_dir
 
+MODEL_SEED = 3          # own_model_dir (tests/invariants/conftest.py)
 GEN = GenerationConfig(max_new_tokens={n: 4 for n in protocols.GENERATIVE}, seed=7)
 MINE = [Pair("m0", "what is the sum of a list?", "the sum is 10", "it returns a list", split="selection"),
         Pair("m1", "explain why the code is correct", "because it returns the sum", "no")]
@@ -28,24 +28,13 @@ OTHERS = [Pair("o0", "what is the sum of a list?", "a list of numbers and a much
 
 
 @pytest.fixture(scope="module")
-def model_dir(tmp_path_factory):
-    return build_model_dir(str(tmp_path_factory.mktemp("binv")), arch="qwen3", seed=3, max_pos=512)
-
-
-@pytest.fixture(scope="module")
-def engine(model_dir):
-    from baer_fast.runtime.open import load_judge, open_engine
-    return open_engine(load_judge(model_dir))
-
-
-@pytest.fixture(scope="module")
-def alone(engine):
+def alone(own_engine):
     """Every expert's runs of each of MINE scored alone (derived parameters fitted once, frozen)."""
     from baer_fast.bank.runner import RunReport, run_experts
     rep = RunReport()
-    run_experts(engine, MINE + OTHERS, experts=list(protocols.ALL), generation=GEN, report=rep)
+    run_experts(own_engine, MINE + OTHERS, experts=list(protocols.ALL), generation=GEN, report=rep)
     params = rep.derived_params
-    runs = {p.id: run_experts(engine, [p], experts=list(protocols.ALL), generation=GEN, derived_params=params,
+    runs = {p.id: run_experts(own_engine, [p], experts=list(protocols.ALL), generation=GEN, derived_params=params,
                               batch_invariant=True)[0].experts for p in MINE}
     return runs, params
 
@@ -59,7 +48,7 @@ def _want(runs: dict, flipped: bool) -> dict:
 
 
 @pytest.mark.parametrize("seed", [0, 1])
-def test_a_pair_beside_other_pairs_gives_the_same_bits(engine, alone, seed):
+def test_a_pair_beside_other_pairs_gives_the_same_bits(own_engine, alone, seed):
     from baer_fast.bank.runner import run_experts
     runs, params = alone
     rng = random.Random(seed)
@@ -67,14 +56,14 @@ def test_a_pair_beside_other_pairs_gives_the_same_bits(engine, alone, seed):
     batch = [_variant(MINE[k], f, f"x{rng.random()}") for k, f in items] + OTHERS[:1 + seed * 2]
     order = list(range(len(batch)))
     rng.shuffle(order)
-    got = run_experts(engine, [batch[i] for i in order], experts=list(protocols.ALL), generation=GEN,
+    got = run_experts(own_engine, [batch[i] for i in order], experts=list(protocols.ALL), generation=GEN,
                       derived_params=params, batch_invariant=True)
     by_pos = {i: sig for i, sig in zip(order, got)}
     for j, (k, f) in enumerate(items):
         assert by_pos[j].experts == _want(runs[MINE[k].id], f)         # exact, every expert
 
 
-def test_the_cli_gives_a_pair_the_same_bits_in_any_file(model_dir, alone, tmp_path):
+def test_the_cli_gives_a_pair_the_same_bits_in_any_file(own_model_dir, alone, tmp_path):
     from baer_fast.cli import main
     runs, params = alone
     (tmp_path / "params.json").write_text(json.dumps(params))
@@ -85,7 +74,7 @@ def test_the_cli_gives_a_pair_the_same_bits_in_any_file(model_dir, alone, tmp_pa
     for name, pairs in files.items():
         write_pairs(str(tmp_path / f"{name}.jsonl"), pairs)
         out = tmp_path / f"{name}.signals.jsonl"
-        assert main(["-q", "experts", "--model", model_dir, "--input", str(tmp_path / f"{name}.jsonl"),
+        assert main(["-q", "experts", "--model", own_model_dir, "--input", str(tmp_path / f"{name}.jsonl"),
                      "--out", str(out), "--experts", "all", "--max-new-tokens", "4", "--seed", "7",
                      "--chunk-pairs", "4", "--derived-params", str(tmp_path / "params.json"),
                      "--kernels", "torch", "--batch-invariant"]) == 0
@@ -94,20 +83,20 @@ def test_the_cli_gives_a_pair_the_same_bits_in_any_file(model_dir, alone, tmp_pa
     assert got["b0"] == _want(runs["m0"], True) and got["b1"] == runs["m1"]
 
 
-def _judge(engine, params, **options):
+def _judge(own_engine, params, **options):
     from baer_fast import artifact as artifact_io
     from baer_fast.api import Judge, JudgeOptions
     from baer_fast.heads.default import DefaultHead
     head = DefaultHead(experts=list(protocols.ALL))
     art = {**artifact_io.default_artifact(), "heads": {head.kind: head.to_json()}, "experts": list(protocols.ALL),
            "derived_params": params}
-    return Judge(engine, art, options=JudgeOptions(generation=GEN, **options))
+    return Judge(own_engine, art, options=JudgeOptions(generation=GEN, **options))
 
 
-def test_judge_scores_a_pair_the_same_in_any_batch(engine, alone):
+def test_judge_scores_a_pair_the_same_in_any_batch(own_engine, alone):
     import torch
     runs, params = alone
-    judge = _judge(engine, params)
+    judge = _judge(own_engine, params)
     assert judge.invariant                    # self_consistency in the head: on by default
     one = MINE[0]
     s_alone, sig = judge.score([one.question], [one.response_a], [one.response_b]), judge.signals(
@@ -120,14 +109,14 @@ def test_judge_scores_a_pair_the_same_in_any_batch(engine, alone):
     assert judge.signals(*args)[1].experts == _want(runs["m0"], True)    # and its swap mirrors exactly
 
 
-def test_the_default_follows_the_head(engine, alone):
+def test_the_default_follows_the_head(own_engine, alone):
     """On by default where a sampled expert is in the head, off for the single-pass default head."""
     from baer_fast.api import Judge
     from baer_fast.artifact import default_artifact
     _, params = alone
-    assert _judge(engine, params).invariant
-    assert not _judge(engine, params, batch_invariant=False).invariant
-    assert not Judge(engine, default_artifact()).invariant
+    assert _judge(own_engine, params).invariant
+    assert not _judge(own_engine, params, batch_invariant=False).invariant
+    assert not Judge(own_engine, default_artifact()).invariant
 
 
 def test_the_mode_is_refused_on_vllm():

@@ -15,8 +15,8 @@ from baer_fast import protocols
 from baer_fast.io.records import Pair, read_signals, swap_runs, write_pairs
 from baer_fast.bank.generative import GenerationConfig
 from baer_fast.runtime.seeds import sample_seed
-from tests.fixtures.tiny_models import build_model_dir
 
+MODEL_SEED = 2          # own_model_dir (tests/invariants/conftest.py)
 BUDGET = 4
 GEN = GenerationConfig(max_new_tokens={n: BUDGET for n in protocols.GENERATIVE}, seed=5)
 BASE = [Pair("p0", "what is the sum of a list?", "the sum is 10", "it returns a list", split="selection"),
@@ -25,22 +25,10 @@ BASE = [Pair("p0", "what is the sum of a list?", "the sum is 10", "it returns a 
 
 
 @pytest.fixture(scope="module")
-def model_dir(tmp_path_factory):
-    return build_model_dir(str(tmp_path_factory.mktemp("inv")), arch="qwen3", seed=2, max_pos=512)
-
-
-@pytest.fixture(scope="module")
-def engine(model_dir):
-    from baer_fast.runtime.open import load_judge
-    from baer_fast.runtime.open import open_engine
-    return open_engine(load_judge(model_dir))
-
-
-@pytest.fixture(scope="module")
-def reference(engine):
+def reference(own_engine):
     from baer_fast.bank.runner import RunReport, run_experts
     rep = RunReport()
-    sig = run_experts(engine, BASE, experts=list(protocols.ALL), generation=GEN, report=rep)
+    sig = run_experts(own_engine, BASE, experts=list(protocols.ALL), generation=GEN, report=rep)
     return {s.id: s.experts for s in sig}, rep.derived_params
 
 
@@ -73,20 +61,20 @@ def test_every_expert_and_its_native_twin_is_there(reference):
                                                                  HealthCheck.too_slow])
 @given(order=st.permutations(range(3)), flips=st.lists(st.booleans(), min_size=3, max_size=3),
        dups=st.lists(st.tuples(st.integers(0, 2), st.booleans()), max_size=2), seed=st.integers(0, 99))
-def test_swaps_duplicates_ids_and_order_change_no_bit(engine, reference, order, flips, dups, seed):
+def test_swaps_duplicates_ids_and_order_change_no_bit(own_engine, reference, order, flips, dups, seed):
     from baer_fast.bank.runner import run_experts
     ref, params = reference
     items = [(k, flips[k]) for k in order] + dups
     rng = random.Random(seed)
     rng.shuffle(items)
     batch = [_variant(k, f, f"id-{rng.random()}") for k, f in items]
-    got = run_experts(engine, batch, experts=list(protocols.ALL), generation=GEN, derived_params=params)
+    got = run_experts(own_engine, batch, experts=list(protocols.ALL), generation=GEN, derived_params=params)
     for (k, f), sig in zip(items, got):
         assert sig.experts == _expected(ref, k, f)             # exact, every expert
 
 
 @pytest.mark.slow
-def test_the_cli_gives_the_same_bits_for_a_shuffled_relabelled_swapped_file(model_dir, reference, tmp_path):
+def test_the_cli_gives_the_same_bits_for_a_shuffled_relabelled_swapped_file(own_model_dir, reference, tmp_path):
     from baer_fast.cli import main
     ref, params = reference
     items = [(k, f) for k in range(3) for f in (False, True)] + [(1, False)]
@@ -94,7 +82,7 @@ def test_the_cli_gives_the_same_bits_for_a_shuffled_relabelled_swapped_file(mode
     pairs = tmp_path / "pairs.jsonl"
     write_pairs(str(pairs), [_variant(k, f, f"c{i}") for i, (k, f) in enumerate(items)])
     (tmp_path / "params.json").write_text(json.dumps(params))
-    assert main(["-q", "experts", "--model", model_dir, "--input", str(pairs), "--out", str(tmp_path / "s.jsonl"),
+    assert main(["-q", "experts", "--model", own_model_dir, "--input", str(pairs), "--out", str(tmp_path / "s.jsonl"),
                  "--experts", "all", "--max-new-tokens", str(BUDGET), "--seed", "5", "--chunk-pairs", "3",
                  "--derived-params", str(tmp_path / "params.json"), "--kernels", "torch"]) == 0
     by_id = {s.id: s.experts for s in read_signals(str(tmp_path / "s.jsonl"))}
@@ -103,19 +91,19 @@ def test_the_cli_gives_the_same_bits_for_a_shuffled_relabelled_swapped_file(mode
 
 
 @pytest.fixture(scope="module")
-def judge(engine, reference):
+def judge(own_engine, reference):
     from baer_fast.api import Judge
     from baer_fast.bank.runner import run_experts
     from baer_fast.selection.fit import fit_condition
     _, params = reference
     names = list(protocols.SINGLE_PASS)           # Judge decodes with its default budgets: keep it single-pass
-    train = run_experts(engine, [_variant(k % 3, bool(k % 2), f"t{k}") for k in range(6)], experts=names,
+    train = run_experts(own_engine, [_variant(k % 3, bool(k % 2), f"t{k}") for k in range(6)], experts=names,
                         derived_params=params)
     train = [s.__class__(f"{s.id}-{j}", s.experts, label="ab"[(i + j) % 2], split=("selection", "calibration")[j])
              for i, s in enumerate(train) for j in range(2)]
     art = fit_condition(train, condition="inv")
     art["derived_params"] = params
-    return Judge(engine, art)
+    return Judge(own_engine, art)
 
 
 @settings(max_examples=5, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
