@@ -19,8 +19,10 @@ import time
 from baer_fast import protocols
 
 
-def counted(expert_rows, engine, pairs, names, report, generation=None, **kw) -> list[dict]:
-    """expert_rows(engine, pairs, names, report, generation, **kw) with row["expert_cost"] filled in."""
+def counted(expert_rows, engine, pairs, names, report, generation=None, *, timed: bool = True, **kw) -> list[dict]:
+    """expert_rows(engine, pairs, names, report, generation, **kw) with row["expert_cost"] filled in.
+    timed=False leaves out "seconds" (wall time), so the rows are the same bytes run to run: the
+    `experts` command's files must be (a resumed run equals the uninterrupted one)."""
     t0, before = time.perf_counter(), _prefilled(report)
     rows = expert_rows(engine, pairs, names, report, generation, **kw)
     seconds, spent = time.perf_counter() - t0, _prefilled(report) - before
@@ -30,9 +32,10 @@ def counted(expert_rows, engine, pairs, names, report, generation=None, **kw) ->
                for row in rows]
     work = sum(prefilled[i].get(n, 0) + decoded[i][n] for i in range(len(rows)) for n in names) or 1
     for i, row in enumerate(rows):
-        row["expert_cost"] = {n: {"prefilled": prefilled[i].get(n, 0), "decoded": decoded[i][n],
-                                  "seconds": seconds * (prefilled[i].get(n, 0) + decoded[i][n]) / work}
-                              for n in names}
+        row["expert_cost"] = {n: {"prefilled": prefilled[i].get(n, 0), "decoded": decoded[i][n]} for n in names}
+        if timed:
+            for n in names:
+                row["expert_cost"][n]["seconds"] = seconds * (prefilled[i].get(n, 0) + decoded[i][n]) / work
     return rows
 
 

@@ -174,6 +174,7 @@ def run(args) -> int:
 def stream_signals(args, pairs, names, derived, params, target, fp) -> str:
     from baer_fast.progress import progress
     from baer_fast.runtime.config import EngineConfig
+    from baer_fast.bank.costs import counted
     from baer_fast.bank.runner import RunReport, apply_derived, expert_rows, to_signals
     from baer_fast.runtime.open import HfOptions, engine_from_args, open_engine
 
@@ -193,7 +194,9 @@ def stream_signals(args, pairs, names, derived, params, target, fp) -> str:
     bar = progress(len(todo), desc="experts", quiet=args.quiet or not todo)
     try:
         for chunk in work:
-            rows = expert_rows(engine, chunk, names, report, args.generation, batch_invariant=args.batch_invariant)
+            # per-expert tokens into meta.expert_cost (bank/costs.py); no wall time: same bytes run to run
+            rows = counted(expert_rows, engine, chunk, names, report, args.generation, timed=False,
+                           batch_invariant=args.batch_invariant)
             if texts is not None:       # texts first: a kill between the two redoes the chunk, texts skip it
                 texts.append([{"id": p.id, "texts": r["texts"]} for p, r in zip(chunk, rows)
                               if p.id not in texts.done_ids])

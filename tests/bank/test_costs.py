@@ -46,6 +46,29 @@ def test_generative_decoded_and_prefill_sum_to_counters(qwen_dir):
     assert sum(c[n]["prefilled"] for c in cost for n in c) == total
 
 
+def test_the_experts_command_records_the_tokens_and_no_wall_time(qwen_dir, tmp_path):
+    """`experts` writes meta.expert_cost too (what `fit --budget` and the cascade read), the same
+    tokens the in-process run charges, without "seconds": its files are the same bytes run to run."""
+    from baer_fast.bank.runner import run_experts
+    from baer_fast.cli import main
+    from baer_fast.io.records import read_signals, write_pairs
+    pairs, names = _pairs(4), ["direct", "cot"]
+    write_pairs(str(tmp_path / "p.jsonl"), pairs)
+    outs = []
+    for k in range(2):
+        out = tmp_path / f"s{k}.jsonl"
+        assert main(["-q", "experts", "--model", qwen_dir, "--input", str(tmp_path / "p.jsonl"), "--out", str(out),
+                     "--experts", ",".join(names), "--max-new-tokens", "6"]) == 0
+        outs.append(out.read_bytes())
+    assert outs[0] == outs[1]
+    got = {s.id: s.meta["expert_cost"] for s in read_signals(str(tmp_path / "s0.jsonl"))}
+    from baer_fast.bank.generative import GenerationConfig
+    want = run_experts(qwen_dir, pairs, experts=names, generation=GenerationConfig(max_new_tokens={"cot": 6}))
+    for s in want:
+        assert got[s.id] == {n: {k: v for k, v in c.items() if k != "seconds"} for n, c in s.meta["expert_cost"].items()}
+        assert got[s.id]["cot"]["decoded"] > 0 == got[s.id]["direct"]["decoded"]
+
+
 def test_fit_to_total_is_exact_and_keeps_matching_shares():
     w = [{"a": 3, "b": 1}, {"a": 2, "b": 0}]
     assert fit_to_total(w, 6) == w
