@@ -161,6 +161,6 @@ def test_a_perfect_expert_gets_a_finite_weight_and_all_coins_fall_back_to_the_me
 
 
 def test_vote_ties_follow_eq1_an_undecided_expert_counts_as_voting_a():
-    y = np.array([1.0, 1.0, -1.0, -1.0])
-    x = np.zeros((4, 2))                                # zt = 0 everywhere: Eq. 1 predicts a
-    assert expert_accuracy(x, y, 1)[0] == (2 + VOTE_PRIOR) / (4 + 2 * VOTE_PRIOR)
+    y = np.array([1.0, 1.0, 1.0, -1.0])
+    x = np.zeros((4, 2))                                # zt = 0 everywhere: Eq. 1 predicts a, right 3 times
+    assert expert_accuracy(x, y, 1)[0] == (3 + VOTE_PRIOR) / (4 + 2 * VOTE_PRIOR)
