@@ -86,6 +86,11 @@ def rule_pick(cell: dict, order: tuple, bar: float = 2.0) -> str:
     return pick
 
 
+def head_acc(cell: dict, head: str) -> float:
+    """Test accuracy of a head; a condition with one routing expert has no router (it is the constant head)."""
+    return cell["test_acc"][head if head in cell["test_acc"] or head != "route" else "constant"]
+
+
 def replay(cells: list[dict], order: tuple, bar: float = 2.0) -> list[dict]:
     """Cells with 'baer' set to the test accuracy of the head the rule picks (the reference gate kept)."""
     out = []
@@ -96,10 +101,13 @@ def replay(cells: list[dict], order: tuple, bar: float = 2.0) -> list[dict]:
 
 
 def merge(files: list[str]) -> list[dict]:
-    """Cells of the first file, with every later file's fold and test accuracies added (same cell key)."""
+    """Cells of the first file, with every later file's fold and test accuracies added (same cell key).
+    Files may be gzipped (*.gz)."""
+    import gzip
+
     cells = {}
     for k, f in enumerate(files):
-        with open(f) as fh:
+        with (gzip.open(f, "rt") if f.endswith(".gz") else open(f)) as fh:
             for d in map(json.loads, fh):
                 key = (d["condition"], d["split"])
                 if k == 0:
@@ -125,6 +133,27 @@ def summary(cells: list[dict]) -> dict:
     return res
 
 
+def paired(cells: list[dict], orders: list[tuple], grid: list[str]) -> None:
+    """Cell-by-cell changes of each order against the first: picks changed, wins gained / lost, test
+    accuracy higher / lower (exact two-sided sign test); then the share of cells that SOME grid head
+    wins, were the head chosen on test (a ceiling no rule on non-test rows can pass)."""
+    from scipy.stats import binomtest
+
+    ref = replay(cells, orders[0])
+    for order in orders[1:]:
+        alt = replay(cells, order)
+        won = [(a["baer"] >= a["best"] - 1e-9, b["baer"] >= b["best"] - 1e-9) for a, b in zip(alt, ref)]
+        up = sum(a["baer"] > b["baer"] for a, b in zip(alt, ref))
+        down = sum(a["baer"] < b["baer"] for a, b in zip(alt, ref))
+        p = binomtest(up, up + down).pvalue if up + down else 1.0
+        print(f"paired {' < '.join(order):<48} picks changed {sum(a['pick'] != b['pick'] for a, b in zip(alt, ref)):3d}"
+              f"  wins +{sum(a and not b for a, b in won)}/-{sum(b and not a for a, b in won)}"
+              f"  test accuracy higher {up} lower {down} (sign test p = {p:.2f})")
+    if grid:
+        ceiling = sum(any(head_acc(c, h) >= c["best"] - 1e-9 for h in grid) for c in cells) / len(cells)
+        print(f"test-oracle ceiling over the grid heads: {100 * ceiling:.1f}% of cells")
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -139,6 +168,8 @@ def main(argv=None) -> int:
     r.add_argument("--order", action="append", help="comma-separated rule order (repeatable)")
     r.add_argument("--grid", help="comma-separated heads, each deployed everywhere")
     r.add_argument("-v", action="store_true", help="per condition as well as pooled")
+    r.add_argument("--paired", action="store_true",
+                   help="each order against the first, cell by cell; and the test-oracle ceiling of the grid")
     args = ap.parse_args(argv)
     if args.cmd == "base":
         import logging
@@ -147,10 +178,12 @@ def main(argv=None) -> int:
         return 0
     cells = merge(args.files)
     print(f"{len(cells)} cells; columns: win rate, mean gain, worst gain (points), heads picked")
-    runs = [(f"always {h}", [{**c, "pick": h, "baer": c["test_acc"][h]} for c in cells])
+    runs = [(f"always {h}", [{**c, "pick": h, "baer": head_acc(c, h)} for c in cells])
             for h in (args.grid.split(",") if args.grid else [])]
     runs += [(" < ".join(o.split(",")), replay(cells, tuple(o.split(","))))
              for o in (args.order or ["shrunk,stack,constant,route"])]
+    if args.paired:
+        paired(cells, [tuple(o.split(",")) for o in (args.order or [])], args.grid.split(",") if args.grid else [])
     for label, cs in runs:
         s = summary(cs)
         for name, r in s.items():
