@@ -1,10 +1,11 @@
 """Does the deployed head hold against the strongest single protocol on data the fit has not seen?
 
-    python benchmarks/robustness.py [--splits N] [--jobs J] [--data ROOT] [--only SUBSTR]
+    python benchmarks/robustness.py [--splits N] [--first I] [--jobs J] [--data ROOT] [--only SUBSTR]
 
 Every public condition with an expert bank in ../shared/data (LLMBar Natural, CaseStudy,
 Processed: each base LLM is a condition; the JudgeBench GPT-4o bank; Auto-J, which has
-both orders) x N seeded dev/test splits (`SplitSpec(seed="robust-<i>")`: selection 20%,
+both orders) x N seeded dev/test splits (`SplitSpec(seed="robust-<i>")`, i = first .. first + N - 1, so
+`--first 20` draws fresh splits to confirm a change tuned on the default ones: selection 20%,
 calibration 40%, test 40%, exactly the splitter `fit` uses). Per cell: `fit_condition`
 on the non-test rows (in process), the deployed head scored on test, compared with the
 strongest single protocol ON TEST under the fair reading (per protocol the stronger of
@@ -166,6 +167,7 @@ def _progress(cell: dict, k: int, total: int, t0: float) -> dict:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--splits", type=int, default=20, help="seeded dev/test splits per condition (default 20)")
+    ap.add_argument("--first", type=int, default=0, help="index of the first split (default 0)")
     ap.add_argument("--jobs", type=int, default=2, help="worker processes (default 2)")
     ap.add_argument("--data", default=str(default_root()), help="data root (default ../shared/data)")
     ap.add_argument("--only", help="keep conditions whose name contains this")
@@ -173,7 +175,7 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     t0 = time.perf_counter()
     _init(args.data, args.only)
-    jobs = [(name, i) for name in _CONDITIONS for i in range(args.splits)]
+    jobs = [(name, i) for name in _CONDITIONS for i in range(args.first, args.first + args.splits)]
     if args.jobs > 1:
         import multiprocessing as mp
 
@@ -184,7 +186,7 @@ def main(argv=None) -> int:
     summary = summarise(cells)
     text = table(summary)
     wall = time.perf_counter() - t0
-    result = {"benchmark": "robustness", "splits": args.splits, "jobs": args.jobs, "wall_s": round(wall, 1),
+    result = {"benchmark": "robustness", "splits": args.splits, "first": args.first, "jobs": args.jobs, "wall_s": round(wall, 1),
               "fit_s_total": round(sum(c["fit_s"] for c in cells), 1),
               "cpu_s_total": round(sum(c["cpu_s"] for c in cells), 1), "summary": summary, "cells": cells}
     print(text, file=sys.stderr)

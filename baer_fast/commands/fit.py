@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import sys
 
-HEADS = ("auto", "mean", "shrunk", "stack", "constant", "route", "reference")   # = selection.gates.HEAD_CHOICES
+HEADS = ("auto", "mean", "vote", "shrunk", "stack", "constant", "route", "reference")   # = selection.gates.HEAD_CHOICES
 
 
 def add_arguments(p) -> None:

@@ -42,5 +42,5 @@ def member_class(kind: str):
     from baer_fast.heads.reference import ReferenceHead
     from baer_fast.heads.router import RouterHead
     from baer_fast.heads.stack import StackHead
-    return {"stack": StackHead, "mean": StackHead, "shrunk": StackHead, "route": RouterHead,
+    return {"stack": StackHead, "mean": StackHead, "vote": StackHead, "shrunk": StackHead, "route": RouterHead,
             "reference": ReferenceHead}[kind]

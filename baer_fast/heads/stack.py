@@ -3,9 +3,11 @@
 Features are divided by their training RMS; the model is fitted on the
 sign-augmented set {(phi, y), (-phi, -y)} with no intercept, so s(Tx) = -s(x)
 holds by construction. lambda is chosen by cross-validation over folds the caller
-passes (`cv_lambda`). Two degenerate stacks share the class (any weights on phi / rms
-are odd): `mean`, equal weights on the zt columns (no label read), and `shrunk`, whose
-ridge pulls toward c times those equal weights instead of toward 0 (`fit_shrunk_weights`).
+passes (`cv_lambda`). Three degenerate stacks share the class (any weights on phi / rms
+are odd): `mean`, equal weights on the zt columns (no label read); `vote`, weights
+logit(acc_k) on them, acc_k each expert's smoothed training accuracy (`vote_weights`);
+and `shrunk`, whose ridge pulls toward c times the equal weights instead of toward 0
+(`fit_shrunk_weights`).
 Knows nothing about files or splits: callers pass the rows.
 """
 from __future__ import annotations
@@ -21,6 +23,7 @@ from baer_fast.heads.logistic import newton_logistic
 LAMBDAS = (10.0, 1.0, 0.1, 0.01, 0.001)
 SHRUNK_LAMBDAS = (100.0, 10.0, 1.0, 0.1, 0.01, 0.001)   # the shrunk stack's grid, strongest pull first
 MEAN_SCALE_LAMBDA = 1e-3     # tiny ridge on the one scale c of the mean score: finite on separable rows
+VOTE_PRIOR = 1.0             # pseudo-rights and pseudo-errors added to each expert's count (Laplace): finite logits
 
 
 @dataclass
@@ -31,7 +34,7 @@ class StackHead:
     weights: np.ndarray       # [D] coefficients on phi / rms
     lam: float                # the paper's lambda
     eps: float = EPS
-    kind: str = "stack"       # "stack" | "mean" | "shrunk": how the weights were fitted
+    kind: str = "stack"       # "stack" | "mean" | "vote" | "shrunk": how the weights were fitted
     task_categories: list[str] = field(default_factory=list)   # `category` values (second block)
 
     def features(self, records: Sequence) -> np.ndarray:
@@ -124,6 +127,32 @@ def mean_direction(n_experts: int, dim: int) -> np.ndarray:
 def mean_weights(phi: np.ndarray, n_experts: int) -> tuple[np.ndarray, np.ndarray]:
     """-> (rms, e): the equal-weight mean of the RMS-scaled zt; reads no label."""
     return training_rms(phi), mean_direction(n_experts, phi.shape[1])
+
+
+def expert_accuracy(phi: np.ndarray, y: np.ndarray, n_experts: int, prior: float = VOTE_PRIOR) -> np.ndarray:
+    """[K] smoothed Eq. 1 accuracy of each expert's zt column: (right + prior) / (N + 2 prior), in (0, 1)."""
+    zt = phi[:, 1:2 * n_experts:2]
+    right = (np.where(zt >= 0, 1.0, -1.0) == np.asarray(y)[:, None]).sum(axis=0)
+    return (right + prior) / (len(y) + 2.0 * prior)
+
+
+def vote_weights(phi: np.ndarray, y: np.ndarray, n_experts: int,
+                 prior: float = VOTE_PRIOR) -> tuple[np.ndarray, np.ndarray]:
+    """-> (rms, w): w = max(logit acc_k, 0) on each zt column, normalised to sum 1, 0 elsewhere.
+
+    The weighted majority vote that is optimal for independent experts of known accuracy
+    (each vote weighted by its log-odds of being right), on the RMS-scaled zt instead of
+    the bare sign. An expert no better than a coin on these rows gets weight 0; if every
+    expert is, the weights are the mean's (1/K each), so the score is never identically 0.
+    """
+    rms = training_rms(phi)
+    acc = expert_accuracy(phi, y, n_experts, prior)
+    lo = np.maximum(np.log(acc) - np.log1p(-acc), 0.0)
+    if not np.any(lo > 0):
+        return rms, mean_direction(n_experts, phi.shape[1])
+    w = np.zeros(phi.shape[1])
+    w[1:2 * n_experts:2] = lo / lo.sum()
+    return rms, w
 
 
 def _shrunk_prior(x: np.ndarray, y: np.ndarray, n_experts: int) -> tuple[np.ndarray, np.ndarray]:

@@ -1,11 +1,11 @@
 """Fit every head of one condition on its non-test rows, choose one, freeze an artifact.
 
-Heads: mean (equal weights), shrunk (the stack pulled toward the mean), stack (all experts
+Heads: mean (equal weights), vote (weights logit of each expert's accuracy), shrunk (the stack pulled toward the mean), stack (all experts
 but the reference and pointwise ones), constant (the best single stack expert), route (the
 stack's experts plus the pointwise expert) and reference (the reference expert alone). All
 but reference are compared on the same nested, repeated out-of-fold predictions; all but
-mean and reference are ordered for the standard-error rule (`selection.rule`; the mean is
-the shrunk stack's large-lambda end, reported); the reference head goes through the paper's
+mean, vote and reference are ordered for the standard-error rule (`selection.rule`; the mean is
+the shrunk stack's large-lambda end, the vote a label-efficient reweighting of it, both reported); the reference head goes through the paper's
 two gates (`selection.gates`). Every candidate's figures and the reason are recorded.
 
 Test rows are dropped before anything else is read from them, so blanking their
@@ -26,7 +26,7 @@ from baer_fast.heads.reference import ReferenceHead
 from baer_fast.heads.router import CV_TREES, RouterHead, choose_model, fit_model
 from baer_fast.heads.single import ConstantHead, baseline_pool, native_credit, strict_correct
 from baer_fast.heads.stack import (LAMBDAS, StackHead, cv_lambda, cv_shrunk_lambda, fit_shrunk_weights,
-                                   fit_stack_weights, mean_weights)
+                                   fit_stack_weights, mean_weights, vote_weights, expert_accuracy)
 from baer_fast.selection.gates import HEAD_CHOICES, decide, head_correct, reference_gate
 from baer_fast.selection.nested import (CANDIDATES, INNER_FOLDS, N_FOLDS, N_REPEATS, RULE_ORDER, SALT, DevData,
                                         best_constant, dev_data, fold_accuracy, fold_assignments, oof_scores)
@@ -131,6 +131,8 @@ def _final_heads(data: DevData, ids: list[str], *, categories, task_categories, 
     common = dict(categories=list(categories), task_categories=list(task_categories), eps=eps)
     rms, w = mean_weights(data.phi, n_exp)
     heads = {"mean": StackHead(data.stack_experts, rms=rms, weights=w, lam=0.0, kind="mean", **common)}
+    rms, w = vote_weights(data.phi, data.y, n_exp)
+    heads["vote"] = StackHead(data.stack_experts, rms=rms, weights=w, lam=0.0, kind="vote", **common)
     lam_s, table_s = cv_shrunk_lambda(data.phi, data.y, folds, n_exp)
     rms, w = fit_shrunk_weights(data.phi, data.y, lam_s, n_exp)
     heads["shrunk"] = StackHead(data.stack_experts, rms=rms, weights=w, lam=lam_s, kind="shrunk", **common)
@@ -140,6 +142,8 @@ def _final_heads(data: DevData, ids: list[str], *, categories, task_categories, 
     k = best_constant(data.z, data.y)
     heads["constant"] = ConstantHead(data.stack_experts[k], eps)
     report = {"mean": {"weights": "1/K on each RMS-scaled zt", "dim": int(data.phi.shape[1])},
+              "vote": {"weights": dict(zip(data.stack_experts, map(float, heads["vote"].weights[1:2 * n_exp:2]))),
+                       "accuracy": dict(zip(data.stack_experts, map(float, expert_accuracy(data.phi, data.y, n_exp))))},
               "shrunk": {"lambda": lam_s, "lambda_table": table_s, "chosen_by": "cv_logloss"},
               "stack": {"lambda": lam, "lambda_table": lam_table, "dim": int(data.phi.shape[1])},
               "constant": {"expert": heads["constant"].expert}}
@@ -159,7 +163,7 @@ def fit_condition(records: Sequence, *, condition: str, spec: SplitSpec = SplitS
                   baselines: Sequence[str] | None = None) -> dict:
     """-> artifact dict (unsaved): every head fitted on non-test rows, one deployed.
 
-    head: "auto" applies the standard-error rule and the reference gate; "mean" / "shrunk" /
+    head: "auto" applies the standard-error rule and the reference gate; "mean" / "vote" / "shrunk" /
     "stack" / "constant" / "route" / "reference" forces one (ablations). internal/baselines: the baseline pool
     of the reference gate (`heads.single.baseline_pool`).
     """

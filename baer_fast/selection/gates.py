@@ -15,7 +15,7 @@ from typing import Sequence
 
 import numpy as np
 
-HEAD_CHOICES = ("auto", "mean", "shrunk", "stack", "constant", "route", "reference")
+HEAD_CHOICES = ("auto", "mean", "vote", "shrunk", "stack", "constant", "route", "reference")
 
 
 def head_correct(scores: np.ndarray, y: np.ndarray) -> np.ndarray:

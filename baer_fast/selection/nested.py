@@ -3,7 +3,8 @@
 Arrays in (built once from the non-test rows by `dev_data`), out-of-fold scores out.
 Every candidate is fitted on the same training folds and scored on the same held-out
 fold, its hyper-parameters chosen inside the training folds only (inner folds): mean (equal
-weights on the RMS-scaled zt, no label read); shrunk (the stack pulled toward c times the
+weights on the RMS-scaled zt, no label read); vote (weights logit of each expert's smoothed
+accuracy on the training folds, `heads.stack.vote_weights`); shrunk (the stack pulled toward c times the
 mean, lambda by inner CV log-loss); stack (lambda by inner CV, `heads.stack.cv_lambda`);
 constant (the stack expert whose Eq. 1 prediction is most often right on the training
 folds, ties: first name, s = z_k); route (LR vs forest by inner CV routed accuracy).
@@ -24,14 +25,14 @@ from baer_fast.features.evidence import EPS, evidence, runs_tensor, stack_featur
 from baer_fast.features.reliability import reliability_features
 from baer_fast.heads.router import CV_TREES, choose_model, fit_model, routing_targets
 from baer_fast.heads.stack import (LAMBDAS, cv_lambda, cv_shrunk_lambda, fit_shrunk_weights, fit_stack_weights,
-                                   mean_weights)
+                                   mean_weights, vote_weights)
 
 N_FOLDS = 5
 N_REPEATS = 2
 INNER_FOLDS = 3
 SALT = "baer-nested"
 RULE_ORDER = ("shrunk", "stack", "constant", "route")    # steadiest first: the order of the selection rule
-CANDIDATES = ("mean",) + RULE_ORDER     # all compared out of fold; the mean is reported (shrunk's large-lambda end)
+CANDIDATES = ("mean", "vote") + RULE_ORDER     # all compared out of fold; mean and vote are reported
 
 
 def fold_assignments(ids: Sequence[str], n_folds: int = N_FOLDS, repeats: int = N_REPEATS,
@@ -91,6 +92,11 @@ def mean_scores(data: DevData, tr: np.ndarray, te: np.ndarray) -> tuple[np.ndarr
     return (data.phi[te] / rms) @ w, {}
 
 
+def vote_scores(data: DevData, tr: np.ndarray, te: np.ndarray) -> tuple[np.ndarray, dict]:
+    rms, w = vote_weights(data.phi[tr], data.y[tr], data.z.shape[1])
+    return (data.phi[te] / rms) @ w, {}
+
+
 def shrunk_scores(data: DevData, tr: np.ndarray, te: np.ndarray) -> tuple[np.ndarray, dict]:
     k = data.z.shape[1]
     lam, _ = cv_shrunk_lambda(data.phi[tr], data.y[tr], inner_folds(data, tr), k)
@@ -112,7 +118,7 @@ def route_scores(data: DevData, tr: np.ndarray, te: np.ndarray) -> tuple[np.ndar
     return data.zr[te][np.arange(n), kstar], {"model": kind}
 
 
-FITTERS: dict[str, Callable] = {"mean": mean_scores, "shrunk": shrunk_scores, "stack": stack_scores,
+FITTERS: dict[str, Callable] = {"mean": mean_scores, "vote": vote_scores, "shrunk": shrunk_scores, "stack": stack_scores,
                                 "constant": constant_scores, "route": route_scores}
 
 

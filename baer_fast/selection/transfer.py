@@ -24,7 +24,7 @@ from baer_fast.heads.pooled import member_class
 
 
 # a member is an artifact's deployed head (its cascade unused)
-MEMBER_KINDS = ("mean", "shrunk", "stack", "route", "reference")
+MEMBER_KINDS = ("mean", "vote", "shrunk", "stack", "route", "reference")
 
 
 def head_paths(items: Sequence[str]) -> list[str]:

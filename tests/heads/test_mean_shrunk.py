@@ -1,4 +1,5 @@
-"""Mean and shrunk stacks: odd under the swap (hypothesis), the shrunk fit's objective and limit, round trip."""
+"""Mean, vote and shrunk stacks: odd under the swap (hypothesis), the shrunk fit's objective and limit, the
+vote's weights and their limits, round trip."""
 from __future__ import annotations
 
 import numpy as np
@@ -8,8 +9,8 @@ from baer_fast import artifact
 from baer_fast.features.evidence import EPS
 from baer_fast.heads import head_class
 from baer_fast.heads.logistic import TOL
-from baer_fast.heads.stack import (MEAN_SCALE_LAMBDA, StackHead, cv_shrunk_lambda, fit_odd_logistic,
-                                   fit_shrunk_weights, mean_direction, mean_weights)
+from baer_fast.heads.stack import (MEAN_SCALE_LAMBDA, VOTE_PRIOR, StackHead, cv_shrunk_lambda, expert_accuracy,
+                                   fit_odd_logistic, fit_shrunk_weights, mean_direction, mean_weights, vote_weights)
 from baer_fast.io.records import Signals
 from baer_fast.selection.fit import fit_condition
 
@@ -22,7 +23,7 @@ _HEADS = {}
 
 
 def fitted(kind: str) -> StackHead:
-    """The mean / shrunk head of one synthetic condition, fitted once."""
+    """The mean / vote / shrunk head of one synthetic condition, fitted once."""
     if kind not in _HEADS:
         art = fit_condition(specialist_signals(200, seed=1), condition="t", head=kind)
         _HEADS[kind] = head_class(kind).from_json(art["heads"][kind])
@@ -51,7 +52,7 @@ signals = st.builds(lambda ex, subset: Signals("x", ex, subset=subset),
 
 
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(signals, st.sampled_from(["mean", "shrunk"]))
+@given(signals, st.sampled_from(["mean", "vote", "shrunk"]))
 def test_swap_negates_the_score(rec, kind):
     head = fitted(kind)
     s, sw = head.score([rec])[0], head.score([rec.swapped()])[0]
@@ -110,7 +111,7 @@ def test_shrunk_lambda_choice_is_deterministic_and_by_log_loss():
 
 def test_artifact_round_trip_keeps_kind_and_scores(tmp_path):
     rows = specialist_signals(150, seed=9)
-    for kind in ("mean", "shrunk"):
+    for kind in ("mean", "vote", "shrunk"):
         art = fit_condition(rows, condition="rt", head=kind)
         path = tmp_path / f"{kind}.json"
         artifact.save(str(path), art)
@@ -118,3 +119,48 @@ def test_artifact_round_trip_keeps_kind_and_scores(tmp_path):
         head = artifact.deployed_head(loaded)
         assert isinstance(head, StackHead) and head.kind == kind and loaded["heads"][kind]["kind"] == kind
         np.testing.assert_array_equal(head.score(rows), head_class(kind).from_json(art["heads"][kind]).score(rows))
+
+
+def _votes(accs, n=400, seed=0, k_extra=2):
+    """phi-like [n, 2K + k_extra] whose zt columns (1, 3, ...) are right with the given frequencies, and y."""
+    rng = np.random.default_rng(seed)
+    y = np.where(rng.random(n) < 0.5, 1.0, -1.0)
+    k = len(accs)
+    x = np.zeros((n, 2 * k + k_extra))
+    for j, a in enumerate(accs):
+        right = np.arange(n) < round(a * n)             # exactly round(a n) right, shuffled
+        rng.shuffle(right)
+        conf = rng.uniform(0.2, 3.0, n)
+        x[:, 1 + 2 * j] = np.where(right, y, -y) * conf
+        x[:, 2 * j] = 2.0 * x[:, 1 + 2 * j]
+    x[:, 2 * k:] = rng.normal(size=(n, k_extra))
+    return x, y
+
+
+def test_vote_weights_are_the_clipped_normalised_log_odds_of_smoothed_accuracy():
+    x, y = _votes([0.9, 0.75, 0.6, 0.5, 0.3])
+    rms, w = vote_weights(x, y, 5)
+    n = len(y)
+    acc = (np.array([360, 300, 240, 200, 120]) + VOTE_PRIOR) / (n + 2 * VOTE_PRIOR)
+    np.testing.assert_allclose(expert_accuracy(x, y, 5), acc, rtol=0, atol=1e-15)
+    lo = np.maximum(np.log(acc / (1 - acc)), 0.0)
+    np.testing.assert_allclose(w[1:10:2], lo / lo.sum(), rtol=1e-12, atol=1e-15)
+    assert w[7] == 0.0 and w[9] == 0.0                  # a coin and a worse-than-coin expert get nothing
+    assert np.all(w[0::2][:5] == 0) and np.all(w[10:] == 0)     # only zt columns carry weight
+    assert w[1] > w[3] > w[5] > 0 and abs(w.sum() - 1.0) <= 1e-12
+    np.testing.assert_array_equal(rms, np.sqrt(np.mean(x ** 2, axis=0)))
+
+
+def test_a_perfect_expert_gets_a_finite_weight_and_all_coins_fall_back_to_the_mean():
+    x, y = _votes([1.0, 0.8])
+    _, w = vote_weights(x, y, 2)
+    assert np.all(np.isfinite(w)) and w[1] > w[3] > 0
+    x, y = _votes([0.5, 0.4, 0.2])
+    _, w = vote_weights(x, y, 3)
+    np.testing.assert_array_equal(w, mean_direction(3, x.shape[1]))
+
+
+def test_vote_ties_follow_eq1_an_undecided_expert_counts_as_voting_a():
+    y = np.array([1.0, 1.0, 1.0, -1.0])
+    x = np.zeros((4, 2))                                # zt = 0 everywhere: Eq. 1 predicts a, right 3 times
+    assert expert_accuracy(x, y, 1)[0] == (3 + VOTE_PRIOR) / (4 + 2 * VOTE_PRIOR)

@@ -1,4 +1,4 @@
-"""The mean and shrunk candidates inside fit: constructed conditions where the shrunk stack must stay at
+"""The mean, vote and shrunk candidates inside fit: constructed conditions where the shrunk stack must stay at
 the mean / must leave it, determinism across row orders, the CLI's head list."""
 from __future__ import annotations
 
@@ -54,12 +54,23 @@ def test_one_strong_expert_among_confident_noise_pulls_the_shrunk_stack_off_the_
     assert cands[art["head"]]["oof_accuracy"] > cands["mean"]["oof_accuracy"] + 0.1
 
 
+def test_the_vote_drops_coin_flipping_experts_that_sink_the_mean():
+    """Four coin flips outvote a 95% expert under equal weights; the accuracy-weighted vote gives them
+    (almost) nothing, out of fold as well as in the final head."""
+    accs = {"strong": 0.95, **{f"noise{k}": 0.5 for k in range(4)}}
+    art = fit_condition(condition(300, accs, seed=2), condition="one")
+    cands, w = art["selection"]["candidates"], art["fit_report"]["vote"]["weights"]
+    assert cands["vote"]["oof_accuracy"] > cands["mean"]["oof_accuracy"] + 0.1
+    assert w["strong"] > 0.8 and abs(sum(w.values()) - 1.0) < 1e-12
+    assert len(cands["vote"]["fold_accuracy"]) == art["selection"]["nested_cv"]["repeats"]
+
+
 def test_mean_and_shrunk_figures_do_not_depend_on_row_order():
     rows = condition(120, {"a1": 0.8, "a2": 0.65, "a3": 0.55}, seed=3)
     shuffled = rows[:]
     random.Random(0).shuffle(shuffled)
     a, b = (fit_condition(x, condition="o") for x in (rows, shuffled))
-    for c in ("mean", "shrunk"):
+    for c in ("mean", "vote", "shrunk"):
         assert a["selection"]["candidates"][c] == b["selection"]["candidates"][c]      # exact, not approximate
         assert a["heads"][c] == b["heads"][c]
         assert len(a["selection"]["candidates"][c]["fold_accuracy"]) == a["selection"]["nested_cv"]["repeats"]

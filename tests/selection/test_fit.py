@@ -33,8 +33,8 @@ def test_deployed_head_is_the_rules_choice_and_every_candidate_is_recorded():
     sel = art["selection"]
     rule = sel["gates"]["rule"]
     assert art["head"] == rule["choice"], sel["reason"]
-    assert {"mean", "shrunk", "stack", "constant", "route"} <= set(sel["candidates"]) <= set(art["heads"])
-    for name in ("mean", "shrunk", "stack", "constant", "route"):
+    assert {"mean", "vote", "shrunk", "stack", "constant", "route"} <= set(sel["candidates"]) <= set(art["heads"])
+    for name in ("mean", "vote", "shrunk", "stack", "constant", "route"):
         c = sel["candidates"][name]
         assert np.asarray(c["fold_accuracy"]).shape == (sel["nested_cv"]["repeats"], sel["nested_cv"]["folds"])
         assert np.isclose(c["oof_accuracy"], np.mean(c["fold_accuracy"]))

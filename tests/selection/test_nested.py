@@ -69,7 +69,7 @@ def test_oof_scores_never_fit_on_the_held_out_fold():
     folds = fold_assignments([r.id for r in rows], 5, 1)
     held = folds[0] == 0
     y2 = np.where(held, -y, y)
-    for cand in ("mean", "shrunk", "stack", "constant"):
+    for cand in ("mean", "vote", "shrunk", "stack", "constant"):
         s1, _ = oof_scores(dev_data(rows, y, **kw), cand, folds)
         s2, _ = oof_scores(dev_data(rows, y2, **kw), cand, folds)
         np.testing.assert_array_equal(s1[0, held], s2[0, held])

@@ -1,0 +1,228 @@
+"""Prototype candidate heads on the robustness cells, through the same nested folds as `fit`.
+
+    python benchmarks/candidate_variants.py FIRST N OUT.jsonl [ONLY] [--set plain|acc|dec|lda]
+
+For each (condition, split i) with FIRST <= i < FIRST + N: the non-test rows exactly as
+`fit_condition` prepares them (id order, same experts, same phi), the same outer folds
+(`fold_assignments(ids, 5, 2)`), inner folds and final folds; per prototype the [2, 5]
+out-of-fold fold accuracies and the test accuracy of the refit on all non-test rows. Every
+prototype is a fixed or fitted weight vector on phi / rms (odd, so antisymmetric by
+construction); labels are read from training rows only. Sets: plain (vote_a1, vote_a3,
+vote_noclip: reliability-weighted votes; trim: top-m by training accuracy, m by inner CV;
+trim_half; vote_hard: the vote on signs; svote: the shrunk stack pulled toward the vote);
+acc (svote_acc, smean_acc: pulled toward the vote / the mean, lambda incl. 1e6 by inner CV
+accuracy, ties to the larger); dec (vote_dec, svote_dec: accuracy among decided rows only);
+lda (lda_diag, lda_lw, slda_lw: Fisher directions, diagonal or Ledoit-Wolf covariance).
+`vote_a1` is the library's `vote` head (same numbers). Output feeds
+`candidate_study.py replay`. A study tool: never asserts, never runs in the tests.
+"""
+import json, os, sys, time
+for v in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(v, "1")
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import numpy as np
+import robustness as rb
+from baer_fast.features.evidence import EPS, evidence, runs_tensor, stack_features
+from baer_fast.heads.logistic import newton_logistic
+from baer_fast.heads.stack import training_rms, fit_odd_logistic, mean_direction, SHRUNK_LAMBDAS, MEAN_SCALE_LAMBDA
+from baer_fast.io.splits import SplitSpec, roles
+from baer_fast.selection.fit import training_rows, resolve_expert
+from baer_fast.selection.nested import fold_assignments, SALT, N_FOLDS, N_REPEATS, INNER_FOLDS
+
+def setup(c, i):
+    spec = SplitSpec(seed=f"robust-{i}")
+    rows, rl = training_rows(c["signals"], spec)
+    order = sorted(range(len(rows)), key=lambda j: rows[j].id)
+    rows = [rows[j] for j in order]
+    present = {k for r in rows for k in r.experts}
+    ref = resolve_expert(None, "reference", present, "reference")
+    pnt = resolve_expert(None, "pointwise", present, "pointwise")
+    experts = sorted(present - {ref, pnt})
+    cats = sorted({r.subset for r in rows})
+    tcats = sorted({r.category for r in rows if getattr(r, "category", None)})
+    y = np.array([1.0 if r.label == "a" else -1.0 for r in rows])
+    allrl = np.asarray(roles(c["signals"], spec))
+    test = (allrl == "test") & (c["y"] != 0)
+    trec = [r for r, k in zip(c["signals"], test) if k]
+    def phi_of(recs):
+        _, _, z, zt = evidence(runs_tensor(recs, experts), EPS)
+        return stack_features(z, zt, [r.subset for r in recs], cats, [getattr(r, "category", None) for r in recs], tcats)
+    return [r.id for r in rows], phi_of(rows), y, phi_of(trec), c["y"][test], len(experts)
+
+# ---- candidate weight fitters: (x_tr = phi_tr/rms, y_tr, K, ids_tr) -> w
+def accs(x, y, K, a):
+    zt = x[:, 1:2 * K:2]
+    right = (np.where(zt >= 0, 1, -1) == y[:, None]).sum(axis=0)
+    return (right + a) / (len(y) + 2 * a)
+
+def accs_dec(x, y, K, a):
+    zt = x[:, 1:2 * K:2]
+    dec = zt != 0
+    right = ((np.sign(zt) == y[:, None]) & dec).sum(axis=0)
+    return (right + a) / (dec.sum(axis=0) + 2 * a)
+
+def vote_dir(x, y, K, a=1.0, clip=True, dec=False):
+    p = (accs_dec if dec else accs)(x, y, K, a)
+    w = np.log(p) - np.log1p(-p)
+    if clip:
+        w = np.maximum(w, 0.0)
+    d = np.zeros(x.shape[1])
+    if not np.any(w > 0):
+        return mean_direction(K, x.shape[1])
+    d[1:2 * K:2] = w / w.sum()
+    return d
+
+def trim_dir(x, y, K, m, a=1.0):
+    p = accs(x, y, K, a)
+    top = sorted(range(K), key=lambda k: (-p[k], k))[:m]
+    d = np.zeros(x.shape[1]); d[[1 + 2 * k for k in top]] = 1.0 / m
+    return d
+
+def inner(ids, n=INNER_FOLDS):
+    return fold_assignments(ids, n, 1, SALT + ":inner")[0]
+
+def acc_of(s, y):
+    return float(np.mean(np.where(s >= 0, 1, -1) == y))
+
+def cv_trim_m(phi, y, ids, K, folds, a=1.0):
+    ms = list(range(1, K + 1))
+    s = np.zeros((K, len(y)))
+    for f in np.unique(folds):
+        tr, te = folds != f, folds == f
+        rms = training_rms(phi[tr]); x = phi[tr] / rms
+        for j, m in enumerate(ms):
+            s[j, te] = (phi[te] / rms) @ trim_dir(x, y[tr], K, m, a)
+    acc = [acc_of(s[j], y) for j in range(K)]
+    best = max(range(K), key=lambda j: (acc[j], ms[j]))   # ties to larger m
+    return ms[best]
+
+def prior_fit(x, y, d):
+    c = fit_odd_logistic((x @ d)[:, None], y, MEAN_SCALE_LAMBDA)[0]
+    return c * d, x @ (c * d)
+
+def shrunk_path(phi_tr, y_tr, phi_te, dirf, lambdas=SHRUNK_LAMBDAS):
+    rms = training_rms(phi_tr); x = phi_tr / rms
+    prior, off = prior_fit(x, y_tr, dirf(x, y_tr))
+    out, v = np.zeros((len(lambdas), len(phi_te))), None
+    ws = []
+    for j in range(len(lambdas)):  # lambdas sorted descending already
+        v = newton_logistic(x, y_tr, lambdas[j], intercept=False, w0=v, offset=off)
+        out[j] = (phi_te / rms) @ (prior + v)
+        ws.append(prior + v)
+    return out, ws
+
+def cv_shrunk_acc(phi, y, folds, dirf, lambdas):
+    s = np.zeros((len(lambdas), len(y)))
+    for f in np.unique(folds):
+        tr, te = folds != f, folds == f
+        s[:, te], _ = shrunk_path(phi[tr], y[tr], phi[te], dirf, lambdas)
+    acc = [acc_of(s[j], y) for j in range(len(lambdas))]
+    ll = [round(float(np.mean(np.logaddexp(0, -y * s[j]))), 12) for j in range(len(lambdas))]
+    return min(range(len(lambdas)), key=lambda j: (-acc[j], -lambdas[j]))
+
+BIG = (1e6, 100.0, 10.0, 1.0, 0.1, 0.01, 0.001)
+
+def cv_shrunk(phi, y, folds, dirf, lambdas=SHRUNK_LAMBDAS):
+    s = np.zeros((len(lambdas), len(y)))
+    for f in np.unique(folds):
+        tr, te = folds != f, folds == f
+        s[:, te], _ = shrunk_path(phi[tr], y[tr], phi[te], dirf, lambdas)
+    ll = [round(float(np.mean(np.logaddexp(0, -y * s[j]))), 12) for j in range(len(lambdas))]
+    return min(range(len(lambdas)), key=lambda j: (ll[j], -lambdas[j]))
+
+def lda_dir(x, y, K, mode):
+    xz = x[:, 1:2 * K:2]
+    u = y[:, None] * xz
+    mu = u.mean(axis=0)
+    sd = u.std(axis=0)
+    sd = np.where(sd > 0, sd, 1.0)
+    if mode == "diag":
+        w = mu / sd ** 2
+    else:
+        from sklearn.covariance import ledoit_wolf
+        cov, _ = ledoit_wolf(u / sd, assume_centered=False)
+        w = np.linalg.solve(cov, mu / sd) / sd
+    d = np.zeros(x.shape[1]); d[1:2 * K:2] = w
+    return d
+
+def make_variants(K):
+    V = {}
+    if SET == "lda":
+        V["lda_diag"] = ("dir", lambda x, y: lda_dir(x, y, K, "diag"))
+        V["lda_lw"] = ("dir", lambda x, y: lda_dir(x, y, K, "lw"))
+        V["slda_lw"] = ("shrunk", lambda x, y: lda_dir(x, y, K, "lw") / max(np.abs(lda_dir(x, y, K, "lw")).sum(), 1e-12))
+        return V
+    if SET == "acc":
+        V["svote_acc"] = ("shrunk_acc", lambda x, y: vote_dir(x, y, K, 1.0))
+        V["smean_acc"] = ("shrunk_acc", lambda x, y: mean_direction(K, x.shape[1]))
+        return V
+    if SET == "dec":
+        V["vote_dec"] = ("dir", lambda x, y: vote_dir(x, y, K, 1.0, dec=True))
+        V["svote_dec"] = ("shrunk", lambda x, y: vote_dir(x, y, K, 1.0, dec=True))
+        return V
+    for a in (1.0, 3.0):
+        V[f"vote_a{a:g}"] = ("dir", lambda x, y, a=a: vote_dir(x, y, K, a))
+    V["vote_noclip"] = ("dir", lambda x, y: vote_dir(x, y, K, 1.0, clip=False))
+    V["trim"] = ("trim", None)
+    V["trim_half"] = ("dir", lambda x, y: trim_dir(x, y, K, (K + 1) // 2))
+    V["vote_hard"] = ("hard", None)
+    V["svote"] = ("shrunk", lambda x, y: vote_dir(x, y, K, 1.0))
+    return V
+
+def scores(kind, f, phi_tr, y_tr, ids_tr, phi_te, K, cvfolds):
+    rms = training_rms(phi_tr); x = phi_tr / rms
+    if kind == "dir":
+        return (phi_te / rms) @ f(x, y_tr), {}
+    if kind == "hard":
+        d = vote_dir(x, y_tr, K, 1.0)[1:2 * K:2]
+        return np.sign((phi_te / rms)[:, 1:2 * K:2]) @ d, {}
+    if kind == "trim":
+        m = cv_trim_m(phi_tr, y_tr, ids_tr, K, cvfolds)
+        return (phi_te / rms) @ trim_dir(x, y_tr, K, m), {"m": m}
+    if kind == "shrunk_acc":
+        j = cv_shrunk_acc(phi_tr, y_tr, cvfolds, f, BIG)
+        out, _ = shrunk_path(phi_tr, y_tr, phi_te, f, BIG)
+        return out[j], {"lam": BIG[j]}
+    if kind == "shrunk":
+        j = cv_shrunk(phi_tr, y_tr, cvfolds, f)
+        out, _ = shrunk_path(phi_tr, y_tr, phi_te, f)
+        return out[j], {"lam": SHRUNK_LAMBDAS[j]}
+
+def cell(c, name, i):
+    ids, phi, y, phi_t, y_t, K = setup(c, i)
+    folds = fold_assignments(ids, N_FOLDS, N_REPEATS)
+    ffold = fold_assignments(ids, N_FOLDS, 1, SALT + ":final")[0]
+    res = {"condition": name, "split": i, "fold_acc": {}, "test_acc": {}, "info": {}}
+    for vname, (kind, f) in make_variants(K).items():
+        fa = []
+        for r in range(folds.shape[0]):
+            row = []
+            for fo in range(N_FOLDS):
+                tr, te = np.flatnonzero(folds[r] != fo), np.flatnonzero(folds[r] == fo)
+                ids_tr = [ids[t] for t in tr]
+                s, _ = scores(kind, f, phi[tr], y[tr], ids_tr, phi[te], K, inner(ids_tr))
+                row.append(acc_of(s, y[te]))
+            fa.append(row)
+        s, info = scores(kind, f, phi, y, ids, phi_t, K, ffold)
+        res["fold_acc"][vname] = fa
+        res["test_acc"][vname] = acc_of(s, y_t)
+        res["info"][vname] = info
+    return res
+
+SET = "plain"
+
+if __name__ == "__main__":
+    argv = sys.argv[1:]
+    if "--set" in argv:
+        j = argv.index("--set")
+        SET = argv[j + 1]
+        argv = argv[:j] + argv[j + 2:]
+    first, n, out = int(argv[0]), int(argv[1]), argv[2]
+    only = argv[3] if len(argv) > 3 else None
+    rb._init(str(rb.default_root()), only)
+    t0 = time.perf_counter()
+    with open(out, "w") as fh:
+        for name, c in rb._CONDITIONS.items():
+            for i in range(first, first + n):
+                fh.write(json.dumps(cell(c, name, i)) + "\n"); fh.flush()
+            print(f"[{time.perf_counter()-t0:.0f}s] {name}", file=sys.stderr, flush=True)
