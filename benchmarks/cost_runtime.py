@@ -29,19 +29,31 @@ def complete(path: str, ids: list[str]) -> bool:
     return os.path.exists(path) and {s.id for s in read_signals(path)} == set(ids)
 
 
-def run_bank(model_dir: str, pairs: list, out: str, *, max_new_tokens: int, experts: str) -> None:
-    """`baer-fast experts --experts EXPERTS --max-new-tokens N --seed 0` in-process (bank.runner.run_experts,
-    which records meta.expert_cost; the command's streaming writer does not), written to `out` atomically."""
+def run_bank(model_dir: str, pairs: list, out: str, *, max_new_tokens: int, experts: str, chunk: int = 16) -> None:
+    """The whole bank as `baer-fast experts --experts EXPERTS --max-new-tokens N --seed 0` runs
+    it (chunks of distinct contents, derived experts fitted on all non-test pairs at the end), through the
+    runner's calls with meta.expert_cost filled in as run_experts fills it (bank/costs.counted; the
+    command's writer records none). Written to `out` atomically."""
     from baer_fast import protocols
+    from baer_fast.bank import costs, runner
+    from baer_fast.bank.canonical import chunks
     from baer_fast.bank.generative import GenerationConfig
-    from baer_fast.bank.runner import RunReport, run_experts
     from baer_fast.io.records import write_signals
-    names = list(protocols.ALL) if experts == "all" else experts.split(",")
+    from baer_fast.runtime.open import open_engine
+    names = runner.resolve_experts(list(protocols.ALL) if experts == "all" else experts.split(","))
+    derived = [n for n in names if n in protocols.DERIVED_EXPERTS]
     gen = GenerationConfig(max_new_tokens={g: max_new_tokens for g in protocols.GENERATIVE}, seed=0)
-    report, t0 = RunReport(), time.perf_counter()
-    signals = run_experts(model_dir, pairs, experts=names, generation=gen, report=report)
-    shared, _ = report.prefill_totals()
-    print(f"{NAME}: {len(pairs)} pairs in {time.perf_counter() - t0:.1f}s, {shared} tokens prefilled", file=sys.stderr)
+    engine, report, t0 = open_engine(model_dir), runner.RunReport(), time.perf_counter()
+    done = {}
+    for part in chunks(pairs, chunk):     # as the command chunks (--chunk-pairs 16)
+        for p, row in zip(part, costs.counted(runner.expert_rows, engine, part, names, report, gen)):
+            done[p.id] = row
+    rows = [done[p.id] for p in pairs]
+    params = runner.fit_derived([(p, r["runs"]) for p, r in zip(pairs, rows)], derived) if derived else {}
+    signals = [runner.to_signals(p, runner.apply_derived(r["runs"], derived, params), r, names, engine.kind)
+               for p, r in zip(pairs, rows)]
+    print(f"{NAME}: {len(pairs)} pairs in {time.perf_counter() - t0:.1f}s, {report.prefill_totals()[0]} tokens "
+          "prefilled", file=sys.stderr)
     os.makedirs(os.path.dirname(out), exist_ok=True)
     write_signals(out + ".part", signals)
     os.replace(out + ".part", out)

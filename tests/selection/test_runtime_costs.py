@@ -7,7 +7,7 @@ import pytest
 from tests.fixtures.checks import import_bench
 from tests.fixtures.tiny_models import make_pairs
 
-EXPERTS = "direct,score,cot"        # one generative expert (and its cot_native) beside two single-pass ones
+EXPERTS = "direct,score,pride,cot"     # a generative expert (and its cot_native), a derived one, two single-pass
 
 
 @pytest.fixture(scope="module")
@@ -29,7 +29,7 @@ def test_budget_search_sees_the_measured_costs(bank):
     from baer_fast.io.splits import SplitSpec
     from baer_fast.selection.budget import labelled_rows, plan_budget
     _, _, _, records = bank
-    assert sorted(records[0].meta["expert_cost"]) == ["cot", "cot_native", "direct", "score"]
+    assert sorted(records[0].meta["expert_cost"]) == ["cot", "cot_native", "direct", "pride", "score"]
     plan = plan_budget(records, "0.5", spec=SplitSpec())
     rows, _, _ = labelled_rows(records, SplitSpec())
     assert plan["cost_source"] == "measured"
@@ -46,8 +46,7 @@ def test_benchmark_row_reports_measured_tokens(bank):
     row = ca.run_condition("Runtime-test", "tiny", records, spec, "stack", replay=ca.cost_runtime.replay(records))
     test = ca.test_rows(records, spec)
     assert row["costs"] == "measured"
-    assert row["full"]["per_pair"] == pytest.approx(sum(measured(test, e) for e in
-                                                        ("cot", "cot_native", "direct", "score")))
+    assert row["full"]["per_pair"] == pytest.approx(sum(measured(test, e) for e in records[0].experts))
     assert row["full"]["decoded"] == pytest.approx(np.mean([r.meta["expert_cost"]["cot"]["decoded"] for r in test]))
     assert row["full"]["decoded"] > 0
     for b in ca.BUDGETS:             # what the runtime runs for a subset: cot_native needs cot's generations
