@@ -415,7 +415,7 @@ def main(argv=None) -> int:
     runtime = runtime_rows(args) if args.runtime_bank or (args.only and args.only in cost_runtime.NAME) else []
     if args.plot:
         plot(rows, args.plot)
-    summary = summarize(rows, lobo)
+    summary = summarize(rows, lobo) if rows or lobo else {}      # no public bank run: no targets to judge
     if runtime:
         summary["runtime_bank"] = runtime_summary(runtime)
     if args.report:
@@ -426,7 +426,8 @@ def main(argv=None) -> int:
     print(json.dumps({"benchmark": "cost_accuracy", "head": args.head, "splits": args.splits,
                       "first_split": args.first_split,
                       "criterion": args.criterion, "cascade_tolerance": TOLERANCE,
-                      "conditions": len({r["condition"] for r in rows}), "summary": summary}))
+                      "conditions": len({r["condition"] for r in rows}), "runtime_splits": len(runtime),
+                      "summary": summary}))
     return 0
 
 
