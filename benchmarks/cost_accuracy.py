@@ -1,4 +1,4 @@
-"""Accuracy vs cost on the public expert banks: pruning under a budget, early exit, transfer.
+"""Accuracy vs cost on the public expert banks (and the runtime bank): pruning under a budget, early exit, transfer.
 
     python benchmarks/cost_accuracy.py [--data ROOT] [--splits 3] [--head stack|auto] [--only NAME] [--plot PNG]
     python benchmarks/cost_accuracy.py --only Runtime [--runtime-pairs 40] [--runtime-tokens 16]
@@ -153,14 +153,14 @@ def run_condition(bench: str, backbone: str, records, spec, mode: str, replay=No
         return row
     head, c = deployed_head(art), art["cascade"]
     exits = head.exits(test)
-    c1, exit = sum(costs[e] for e in c["stage1_experts"]), float(np.mean(exits))
+    c1, exited = sum(costs[e] for e in c["stage1_experts"]), float(np.mean(exits))
     rest = [e for e in everyone if e not in c["stage1_experts"]]
     row["cascade"] = {"test": accuracy(head.score(test), test), "cv": c["cv"]["cv_accuracy"],
-                      "exit": exit, "cv_exit": c["cv"]["cv_exit_rate"], "tau": c["cv"]["tau"],
-                      "cost": (c1 + (1 - exit) * (sum(costs.values()) - c1)) / sum(costs.values()),
-                      "per_pair": c1 + (1 - exit) * (sum(costs.values()) - c1),
+                      "exit": exited, "cv_exit": c["cv"]["cv_exit_rate"], "tau": c["cv"]["tau"],
+                      "cost": (c1 + (1 - exited) * (sum(costs.values()) - c1)) / sum(costs.values()),
+                      "per_pair": c1 + (1 - exited) * (sum(costs.values()) - c1),
                       "decoded": decoded_per_pair(test, c["stage1_experts"]) + decoded_per_pair(
-                          [r for r, e in zip(test, exits) if not e], rest) * (1 - exit),
+                          [r for r, e in zip(test, exits) if not e], rest) * (1 - exited),
                       "stage1": c["stage1_experts"]}
     if replay is not None:          # what `score --model` would run and report, replayed from the recorded bank
         from baer_fast.selection.cascade import run_staged
@@ -326,9 +326,9 @@ def print_runtime(rows: list[dict], records, args) -> None:
                 p(f"{r['split']:<7} {label:<11} {c.get('infeasible', 'not run')}")
                 continue
             run_tok, dec = runtime_cost(c)
-            exit = f"{c['exit']:.2f}" if "exit" in c else ""
+            out = f"{c['exit']:.2f}" if "exit" in c else ""
             names = c.get("experts") or (["stage 1:"] + c["stage1"] if "stage1" in c else [f"all {r['experts']}"])
-            p(f"{r['split']:<7} {label:<11} {c['per_pair']:8.0f} {c['cost']:6.2f} {run_tok:8.0f} {dec:6.1f} {exit:>5} "
+            p(f"{r['split']:<7} {label:<11} {c['per_pair']:8.0f} {c['cost']:6.2f} {run_tok:8.0f} {dec:6.1f} {out:>5} "
               f"{100 * c['test']:5.1f} {100 * c['cv'] if 'cv' in c else float('nan'):5.1f}  {' '.join(names)}")
 
 
@@ -379,7 +379,8 @@ def main(argv=None) -> int:
     ap.add_argument("--runtime-cache", default=os.path.join(tempfile.gettempdir(), "baer-cost-runtime"),
                     metavar="DIR", help="the runtime bank's signals (and model) are kept there; reruns skip the model")
     ap.add_argument("--runtime-pairs", type=int, default=40,
-                    help="the first N pairs of the 100-pair sample (40: about 2 minutes of model time on 2 idle cores)")
+                    help="the first N pairs of the 100-pair sample (40: 4.4 min of model time on one thread at load "
+                         "average 1-3, 9.3 min at 3-6)")
     ap.add_argument("--runtime-tokens", type=int, default=16, help="generation budget of every generative expert")
     args = ap.parse_args(argv)
     from baer_fast.selection.budget import CostModel
