@@ -1,6 +1,7 @@
-"""Accuracy vs cost on the public expert banks: pruning under a budget, early exit, transfer.
+"""Accuracy vs cost on the public expert banks (and the runtime bank): pruning under a budget, early exit, transfer.
 
     python benchmarks/cost_accuracy.py [--data ROOT] [--splits 3] [--head stack|auto] [--only NAME] [--plot PNG]
+    python benchmarks/cost_accuracy.py --only Runtime [--runtime-pairs 40] [--runtime-tokens 16]
 
 Per condition (benchmark x backbone) and seeded id-hash split (`SplitSpec(seed="cost-<i>")`):
 the full head, the pruned head at 1/3 and 1/2 of the full bank's cost (selection/budget.py)
@@ -13,16 +14,31 @@ labels, scored on the held-out backbone's test rows (the same pairs' non-test la
 the sources, so only test rows are fair), vs majority vote of the experts and mean z~.
 --head stack (default) fits the stack (Eq. 6) for every head, fast; --head auto runs the gates
 (`fit_condition`, slower). Table to stderr, ONE JSON line (the per-target summary) to stdout.
+
+--runtime-bank (or --only Runtime) adds the runtime bank (cost_runtime.py): the whole bank
+(`--experts all`, --runtime-tokens per generation) run by the anchor model of random_judge.py on the
+first --runtime-pairs pairs of the LLMBar Natural sample the demo ships, signals cached in
+--runtime-cache. That model has RANDOM WEIGHTS: its accuracies are near chance and say nothing;
+only the cost side of its rows is informative. Its costs are the ones the runtime measured per
+pair and expert (meta.expert_cost, prefilled + decoded tokens), so its table shows the full bank's
+cost, each budget's chosen subset and cost and the cascade's exit fraction and decoded tokens per
+pair in tokens (the cascade's figures from selection/cascade.run_staged replayed on the recorded
+signals). It is kept out of the public banks' targets (summary key `runtime_bank`).
 """
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import sys
+import tempfile
 from pathlib import Path
 
 import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import cost_runtime  # noqa: E402  (benchmarks/: the runtime bank's source)
 
 SOURCES = (("LLMBar-Natural", "llmbar", "llmbar_natural/LLMBar/Natural"),
            ("LLMBar-CaseStudy", "llmbar", "llmbar_casestudy/CaseStudy"),
@@ -86,16 +102,32 @@ def test_cost(records, experts, full_experts) -> float:
     return sum(costs[e] for e in experts) / max(sum(costs.values()), 1e-12)
 
 
-def run_condition(bench: str, backbone: str, records, spec, mode: str) -> dict:
+def decoded_per_pair(records, experts) -> float:
+    """Mean tokens generated per pair by `experts` on `records` (meta.expert_cost; 0 where none)."""
+    keep = set(experts)
+    return sum(float(c.get("decoded", 0)) for r in records for k, c in (r.meta.get("expert_cost") or {}).items()
+               if k in keep) / max(len(records), 1)
+
+
+def units(test, experts, costs: dict) -> dict:
+    """Cost per pair of `experts` in the bank's own units (test rows): tokens where recorded, else experts."""
+    return {"per_pair": float(sum(costs[e] for e in experts)), "decoded": decoded_per_pair(test, experts)}
+
+
+def run_condition(bench: str, backbone: str, records, spec, mode: str, replay=None) -> dict:
+    """One condition x split. replay: run(pairs, experts) from the recorded signals (the runtime bank), so
+    the cascade's exit fraction and tokens per pair come from selection/cascade.run_staged's own report."""
     from baer_fast.artifact import deployed_head
     from baer_fast.selection.budget import expert_costs
     from baer_fast.selection.cascade import CascadeSpec, fit_cascade
     name = f"{bench}/{backbone}"
     test = test_rows(records, spec)
     everyone = sorted({k for r in records for k in r.experts})
+    costs, source = expert_costs(test, everyone)
     full = fit_full(records, spec, mode, name)
-    row = {"condition": name, "split": spec.seed, "n_test": len(test), "experts": len(everyone),
-           "full": {"test": accuracy(deployed_head(full).score(test), test), "cost": 1.0}}
+    row = {"condition": name, "split": spec.seed, "n_test": len(test), "experts": len(everyone), "costs": source,
+           "full": {"test": accuracy(deployed_head(full).score(test), test), "cost": 1.0,
+                    **units(test, everyone, costs)}}
     for b in BUDGETS if "pruned" in PARTS else ():
         try:
             art = fit_pruned(records, spec, b, mode, name)
@@ -107,6 +139,9 @@ def run_condition(bench: str, backbone: str, records, spec, mode: str) -> dict:
         n = plan.get("nested") or {}
         row[f"pruned_{b}"] = {"test": accuracy(deployed_head(art).score(test), test), "cv": plan["cv_accuracy"],
                               "cost": test_cost(test, plan["experts"], everyone), "experts": plan["experts"],
+                              **units(test, plan["experts"], costs), "plan_cost_per_pair": plan["cost_per_pair"],
+                              "plan_full_cost_per_pair": plan["full_cost_per_pair"], "cost_source": plan["cost_source"],
+                              **({"runs": units(test, cost_runtime.closure(plan["experts"]), costs)} if replay else {}),
                               "near_full": plan["near_full"], "nested_gap": n.get("gap"),
                               "nested_se": n.get("se"), "nested_near_full": n.get("near_full")}
     if "cascade" not in PARTS:
@@ -118,12 +153,19 @@ def run_condition(bench: str, backbone: str, records, spec, mode: str) -> dict:
         return row
     head, c = deployed_head(art), art["cascade"]
     exits = head.exits(test)
-    costs, _ = expert_costs(test, everyone)
-    c1 = sum(costs[e] for e in c["stage1_experts"])
+    c1, exited = sum(costs[e] for e in c["stage1_experts"]), float(np.mean(exits))
+    rest = [e for e in everyone if e not in c["stage1_experts"]]
     row["cascade"] = {"test": accuracy(head.score(test), test), "cv": c["cv"]["cv_accuracy"],
-                      "exit": float(np.mean(exits)), "cv_exit": c["cv"]["cv_exit_rate"], "tau": c["cv"]["tau"],
-                      "cost": (c1 + (1 - float(np.mean(exits))) * (sum(costs.values()) - c1)) / sum(costs.values()),
+                      "exit": exited, "cv_exit": c["cv"]["cv_exit_rate"], "tau": c["cv"]["tau"],
+                      "cost": (c1 + (1 - exited) * (sum(costs.values()) - c1)) / sum(costs.values()),
+                      "per_pair": c1 + (1 - exited) * (sum(costs.values()) - c1),
+                      "decoded": decoded_per_pair(test, c["stage1_experts"]) + decoded_per_pair(
+                          [r for r, e in zip(test, exits) if not e], rest) * (1 - exited),
                       "stage1": c["stage1_experts"]}
+    if replay is not None:          # what `score --model` would run and report, replayed from the recorded bank
+        from baer_fast.selection.cascade import run_staged
+        _, rep = run_staged(art, test, replay)
+        row["cascade"]["runtime_report"] = rep
     return row
 
 
@@ -247,6 +289,75 @@ def write_report(out_dir: str, rows: list[dict], lobo: list[dict], summary: dict
         fh.write(page)
 
 
+def runtime_rows(args) -> list[dict]:
+    """The runtime bank (cost_runtime.py) over the seeded splits: measured costs through pruning and the cascade."""
+    from baer_fast.io.splits import SplitSpec
+    records = cost_runtime.runtime_records(args.runtime_cache, n_pairs=args.runtime_pairs,
+                                           max_new_tokens=args.runtime_tokens)
+    rows = [run_condition(cost_runtime.NAME, "anchor-random-weights", records, SplitSpec(seed=f"cost-{i}"),
+                          args.head, replay=cost_runtime.replay(records))
+            for i in range(args.first_split, args.first_split + args.splits)]
+    print_runtime(rows, records, args)
+    return rows
+
+
+def print_runtime(rows: list[dict], records, args) -> None:
+    from baer_fast.selection.budget import expert_costs
+    everyone = sorted({k for r in records for k in r.experts})
+    costs, source = expert_costs(records, everyone)
+    dec = {e: decoded_per_pair(records, [e]) for e in everyone}
+    p = functools.partial(print, file=sys.stderr)
+    p(f"\n{cost_runtime.NAME}: `baer-fast experts --experts all` by the anchor model with RANDOM WEIGHTS on "
+      f"{len(records)} LLMBar Natural sample pairs, {args.runtime_tokens}-token generations.\nIts accuracies are "
+      "near chance by construction; only the cost columns are informative. Costs: measured by the runtime "
+      f"(meta.expert_cost, source '{source}'), tokens per pair = prefilled + decoded.")
+    p("per-expert cost, tokens/pair (decoded), all pairs: " + ", ".join(
+        f"{e} {costs[e]:.0f} ({dec[e]:.0f})" for e in sorted(everyone, key=lambda e: (-costs[e], e))))
+    p("tok/pair: cost per pair as the budget search adds it up (test rows); share: of the full bank's; run tok, "
+      "dec: what the runtime runs for those experts (a native expert needs its generative one, PriDe needs "
+      "direct's prompts), all tokens and decoded ones, per pair; the cascade's from run_staged's own report")
+    p(f"{'split':<7} {'head':<11} {'tok/pair':>8} {'share':>6} {'run tok':>8} {'dec':>6} {'exit':>5} {'test':>5} "
+      f"{'cv':>5}  experts")
+    for r in rows:
+        for key, label in (("full", "full"), ("pruned_0.3333", "pruned 1/3"), ("pruned_0.5", "pruned 1/2"),
+                           ("cascade", "cascade")):
+            c = r.get(key) or {}
+            if "test" not in c:
+                p(f"{r['split']:<7} {label:<11} {c.get('infeasible', 'not run')}")
+                continue
+            run_tok, dec = runtime_cost(c)
+            out = f"{c['exit']:.2f}" if "exit" in c else ""
+            names = c.get("experts") or (["stage 1:"] + c["stage1"] if "stage1" in c else [f"all {r['experts']}"])
+            p(f"{r['split']:<7} {label:<11} {c['per_pair']:8.0f} {c['cost']:6.2f} {run_tok:8.0f} {dec:6.1f} {out:>5} "
+              f"{100 * c['test']:5.1f} {100 * c['cv'] if 'cv' in c else float('nan'):5.1f}  {' '.join(names)}")
+
+
+def runtime_cost(cell: dict) -> tuple[float, float]:
+    """(tokens, decoded tokens) per pair the runtime runs for a cell (see print_runtime)."""
+    if "runtime_report" in cell:
+        rep = cell["runtime_report"]
+        return rep["tokens_prefilled_per_pair"] + rep["tokens_decoded_per_pair"], rep["tokens_decoded_per_pair"]
+    runs = cell.get("runs") or cell
+    return runs["per_pair"], runs["decoded"]
+
+
+def runtime_summary(rows: list[dict]) -> dict:
+    def mean(key, field):
+        vals = [r[key][field] for r in rows if field in r.get(key, {})]
+        return float(np.mean(vals)) if vals else None
+    out = {"note": "random-weight judge: accuracies near chance; only the costs are informative",
+           "splits": len(rows), "full_tokens_per_pair": mean("full", "per_pair"),
+           "full_decoded_per_pair": mean("full", "decoded")}
+    for key in [f"pruned_{b}" for b in BUDGETS] + ["cascade"]:
+        cells = [r[key] for r in rows if "test" in r.get(key, {})]
+        out[key] = {f: mean(key, f) for f in ("per_pair", "cost", "decoded", "test")}
+        out[key].update(cells=len(cells), run_tokens_per_pair=float(np.mean([runtime_cost(c)[0] for c in cells]))
+                        if cells else None, run_decoded_per_pair=float(np.mean([runtime_cost(c)[1] for c in cells]))
+                        if cells else None)
+    out["cascade"]["exit"] = mean("cascade", "exit")
+    return out
+
+
 def main(argv=None) -> int:
     global MODEL, TOLERANCE, PARTS
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -262,6 +373,15 @@ def main(argv=None) -> int:
     ap.add_argument("--only", default=None, metavar="NAME", help="only the sources whose name contains NAME")
     ap.add_argument("--parts", default=",".join(PARTS), help="comma-separated subset of pruned,cascade,transfer")
     ap.add_argument("--rows", default=None, metavar="JSON", help="write every cell (and transfer cell) there")
+    ap.add_argument("--runtime-bank", action="store_true",
+                    help=f"also run {cost_runtime.NAME} (also chosen by --only Runtime): the whole runtime bank of "
+                         "a RANDOM-weight judge, measured costs (accuracies near chance)")
+    ap.add_argument("--runtime-cache", default=os.path.join(tempfile.gettempdir(), "baer-cost-runtime"),
+                    metavar="DIR", help="the runtime bank's signals (and model) are kept there; reruns skip the model")
+    ap.add_argument("--runtime-pairs", type=int, default=40,
+                    help="the first N pairs of the 100-pair sample (40: 4.4 min of model time on one thread at load "
+                         "average 1-3, 9.3 min at 3-6)")
+    ap.add_argument("--runtime-tokens", type=int, default=16, help="generation budget of every generative expert")
     args = ap.parse_args(argv)
     from baer_fast.selection.budget import CostModel
     from baer_fast.selection.cascade import CascadeSpec
@@ -293,18 +413,22 @@ def main(argv=None) -> int:
                     print(f"{t['condition']:<30} {spec.seed} LOBO transfer={100 * t['transfer']:.1f} "
                           f"majority={100 * t['majority']:.1f} mean_zt={100 * t['mean_zt']:.1f} "
                           f"supervised={100 * t['supervised']:.1f}", file=sys.stderr)
+    runtime = runtime_rows(args) if args.runtime_bank or (args.only and args.only in cost_runtime.NAME) else []
     if args.plot:
         plot(rows, args.plot)
-    summary = summarize(rows, lobo)
+    summary = summarize(rows, lobo) if rows or lobo else {}      # no public bank run: no targets to judge
+    if runtime:
+        summary["runtime_bank"] = runtime_summary(runtime)
     if args.report:
         write_report(args.report, rows, lobo, summary)
     if args.rows:
         with open(args.rows, "w", encoding="utf-8") as fh:
-            json.dump({"cells": rows, "transfer": lobo}, fh, indent=1)
+            json.dump({"cells": rows, "transfer": lobo, "runtime": runtime}, fh, indent=1)
     print(json.dumps({"benchmark": "cost_accuracy", "head": args.head, "splits": args.splits,
                       "first_split": args.first_split,
                       "criterion": args.criterion, "cascade_tolerance": TOLERANCE,
-                      "conditions": len({r["condition"] for r in rows}), "summary": summary}))
+                      "conditions": len({r["condition"] for r in rows}), "runtime_splits": len(runtime),
+                      "summary": summary}))
     return 0
 
 
