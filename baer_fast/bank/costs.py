@@ -10,7 +10,8 @@ join the trees. The shares are fitted to the run's counters (engine + decoder pr
 largest remainder, so they sum to them exactly (for the single-pass bank on the prefix and
 naive engines they already are the counts). decoded — each expert's own generated tokens.
 seconds — the call's wall time in proportion to prefilled + decoded tokens. A derived expert
-costs nothing beyond its source (charged the source's prompts when the source is absent).
+costs nothing beyond its source (charged the source's prompts when the source is absent); where
+the source is in the bank its cell names it ("from"), so a pruned subset pays for it.
 """
 from __future__ import annotations
 
@@ -33,10 +34,23 @@ def counted(expert_rows, engine, pairs, names, report, generation=None, *, timed
     work = sum(prefilled[i].get(n, 0) + decoded[i][n] for i in range(len(rows)) for n in names) or 1
     for i, row in enumerate(rows):
         row["expert_cost"] = {n: {"prefilled": prefilled[i].get(n, 0), "decoded": decoded[i][n]} for n in names}
-        if timed:
-            for n in names:
+        for n in names:
+            if timed:
                 row["expert_cost"][n]["seconds"] = seconds * (prefilled[i].get(n, 0) + decoded[i][n]) / work
+            if source_of(n) in names:        # costs 0 here, but needs its source run: fit --budget adds it
+                row["expert_cost"][n]["from"] = source_of(n)
     return rows
+
+
+def source_of(name: str) -> str | None:
+    """The bank expert whose output `name` is computed from (a native verdict: its generative
+    expert's texts; PriDe, CalibraEval: their source's runs), else None."""
+    if name in protocols.NATIVE:
+        return protocols.base_of(name)
+    if name in protocols.DERIVED_EXPERTS:
+        source = protocols.prompt_experts_for([name])[0]
+        return source if source != name else None       # CalibraEval reads prompts of its own
+    return None
 
 
 def _prefilled(report) -> int:

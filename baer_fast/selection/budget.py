@@ -1,7 +1,8 @@
 """Expert pruning under a cost budget: choose the subset by cross-validated accuracy on non-test rows.
 
 Costs per (pair, expert) come from `meta.expert_cost`, a `--costs FILE` override (expert ->
-tokens per pair), or one unit per expert (docs/cost.md). A subset costs the sum of its experts'.
+tokens per pair), or one unit per expert (docs/cost.md). A subset costs the sum of its experts' plus
+that of the bank experts they are computed from and lack (`subset_cost`).
 
 Search (deterministic): greedy forward and backward passes, each step scored by the stack's (Eq. 6)
 out-of-fold log-loss (or accuracy) over repeated id-hashed folds at the full bank's lambda. Among the
@@ -77,6 +78,26 @@ def record_cost(rec, expert: str, model: CostModel = CostModel()) -> float | Non
     if not isinstance(c, dict):
         return None
     return float(c.get("prefilled", 0)) + model.decode_weight * float(c.get("decoded", 0))
+
+
+def expert_sources(records: Sequence, experts: Sequence[str]) -> dict:
+    """{expert: the expert its runs are computed from}, as the runtime recorded it (`from` in
+    meta.expert_cost: a native verdict is read from its generative expert's texts, PriDe and
+    CalibraEval transform their source's runs); only sources that are in `experts`."""
+    out = {}
+    for r in records:
+        for e, c in (r.meta.get("expert_cost") or {}).items():
+            if e in experts and isinstance(c, dict) and c.get("from") in experts and e not in out:
+                out[e] = c["from"]
+    return out
+
+
+def subset_cost(costs: dict, subset: Sequence[str], sources: dict | None = None) -> float:
+    """Cost per pair of running `subset`: its experts' costs plus, once each, those of the experts
+    they are computed from (`sources`). A native or derived expert records 0 when its source runs
+    in the same bank, so alone it would look free."""
+    need = set(subset) | {sources[e] for e in subset if sources and e in sources}
+    return float(sum(costs[e] for e in sorted(need)))
 
 
 def expert_costs(records: Sequence, experts: Sequence[str], override: dict | None = None,
@@ -220,34 +241,36 @@ class SubsetCV:
         return (acc, -loss) if self.criterion == "accuracy" else (-loss, acc)
 
 
-def _visit(cv: SubsetCV, costs: dict, subset, how: str, seen: dict) -> None:
+def _visit(cv: SubsetCV, costs: dict, subset, how: str, seen: dict, sources: dict | None = None) -> None:
     key = tuple(sorted(subset))
     if key not in seen:
         acc, loss = cv.figures(key)
         g = cv.gap(key)
-        seen[key] = {"experts": list(key), "cost": float(sum(costs[e] for e in key)),
+        seen[key] = {"experts": list(key), "cost": subset_cost(costs, key, sources),
                      "cv_accuracy": acc, "cv_logloss": loss, "cv_gap": g["gap"], "cv_gap_se": g["se"],
                      "found_by": how}
 
 
-def search(cv: SubsetCV, costs: dict, limit: float) -> list[dict]:
-    """Every subset the greedy forward (within `limit`) and backward passes visit, in visiting order."""
+def search(cv: SubsetCV, costs: dict, limit: float, sources: dict | None = None) -> list[dict]:
+    """Every subset the greedy forward (within `limit`) and backward passes visit, in visiting order.
+    Costs are `subset_cost`s: adding a native expert whose source is not chosen pays for the source."""
     experts, seen = sorted(costs), {}
     chosen: list[str] = []
     while True:
-        cands = [e for e in experts if e not in chosen and sum(costs[x] for x in chosen) + costs[e] <= limit]
+        cands = [e for e in experts if e not in chosen and subset_cost(costs, chosen + [e], sources) <= limit]
         if not cands:
             break
-        best = max(cands, key=lambda e: (cv.rank(chosen + [e]), -costs[e], [-ord(c) for c in e]))
+        best = max(cands, key=lambda e: (cv.rank(chosen + [e]), -subset_cost(costs, chosen + [e], sources),
+                                         [-ord(c) for c in e]))
         chosen = chosen + [best]
-        _visit(cv, costs, chosen, "forward", seen)
+        _visit(cv, costs, chosen, "forward", seen, sources)
     current = list(experts)
-    _visit(cv, costs, current, "backward", seen)
+    _visit(cv, costs, current, "backward", seen, sources)
     while len(current) > 1:
         drop = max(current, key=lambda e: (cv.rank([x for x in current if x != e]), costs[e],
                                            [-ord(c) for c in e]))
         current = [x for x in current if x != drop]
-        _visit(cv, costs, current, "backward", seen)
+        _visit(cv, costs, current, "backward", seen, sources)
     return list(seen.values())
 
 
@@ -313,7 +336,8 @@ class Nested:
 
 
 def nested_search(rows: Sequence, y: np.ndarray, experts: Sequence[str], costs: dict, limit: float,
-                  categories: Sequence[str], *, model: CostModel = CostModel(), eps: float = EPS) -> Nested:
+                  categories: Sequence[str], *, model: CostModel = CostModel(), eps: float = EPS,
+                  sources: dict | None = None) -> Nested:
     """The whole search cross-validated: inside each outer training fold, lambda, search and choice run
     exactly as on all rows; the chosen subset's stack and the full stack are scored on the held-out fold."""
     ids = [r.id for r in rows]
@@ -327,7 +351,7 @@ def nested_search(rows: Sequence, y: np.ndarray, experts: Sequence[str], costs: 
             lam, _ = cv_lambda(phi_full[tr], y[tr], fold_assignments([ids[i] for i in tr], 5, 1,
                                                                      "baer-budget:lambda")[0])
             cv = SubsetCV([rows[i] for i in tr], y[tr], experts, categories, lam=lam, eps=eps, model=model)
-            pick = choose(search(cv, costs, limit), limit, model)["experts"]
+            pick = choose(search(cv, costs, limit, sources), limit, model)["experts"]
             picks[", ".join(pick)] = picks.get(", ".join(pick), 0) + 1
             s_sub[r, te] = fit_scores(whole.phi(pick), y, ids, tr, te)
             s_full[r, te] = fit_scores(phi_full, y, ids, tr, te, lam)
@@ -345,14 +369,15 @@ def plan_with_nested(records: Sequence, budget: str, *, spec: SplitSpec = SplitS
     cv, rows = subset_cv_for(records, spec, sorted({k for r in records for k in r.experts}), eps, model)
     experts = sorted(cv.index)
     costs, source = expert_costs(rows, experts, costs_override, model)
+    sources = expert_sources(rows, experts)
     full = float(sum(costs.values()))
     limit = value * full if kind == "fraction" else value
-    visited = search(cv, costs, limit)
+    visited = search(cv, costs, limit, sources)
     best = choose(visited, limit, model)
-    nested = (nested_search(rows, cv.y, experts, costs, limit, cv.categories, model=model, eps=eps)
+    nested = (nested_search(rows, cv.y, experts, costs, limit, cv.categories, model=model, eps=eps, sources=sources)
               if model.outer_repeats > 0 else None)
     plan = {"budget": str(budget), "limit_per_pair": limit, "cost_source": source,
-            "expert_costs": costs, "full_cost_per_pair": full, "full_cv_accuracy": cv.accuracy(experts),
+            "expert_costs": costs, "expert_sources": sources, "full_cost_per_pair": full, "full_cv_accuracy": cv.accuracy(experts),
             "experts": best["experts"], "cost_per_pair": best["cost"],
             "fraction_of_full": best["cost"] / full if full > 0 else 0.0,
             "cv_accuracy": best["cv_accuracy"], "cv_gap": best["cv_gap"], "cv_gap_se": best["cv_gap_se"],

@@ -104,3 +104,43 @@ def test_fit_cli_budget_then_frontier(tmp_path, capsys):
     text = capsys.readouterr().out
     assert "* chosen at budget 0.5: " + ", ".join(art["budget"]["experts"]) in text
     assert png.read_bytes()[:4] == b"\x89PNG"
+
+
+def test_a_native_expert_pays_for_its_source():
+    """A native verdict records 0 tokens when its generative expert runs in the same bank (it
+    reads that expert's texts). Alone in a subset it would look free: the search charges its
+    source. Here the native is the best expert, so a search that took it for free would pick it
+    under a budget its source does not fit."""
+    from baer_fast.io.records import Signals
+    from baer_fast.selection.budget import expert_sources, subset_cost
+    acc = {"cheap": 0.72, "mid": 0.74, "gen": 0.80, "gen_native": 0.86}
+    cost = {"cheap": 100, "mid": 150, "gen": 900, "gen_native": 0}
+    recs = bank(150, seed=3, accuracy=acc, cost=cost)
+    recs = [Signals(r.id, r.experts, r.subset, r.label, r.split,
+                    {**r.meta, "expert_cost": {**r.meta["expert_cost"],
+                                               "gen_native": {"prefilled": 0, "decoded": 0, "from": "gen"}}})
+            for r in recs]
+    experts = sorted(acc)
+    sources = expert_sources(recs, experts)
+    assert sources == {"gen_native": "gen"}
+    costs = {"cheap": 1.0, "mid": 2.0, "gen": 9.0, "gen_native": 0.0}
+    assert subset_cost(costs, ["gen_native"], sources) == subset_cost(costs, ["gen", "gen_native"], sources) == 9.0
+    assert subset_cost(costs, ["gen_native"]) == 0.0                     # what a plain sum would say
+    plan = plan_budget(recs, "0.3")
+    assert "gen_native" not in plan["experts"] and "gen" not in plan["experts"]
+    assert all(v["cost"] == pytest.approx(subset_cost(plan["expert_costs"], v["experts"], sources))
+               for v in plan["visited"])
+    assert plan["expert_sources"] == {"gen_native": "gen"}
+
+
+def test_the_bank_records_where_a_native_or_derived_expert_comes_from(qwen_dir):
+    from baer_fast.bank.generative import GenerationConfig
+    from baer_fast.bank.runner import run_experts
+    from baer_fast.io.records import Pair
+    ps = [Pair(f"n{i}", "Which is prime, 7 or 8?", f"seven {i}", f"eight {i} because") for i in range(2)]
+    sig = run_experts(qwen_dir, ps, experts=["direct", "pride", "cot", "cot_native"],
+                      generation=GenerationConfig(max_new_tokens={"cot": 4}))
+    for s in sig:
+        cost = s.meta["expert_cost"]
+        assert cost["cot_native"]["from"] == "cot" and cost["pride"]["from"] == "direct"
+        assert "from" not in cost["cot"] and "from" not in cost["direct"]
