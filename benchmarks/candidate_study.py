@@ -121,12 +121,8 @@ def merge(files: list[str]) -> list[dict]:
 def summary(cells: list[dict]) -> dict:
     import numpy as np
 
-    groups = {}
-    for c in cells:
-        groups.setdefault(c["condition"], []).append(c)
-    groups["POOLED"] = cells
     res = {}
-    for name, cs in groups.items():
+    for name, cs in rb.by_condition(cells).items():
         g = np.array([100 * (c["baer"] - c["best"]) for c in cs])
         res[name] = {"win": float(np.mean(g >= -1e-9)), "mean": float(g.mean()), "worst": float(g.min()),
                      "cells": len(cs), "picks": {p: sum(c["pick"] == p for c in cs) for p in sorted({c["pick"] for c in cs})}}

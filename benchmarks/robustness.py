@@ -125,16 +125,21 @@ def _init(root: str, only: str | None) -> None:
         _CONDITIONS[name] = prepare(signals)
 
 
-def summarise(cells: list[dict]) -> dict:
-    """Per condition and pooled: for each rule, win rate, mean gain and worst gain (points)."""
-    import numpy as np
-
+def by_condition(cells: list[dict]) -> dict:
+    """condition -> its cells, plus "POOLED" -> all of them."""
     groups = {}
     for c in cells:
         groups.setdefault(c["condition"], []).append(c)
     groups["POOLED"] = cells
+    return groups
+
+
+def summarise(cells: list[dict]) -> dict:
+    """Per condition and pooled: for each rule, win rate, mean gain and worst gain (points)."""
+    import numpy as np
+
     out = {}
-    for name, cs in groups.items():
+    for name, cs in by_condition(cells).items():
         row = {"cells": len(cs), "n_test": int(np.mean([c["n_test"] for c in cs])),
                "heads": {h: sum(c["head"] == h for c in cs) for h in sorted({c["head"] for c in cs})},
                "best_acc": float(np.mean([c["best"] for c in cs]))}
