@@ -18,7 +18,6 @@ Seconds are the command's own "in X s" (experts' work; vLLM's engine start is re
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 import os
 import re
@@ -32,14 +31,6 @@ sys.path.append(os.path.join(HERE, ".."))
 
 DONE = re.compile(r"experts: (\d+) pairs \(.*?\) in ([0-9.]+)s")
 START = re.compile(r"engine started in ([0-9.]+)s")
-
-
-def _write_pairs(path: str, n: int) -> None:
-    from baer_fast.commands.demo import sample_pairs
-    with open(path, "w", encoding="utf-8") as fh:
-        for p in sample_pairs(n):
-            row = {k: v for k, v in dataclasses.asdict(p).items() if v is not None and k != "line"}
-            fh.write(json.dumps(row, ensure_ascii=False) + "\n")
 
 
 def _run(python: str, backend: str, model: str, pairs: str, out: str, budget: int, env: dict) -> dict:
@@ -60,6 +51,9 @@ def main(argv=None) -> int:
     ap.add_argument("--vllm-python", default=None, help="the vLLM venv's python (benchmarks/vllm_parity.sh)")
     args = ap.parse_args(argv)
     from random_judge import build_anchor_dir
+
+    from baer_fast.commands.demo import sample_pairs
+    from baer_fast.io.records import write_pairs
     cores = os.cpu_count() or 1
     variants = [("hf", sys.executable, "hf", {}), ("hf 1 thread", sys.executable, "hf", {"OMP_NUM_THREADS": "1"})]
     if args.vllm_python:
@@ -69,7 +63,7 @@ def main(argv=None) -> int:
     res = {"bench": "whole_bank", "pairs": args.pairs, "budget": args.budget, "cores": cores, "rows": {}}
     with tempfile.TemporaryDirectory() as folder:
         model, pairs = build_anchor_dir(os.path.join(folder, "anchor")), os.path.join(folder, "pairs.jsonl")
-        _write_pairs(pairs, args.pairs)
+        write_pairs(pairs, sample_pairs(args.pairs))
         for name, python, backend, env in variants:
             r = _run(python, backend, model, pairs, os.path.join(folder, "out.jsonl"), args.budget, env)
             res["rows"][name] = {**r, "pairs_per_s": r["pairs"] / r["seconds"]}
