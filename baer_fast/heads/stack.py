@@ -105,14 +105,20 @@ def cv_lambda(phi: np.ndarray, y: np.ndarray, folds: np.ndarray, lambdas=LAMBDAS
     Best CV accuracy (Eq. 1) wins; ties go to lower CV log-loss, then to the larger
     lambda (more regularised), so the choice is deterministic.
     """
+    table = _cv_table(phi, y, folds, lambdas, lambda_path_scores)
+    best = min(table, key=lambda r: (-r["cv_accuracy"], round(r["cv_logloss"], 12), -r["lambda"]))
+    return best["lambda"], table
+
+
+def _cv_table(phi, y, folds, lambdas, path) -> list[dict]:
+    """Per lambda, CV accuracy (Eq. 1) and log-loss of `path(phi_tr, y_tr, phi_te, lambdas)`'s
+    held-out scores over `folds`."""
     s = np.zeros((len(lambdas), len(y)))
     for f in np.unique(folds):
         tr, te = folds != f, folds == f
-        s[:, te] = lambda_path_scores(phi[tr], y[tr], phi[te], lambdas)
-    table = [{"lambda": lam, "cv_accuracy": float(np.mean(np.where(s[j] >= 0, 1, -1) == y)),
-              "cv_logloss": float(np.mean(np.logaddexp(0.0, -y * s[j])))} for j, lam in enumerate(lambdas)]
-    best = min(table, key=lambda r: (-r["cv_accuracy"], round(r["cv_logloss"], 12), -r["lambda"]))
-    return best["lambda"], table
+        s[:, te] = path(phi[tr], y[tr], phi[te], lambdas)
+    return [{"lambda": lam, "cv_accuracy": float(np.mean(np.where(s[j] >= 0, 1, -1) == y)),
+             "cv_logloss": float(np.mean(np.logaddexp(0.0, -y * s[j])))} for j, lam in enumerate(lambdas)]
 
 
 # ---------------------------------------------------------------- mean and shrunk stacks
@@ -191,11 +197,7 @@ def cv_shrunk_lambda(phi: np.ndarray, y: np.ndarray, folds: np.ndarray, n_expert
                      lambdas=SHRUNK_LAMBDAS) -> tuple[float, list[dict]]:
     """lambda of the shrunk stack by CV log-loss over `folds` (a proper score: steadier than
     accuracy on small folds); ties go to the larger lambda (closer to the mean)."""
-    s = np.zeros((len(lambdas), len(y)))
-    for f in np.unique(folds):
-        tr, te = folds != f, folds == f
-        s[:, te] = shrunk_path_scores(phi[tr], y[tr], phi[te], n_experts, lambdas)
-    table = [{"lambda": lam, "cv_accuracy": float(np.mean(np.where(s[j] >= 0, 1, -1) == y)),
-              "cv_logloss": float(np.mean(np.logaddexp(0.0, -y * s[j])))} for j, lam in enumerate(lambdas)]
+    table = _cv_table(phi, y, folds, lambdas,
+                      lambda p_tr, y_tr, p_te, lams: shrunk_path_scores(p_tr, y_tr, p_te, n_experts, lams))
     best = min(table, key=lambda r: (round(r["cv_logloss"], 12), -r["lambda"]))
     return best["lambda"], table
