@@ -5,14 +5,15 @@ A head is a plain object with `kind`, `score(records) -> np.ndarray [N]`,
 """
 from __future__ import annotations
 
-HEAD_KINDS = ("constant", "mean", "vote", "shrunk", "stack", "route", "reference")
+STACK_KINDS = ("mean", "vote", "shrunk", "stack")    # StackHead, weights fitted four ways (heads/stack.py)
+HEAD_KINDS = ("constant",) + STACK_KINDS + ("route", "reference")
 
 
 def head_class(kind: str):
     if kind == "constant":
         from baer_fast.heads.single import ConstantHead
         return ConstantHead
-    if kind in ("stack", "mean", "vote", "shrunk"):      # mean / vote / shrunk: stacks with other weights (heads/stack.py)
+    if kind in STACK_KINDS:
         from baer_fast.heads.stack import StackHead
         return StackHead
     if kind == "route":

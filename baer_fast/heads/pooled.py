@@ -12,6 +12,9 @@ from typing import Sequence
 
 import numpy as np
 
+# a member is an artifact's deployed head (its cascade unused; a pooled one does not nest)
+MEMBER_KINDS = ("mean", "vote", "shrunk", "stack", "route", "reference")
+
 
 @dataclass
 class PooledHead:
@@ -38,9 +41,10 @@ class PooledHead:
 
 
 def member_class(kind: str):
-    """The heads a member may be (a pooled head does not nest); KeyError otherwise."""
+    """The class of a member head (MEMBER_KINDS); KeyError otherwise."""
     from baer_fast.heads.reference import ReferenceHead
     from baer_fast.heads.router import RouterHead
     from baer_fast.heads.stack import StackHead
-    return {"stack": StackHead, "mean": StackHead, "vote": StackHead, "shrunk": StackHead, "route": RouterHead,
-            "reference": ReferenceHead}[kind]
+    if kind not in MEMBER_KINDS:
+        raise KeyError(kind)
+    return {"route": RouterHead, "reference": ReferenceHead}.get(kind, StackHead)

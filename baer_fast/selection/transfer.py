@@ -20,11 +20,7 @@ import numpy as np
 
 from baer_fast import __version__
 from baer_fast.errors import InputError
-from baer_fast.heads.pooled import member_class
-
-
-# a member is an artifact's deployed head (its cascade unused)
-MEMBER_KINDS = ("mean", "vote", "shrunk", "stack", "route", "reference")
+from baer_fast.heads.pooled import MEMBER_KINDS, member_class
 
 
 def head_paths(items: Sequence[str]) -> list[str]:
