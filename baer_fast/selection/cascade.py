@@ -21,8 +21,8 @@ import numpy as np
 
 from baer_fast.heads.cascade import ROUND_DIGITS, CascadeHead
 from baer_fast.heads.stack import StackHead
-from baer_fast.selection.budget import (CostModel, expert_costs, expert_sources, fit_stack, labelled_rows,
-                                       parse_budget, plan_with_nested, restrict, subset_cost)
+from baer_fast.selection.budget import (CostModel, expert_costs, fit_stack, labelled_rows, parse_budget,
+                                       plan_with_nested, restrict)
 from baer_fast.io.splits import SplitSpec
 
 log = logging.getLogger("baer_fast")
@@ -76,8 +76,7 @@ def fit_cascade(records: Sequence, full_art: dict, *, spec: SplitSpec = SplitSpe
     head1, info1 = fit_stack(rows, y, roles, experts=stage1, categories=sorted({r.subset for r in rows}))
     tau = choose_tau(nested.s_sub, nested.s_full, y, cascade.tolerance, cascade.noise_z, cascade.min_confidence)
     tau = {k: round(v, model.rounding) if isinstance(v, float) and math.isfinite(v) else v for k, v in tau.items()}
-    costs, source = expert_costs(rows, experts, costs_override, model)
-    c1, c_all = subset_cost(costs, stage1, expert_sources(rows, experts)), sum(costs.values())
+    c1, c_all, source = plan["cost_per_pair"], plan["full_cost_per_pair"], plan["cost_source"]   # the same rows
     if not math.isfinite(tau["tau"]):
         log.warning("cascade: no exit shown safe on the non-test rows (tolerance %g, z %g): tau = inf, every pair "
                     "runs both stages", cascade.tolerance, cascade.noise_z)
