@@ -8,13 +8,14 @@ from baer_fast.io.records import Signals
 SUBSETS = ("chat", "math")
 
 
-def _runs(rng, sign: int, acc: float, conf: float, n: int = 2) -> list:
-    """Runs of an expert that is right with probability `acc`, with confidence about `conf`."""
+def _runs(rng, sign: int, acc: float, conf: float, n: int = 2, missing: float = 0.03) -> list:
+    """Runs of an expert that is right with probability `acc`, with confidence about `conf`; each
+    run missing with probability `missing` (no draw for it when 0)."""
     vote = sign if rng.random() < acc else -sign
     out = []
     for _ in range(n):
         u = min(1.0, max(0.0, 0.5 + vote * conf + rng.gauss(0, 0.05)))
-        out.append(None if rng.random() < 0.03 else round(u, 6))
+        out.append(None if missing and rng.random() < missing else round(u, 6))
     return out
 
 

@@ -12,11 +12,7 @@ from baer_fast.heads.stack import SHRUNK_LAMBDAS
 from baer_fast.io.records import Signals
 from baer_fast.selection.fit import fit_condition
 from baer_fast.selection.gates import HEAD_CHOICES
-
-
-def _runs(rng, sign: int, acc: float, conf: float) -> list:
-    vote = sign if rng.random() < acc else -sign
-    return [round(min(1.0, max(0.0, 0.5 + vote * conf + rng.gauss(0, 0.05))), 6) for _ in range(2)]
+from tests.heads.synth import _runs
 
 
 def condition(n: int, accs: dict, *, seed: int, conf: float = 0.3) -> list[Signals]:
@@ -26,7 +22,7 @@ def condition(n: int, accs: dict, *, seed: int, conf: float = 0.3) -> list[Signa
     for i in range(n):
         label = rng.choice("ab")
         sign = 1 if label == "a" else -1
-        ex = {name: _runs(rng, sign, acc, conf) for name, acc in accs.items()}
+        ex = {name: _runs(rng, sign, acc, conf, missing=0.0) for name, acc in accs.items()}
         out.append(Signals(f"p{i:04d}", ex, subset="all", label=label))
     return out
 
