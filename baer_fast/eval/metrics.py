@@ -1,6 +1,10 @@
 """Accuracy, coverage, exact McNemar and oracle headroom of a head vs. the external protocols.
 
-A head predicts a when s >= 0 (Eq. 1). A single protocol is read two ways: strict (the
+A head predicts a when s >= 0 (Eq. 1); that is the headline. Its order-averaged reading
+(`accuracy_native`) is what the native reading gives a protocol: Eq. 1 judged in both display
+orders and averaged, i.e. half credit where s == 0 (a pair that is a fixed point of the swap
+scores exactly 0 under any antisymmetric head, and Eq. 1's "a" then depends only on which
+response was shown first). A single protocol is read two ways: strict (the
 paper's Eq. 11: undecided or missing = error) and native (each display order judged on
 its own, credit averaged over the orders); the baseline comparison uses the stronger
 reading, McNemar is reported against both (native: the exact paired sign-flip test,
@@ -27,6 +31,13 @@ def expert_predictions(records: Sequence, experts: Sequence[str]) -> np.ndarray:
     """[N, K] sign(p_k - 0.5) per expert; 0 where the expert is missing or undecided."""
     p, _, _, _ = evidence(runs_tensor(records, experts))
     return np.sign(p - 0.5).astype(np.int64)
+
+
+def head_native_credit(scores: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Per pair, Eq. 1's credit averaged over the two display orders: 1 or 0 where s != 0,
+    and 1/2 where s == 0 (shown as given the head says a, swapped it says the other)."""
+    scores = np.asarray(scores, dtype=np.float64)
+    return np.where(scores == 0, 0.5, (head_predictions(scores) == y).astype(np.float64))
 
 
 def head_predictions(scores: np.ndarray) -> np.ndarray:
@@ -121,6 +132,8 @@ def evaluate(records: Sequence, scores: np.ndarray, roles: Sequence[str], *, spl
            "n_tie_labels": int(np.sum(in_split & np.array([r.label == "tie" for r in records]))),
            "n_unlabelled": int(np.sum(in_split & np.array([r.label is None for r in records]))),
            "accuracy": float(correct_h[rows].mean()) if rows.any() else nan,
+           "accuracy_native": float(head_native_credit(scores, y)[rows].mean()) if rows.any() else nan,
+           "n_score_ties": int(np.sum(np.asarray(scores)[rows] == 0)),
            "coverage": 1.0, "baseline_pool": pool, "experts": {}}
     for k, name in enumerate(experts):
         a_s = float(strict[rows, k].mean()) if rows.any() else nan
@@ -151,7 +164,8 @@ def format_table(report: dict, *, title: str = "") -> str:
                  f"tie-labels-excluded={report['n_tie_labels']} unlabelled={report['n_unlabelled']}")
     head = report.get("head", "head")
     lines.append(f"  {'method':<44} {'strict':>7} {'native':>7} {'cov':>7}")
-    lines.append(f"  {'BAER (' + head + ')':<44} {100 * report['accuracy']:7.2f} {'':>7} {100 * report['coverage']:7.2f}")
+    native_h = f"{100 * report['accuracy_native']:7.2f}" if "accuracy_native" in report else f"{'':>7}"
+    lines.append(f"  {'BAER (' + head + ')':<44} {100 * report['accuracy']:7.2f} {native_h} {100 * report['coverage']:7.2f}")
     for name, m in sorted(report["experts"].items(), key=lambda kv: -kv[1]["accuracy_fair"]):
         tag = "" if m.get("baseline", True) else " (internal)"
         lines.append(f"  {name + tag:<44} {100 * m['accuracy_strict']:7.2f} {100 * m['accuracy_native']:7.2f} "
@@ -162,6 +176,10 @@ def format_table(report: dict, *, title: str = "") -> str:
                      f"{100 * t['accuracy']:.2f}; BAER {100 * (report['accuracy'] - t['accuracy']):+.2f} points; "
                      f"McNemar p strict={t['mcnemar_strict']['p_value']:.3g} "
                      f"native={t['mcnemar_native']['p_value']:.3g}")
+        if report.get("n_score_ties"):
+            lines.append(f"  {report['n_score_ties']} pairs scored exactly 0 (e.g. every expert contradicts itself across the "
+                         f"orders): Eq. 1 calls them a; averaged over both orders BAER "
+                         f"{100 * (report['accuracy_native'] - t['accuracy']):+.2f} points")
         if "strongest_on_dev" in report:
             d = report["strongest_on_dev"]
             lines.append(f"  strongest baseline on dev rows:   {d['expert']} -> {100 * d['accuracy']:.2f} here")

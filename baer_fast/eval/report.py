@@ -199,7 +199,8 @@ def write_report(out_dir: str, *, records, scores, roles, report: dict, artifact
         plot_lambda(lam, os.path.join(out_dir, "stack_lambda.png"))
 
     head = report.get("head", "head")
-    method_rows = [[f"BAER ({head})", _pct(report["accuracy"]), "", _pct(report["coverage"]), "", ""]]
+    method_rows = [[f"BAER ({head})", _pct(report["accuracy"]), _pct(report.get("accuracy_native")),
+                    _pct(report["coverage"]), "", ""]]
     for name in sorted(experts, key=lambda n: -report["experts"][n].get("accuracy_fair", report["experts"][n]["accuracy"])):
         m = report["experts"][name]
         tag = " (strongest baseline)" if name == baseline else ("" if m.get("baseline", True) else " (internal)")

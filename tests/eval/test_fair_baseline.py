@@ -4,7 +4,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from baer_fast.eval.metrics import evaluate, mcnemar_exact, sign_flip_exact, strongest
+from baer_fast.eval.metrics import (evaluate, format_table, head_native_credit, head_predictions, mcnemar_exact, sign_flip_exact,
+                                   strongest)
 from baer_fast.heads.single import ConstantHead, baseline_pool, native_credit, strict_correct
 from baer_fast.io.records import Signals
 
@@ -90,3 +91,39 @@ def test_evaluate_uses_the_pool_and_the_stronger_reading():
     assert rep["oracle_any_expert"] >= best["accuracy"]
     forced = evaluate(recs, scores, ["test"] * 20, baselines=["reference"])
     assert forced["strongest_baseline"]["expert"] == "reference" and forced["oracle_any_expert"] == 1.0
+
+
+def test_head_native_credit_is_eq1_averaged_over_both_display_orders():
+    # constructed: s > 0 right, s = 0 (either label) half, s < 0 wrong
+    np.testing.assert_allclose(head_native_credit(np.array([1.0, 0.0, -2.0, 0.0]), np.array([1, 1, 1, -1])),
+                               [1.0, 0.5, 0.0, 0.5])
+    # property: shown swapped, a head scores -s and the label's sign flips; the reading is the mean of
+    # Eq. 1's credit over the two presentations, whatever the scores and labels
+    rng = np.random.default_rng(3)
+    for _ in range(20):
+        s = rng.choice([-1.5, -0.2, 0.0, 0.0, 0.7], size=40)
+        y = rng.choice([-1, 1], size=40)
+        both = ((head_predictions(s) == y).astype(float) + (head_predictions(-s) == -y).astype(float)) / 2
+        np.testing.assert_array_equal(head_native_credit(s, y), both)
+
+
+def test_evaluate_reports_the_heads_order_averaged_reading():
+    # the constant head on an expert that disagrees with itself across orders on 4 of 10 pairs scores
+    # exactly 0 there: Eq. 1 says "a" (right on the 3 a-labelled ones), the order-averaged reading 1/2
+    recs = []
+    for i in range(10):
+        lab = "a" if i % 2 else "b"
+        right, wrong = (0.9, 0.1) if lab == "a" else (0.1, 0.9)
+        recs.append(_rec(i, {"k": [right, wrong] if i in (0, 1, 3, 5) else [right, right]}, lab))
+    scores = ConstantHead("k").score(recs)
+    rep = evaluate(recs, scores, ["test"] * 10)
+    assert rep["n_score_ties"] == 4
+    assert "4 pairs scored exactly 0" in format_table(rep)
+    assert "scored exactly 0" not in format_table(evaluate(recs[6:], scores[6:], ["test"] * 4))
+    assert rep["accuracy"] == pytest.approx(0.9)                   # 6 decided right + 3 ties labelled a
+    assert rep["accuracy_native"] == pytest.approx(0.8)            # 6 right + 4 halves
+    assert rep["accuracy_native"] == pytest.approx(rep["experts"]["k"]["accuracy_native"])
+    swapped = evaluate([_rec(r.id, {"k": [1 - u for u in r.experts["k"]][::-1]}, "b" if r.label == "a" else "a")
+                        for r in recs], -scores, ["test"] * 10)
+    assert swapped["accuracy_native"] == pytest.approx(rep["accuracy_native"])
+    assert swapped["accuracy"] == pytest.approx(0.7)               # Eq. 1 moves with the display order
