@@ -12,7 +12,12 @@ strongest single protocol ON TEST under the fair reading (per protocol the stron
 the strict and native readings, `heads.single`), over the baseline pool (external
 protocols). Two reference rules on the same cells: the protocol best on dev (fair
 reading, chosen on the non-test rows) and the plain stack (the artifact's stack head).
-Per condition and pooled: win rate (gain >= 0), mean gain, worst gain, in points.
+Per condition and pooled: win rate (gain >= 0), mean gain, worst gain, in points. A fourth
+column, `tie½`, reads the deployed head's exact ties (s = 0) as half credit instead of Eq. 1's
+"a": a pair whose every expert contradicts itself across the two orders is a fixed point of
+the swap, so any antisymmetric head scores it 0 and Eq. 1 turns it into a coin flip on the
+label, where the baseline's native reading gives the protocol a steady 0.5 (diagnostic only;
+the headline is Eq. 1).
 Table to stderr, ONE JSON line to stdout; --out FILE also writes the table + JSON.
 """
 from __future__ import annotations
@@ -34,7 +39,7 @@ SOURCES = (   # (benchmark, adapter, folder under the data root)
     ("judgebench", "judgebench", "judgebench_gpt4o"),
     ("autoj", "autoj", "autoj_pairwise_test"),
 )
-RULES = ("baer", "best_dev", "stack")
+RULES = ("baer", "best_dev", "stack", "baer_ties_half")
 _CONDITIONS: dict = {}      # per worker process: name -> prepared condition
 
 
@@ -106,14 +111,20 @@ def run_cell(args: tuple) -> dict:
     test_recs = [r for r, keep in zip(c["signals"], test) if keep]
     yt = c["y"][test]
 
-    def acc(head) -> float:
-        return float(np.mean(np.where(head.score(test_recs) >= 0, 1, -1) == yt))
+    def acc(head, tie_credit=None) -> float:
+        s = head.score(test_recs)
+        right = (np.where(s >= 0, 1, -1) == yt).astype(np.float64)
+        if tie_credit is not None:
+            right[s == 0] = tie_credit
+        return float(np.mean(right))
 
+    head = deployed_head(art)
     fair_test = fair_accuracy(c, test)
     k_dev = int(np.argmax(fair_accuracy(c, dev)))
     return {"condition": name, "split": i, "n_test": int(test.sum()), "head": art["head"], "fit_s": fit_s, "cpu_s": cpu_s,
             "best": float(fair_test.max()), "best_name": c["pool"][int(np.argmax(fair_test))],
-            "baer": acc(deployed_head(art)), "best_dev": float(fair_test[k_dev]),
+            "baer": acc(head), "baer_ties_half": acc(head, 0.5), "ties": int(np.sum(head.score(test_recs) == 0)),
+            "best_dev": float(fair_test[k_dev]),
             "stack": acc(StackHead.from_json(art["heads"]["stack"]))}
 
 
@@ -142,7 +153,8 @@ def summarise(cells: list[dict]) -> dict:
     for name, cs in by_condition(cells).items():
         row = {"cells": len(cs), "n_test": int(np.mean([c["n_test"] for c in cs])),
                "heads": {h: sum(c["head"] == h for c in cs) for h in sorted({c["head"] for c in cs})},
-               "best_acc": float(np.mean([c["best"] for c in cs]))}
+               "best_acc": float(np.mean([c["best"] for c in cs])),
+               "tie_share": float(np.mean([c["ties"] / c["n_test"] for c in cs]))}
         for rule in RULES:
             gain = np.array([100 * (c[rule] - c["best"]) for c in cs])
             row[rule] = {"win_rate": float(np.mean(gain >= -1e-9)), "mean_gain": float(gain.mean()),
@@ -153,13 +165,14 @@ def summarise(cells: list[dict]) -> dict:
 
 def table(summary: dict) -> str:
     head = (f"{'condition':<28} {'n':>4} {'best':>6} | {'BAER win':>8} {'mean':>6} {'worst':>6} | "
-            f"{'dev win':>7} {'mean':>6} {'worst':>6} | {'stk win':>7} {'mean':>6} {'worst':>6} | heads")
+            f"{'dev win':>7} {'mean':>6} {'worst':>6} | {'stk win':>7} {'mean':>6} {'worst':>6} | "
+            f"{'tie½ win':>8} {'mean':>6} {'worst':>6} | {'ties':>5} | heads")
     lines = [head, "-" * len(head)]
     for name, r in summary.items():
         cells = " | ".join(f"{100 * r[k]['win_rate']:7.0f}% {r[k]['mean_gain']:+6.1f} {r[k]['worst_gain']:+6.1f}"
                            for k in RULES)
         heads = ",".join(f"{h}:{n}" for h, n in r["heads"].items())
-        lines.append(f"{name:<28} {r['n_test']:>4} {100 * r['best_acc']:6.1f} | {cells} | {heads}")
+        lines.append(f"{name:<28} {r['n_test']:>4} {100 * r['best_acc']:6.1f} | {cells} | {100 * r['tie_share']:4.0f}% | {heads}")
     return "\n".join(lines)
 
 
