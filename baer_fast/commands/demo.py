@@ -51,7 +51,7 @@ def summary_row(condition: str, rep: dict) -> str:
     t = rep["strongest_baseline"]
     d = rep["strongest_on_dev"]
     best = f"{t['expert']} ({t['reading'][0]})"
-    return (f"{condition:<14} {rep['head']:<8} {100 * rep['accuracy']:6.1f}  "
+    return (f"{condition:<14} {rep['head']:<8} {100 * rep['accuracy']:6.1f} {100 * rep['accuracy_native']:6.1f}  "
             f"{100 * t['accuracy']:6.1f} {best:<22} {100 * (rep['accuracy'] - t['accuracy']):+6.1f} "
             f"{100 * d['accuracy']:6.1f} {d['expert']:<18} "
             f"{t['mcnemar_strict']['p_value']:7.3f} {t['mcnemar_native']['p_value']:7.3f} "
@@ -74,11 +74,13 @@ def run(args) -> int:
         return 0
     n_test = next(iter(reports.values()))["n_scored"]
     print(f"Test-split accuracy (%) on LLMBar Natural, {n_test} held-apart pairs per backbone")
-    print(f"{'condition':<14} {'head':<8} {'BAER':>6}  {'best':>6} {'(protocol, reading)':<22} {'gain':>6} "
+    print(f"{'condition':<14} {'head':<8} {'BAER':>6} {'2-ord':>6}  {'best':>6} {'(protocol, reading)':<22} {'gain':>6} "
           f"{'@dev':>6} {'(protocol)':<18} {'p strict':>7} {'p native':>7} {'oracle':>6}")
     for condition, rep in reports.items():
         print(summary_row(condition, rep))
-    print("best: strongest external protocol chosen ON TEST under its stronger reading (s = strict: undecided "
+    print("2-ord: BAER judged in both display orders and averaged (Eq. 1 gives a pair scored exactly 0 to "
+          "whichever response is listed first; averaged, it earns half). "
+          "best: strongest external protocol chosen ON TEST under its stronger reading (s = strict: undecided "
           "is an error; n = native: each order judged alone, half credit when the orders disagree); @dev: chosen "
           "on dev rows. p: exact McNemar vs. the strict reading, exact paired sign-flip test vs. the native one.")
     return 0

@@ -15,6 +15,8 @@ def test_demo_runs_on_the_embedded_sample(cli):
     rows = [l for l in lines if l.split()[:1] and l.split()[0] in
             {"ChatGPT", "ChatGPT-0301", "Falcon", "GPT-4", "LLaMA2", "PaLM2"}]
     assert len(rows) == 6
+    assert lines[1].split()[2:4] == ["BAER", "2-ord"]
+    assert all(0 <= float(r.split()[3]) <= 100 for r in rows)
 
 
 def test_console_script_help_lists_commands():
