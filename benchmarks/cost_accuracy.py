@@ -9,7 +9,8 @@ and the cascade (cheap stage at 1/3, nested CV tolerance 0; selection/cascade.py
 accuracy on non-test rows and accuracy on the test rows (a score of exactly 0 counts half).
 Costs: LLMBar's kept texts (io/adapters/costs.py); JudgeBench keeps none, so one unit per
 expert. Leave-one-backbone-out transfer (selection/transfer.py): heads fitted on the other
-backbones' non-test rows (restricted to the held-out backbone's experts) pooled without
+backbones' non-test rows (each on the experts it shares with the held-out backbone: a head may
+use fewer experts than the target has, as `fit --transfer-from` allows) pooled without
 labels, scored on the held-out backbone's test rows (the same pairs' non-test labels fitted
 the sources, so only test rows are fair), vs majority vote of the experts and mean z~.
 --head stack (default) fits the stack (Eq. 6) for every head, fast; --head auto runs the gates
@@ -186,9 +187,9 @@ def transfer_rows(bench: str, banks: dict, spec, mode: str) -> list[dict]:
         experts = sorted({k for r in target for k in r.experts})
         arts = []
         for src in sorted(set(banks) - {held}):
-            mine = restrict(banks[src], experts)
-            if {k for r in mine for k in r.experts} != set(experts):
-                continue                # the source lacks one of the target's experts
+            mine = restrict(banks[src], experts)    # the source's head may use only the target's experts
+            if not any(r.experts for r in mine):
+                continue                # no expert in common
             arts.append((src, fit_full(mine, spec, mode, f"{bench}/{src}")))
         if not arts:
             continue
