@@ -61,19 +61,19 @@ def run_condition(name: str, signals: list) -> dict:
     stack_acc = float((head_predictions(stack)[keep] == y[keep]).mean())
     best = rep["strongest_baseline"]
     return {"condition": name, "n_test": rep["n_scored"], "head": art["head"], "why": short_reason(art),
-            "baer": rep["accuracy"], "stack": stack_acc, "best": best["accuracy"],
+            "baer": rep["accuracy"], "baer_2ord": rep["accuracy_native"], "ties": rep["n_score_ties"], "stack": stack_acc, "best": best["accuracy"],
             "best_name": f"{best['expert']}, {best['reading']}", "best_strict": best["accuracy_strict"],
             "p_strict": best["mcnemar_strict"]["p_value"], "p_native": best["mcnemar_native"]["p_value"],
             "oracle": rep["oracle_any_expert"], "k": len(rep["baseline_pool"])}
 
 
 def table(rows: list[dict]) -> str:
-    lines = ["| condition | K | test n | head | why (dev only) | BAER | stack alone | best single on test (fair) "
-             "| its strict | Δ vs best | McNemar p strict / native | oracle |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    lines = ["| condition | K | test n | head | why (dev only) | BAER | BAER 2-ord (ties) | stack alone "
+             "| best single on test (fair) | its strict | Δ vs best | McNemar p strict / native | oracle |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         lines.append(f"| {r['condition']} | {r['k']} | {r['n_test']} | {r['head']} | {r['why']} | "
-                     f"{100 * r['baer']:.1f} | {100 * r['stack']:.1f} | {100 * r['best']:.1f} ({r['best_name']}) | "
+                     f"{100 * r['baer']:.1f} | {100 * r['baer_2ord']:.1f} ({r['ties']}) | {100 * r['stack']:.1f} | {100 * r['best']:.1f} ({r['best_name']}) | "
                      f"{100 * r['best_strict']:.1f} | {100 * (r['baer'] - r['best']):+.1f} | "
                      f"{r['p_strict']:.3g} / {r['p_native']:.3g} | {100 * r['oracle']:.1f} |")
     wins = sum(r["baer"] >= r["best"] for r in rows)
@@ -81,7 +81,9 @@ def table(rows: list[dict]) -> str:
     lines.append("")
     lines.append(f"{len(rows)} conditions; heads deployed {heads}; BAER >= best single external protocol "
                  f"(chosen on test, stronger of strict/native reading) in {wins}. Accuracy in % on the id-hash "
-                 "test split (40%), tie labels excluded. K = external protocols in the baseline pool.")
+                 "test split (40%), tie labels excluded. K = external protocols in the baseline pool. BAER 2-ord: "
+                 "Eq. 1 averaged over both display orders (half credit on the test pairs scored exactly 0, counted "
+                 "in brackets; `eval`'s native figure for the head).")
     return "\n".join(lines)
 
 
