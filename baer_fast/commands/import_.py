@@ -2,7 +2,7 @@
 
 Judge-output sources (llmbar, judgebench, autoj, pandalm) also write one signals bank per
 condition; preference datasets (rewardbench, hh-rlhf, ultrafeedback, mtbench-human, arena,
-table) write pairs only (docs/datasets.md). Crash safety is per file: each output is written to a
+evalbiasbench, table) write pairs only (docs/datasets.md). Crash safety is per file: each output is written to a
 temp file, fsync'd and renamed into place (`io/jsonl.atomic_open`), so a killed import leaves
 every file either complete (new or the previous import's) or absent, never half-written; with
 `--on-error skip` bad rows go to DIR/pairs.jsonl.rejects.jsonl. Rerunning rewrites the same bytes.

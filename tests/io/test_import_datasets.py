@@ -207,3 +207,51 @@ def test_duplicate_ids_and_bad_conversations_are_errors(tmp_path, capsys):
     assert rc == 2 and "do not open with the same user turn" in cap.err
     rc, _, cap = _import(["table", tmp_path / "rb.jsonl", "--question-col", "prompt"], tmp_path, capsys)
     assert rc == 2 and "--chosen-col" in cap.err
+
+
+def test_evalbiasbench_real_file_counts_sides_and_balance(tmp_path, capsys):
+    src = shared("evalbiasbench/biasbench.shared.json")
+    raw = json.loads(src.read_text(encoding="utf-8"))
+    records = [r for group in raw.values() for r in group]
+    rc, out, cap = _import(["evalbiasbench", src.parent], tmp_path, capsys)
+    assert rc == 0 and "pairs.jsonl: 41 pairs" in cap.out
+    pairs = read_pairs(str(out / "pairs.jsonl"))
+    # the README's per-category counts; upstream every label is 1 (response1 better)
+    assert Counter(p.subset for p in pairs) == {"length bias": 9, "concreteness": 7, "empty reference": 7,
+                                                "content_continuation": 6, "nested_instruction": 6,
+                                                "familiar knowledge preference bias": 6}
+    assert {r["label"] for r in records} == {1}
+    labels = Counter(p.label for p in pairs)
+    assert labels["a"] and labels["b"] and _balanced(labels["a"], labels["b"])
+    for p, r in zip(pairs, records):
+        winner, loser = (p.response_a, p.response_b) if p.label == "a" else (p.response_b, p.response_a)
+        assert (p.question, winner, loser) == (r["instruction"], r["response1"], r["response2"])
+        assert (p.label == "a") == a_is_chosen(p.id) == (p.meta["source_field_a"] == "response1")
+    assert len({p.id for p in pairs}) == 41
+
+
+def test_evalbiasbench_layouts_labels_and_located_errors(tmp_path, capsys):
+    rec = {"instruction": "Name a prime.", "response1": "9", "response2": "7", "label": 2}
+    as_dict = tmp_path / "d" / "biasbench.json"
+    as_dict.parent.mkdir()
+    as_dict.write_text(json.dumps({"concreteness": [rec, dict(rec, instruction="Another", label=1)]}))
+    as_list = tmp_path / "l.json"
+    as_list.write_text(json.dumps([dict(rec, bias="concreteness"), dict(rec, instruction="Another", label=1,
+                                                                        bias="concreteness")]))
+    a, b = load("evalbiasbench", str(as_dict)).pairs, load("evalbiasbench", str(as_list)).pairs
+    assert [(p.id, p.label, p.subset, p.response_a) for p in a] == [(p.id, p.label, p.subset, p.response_a) for p in b]
+    first = a[0]
+    assert ({first.response_a, first.response_b}, first.subset) == ({"9", "7"}, "concreteness")
+    assert (first.response_a if first.label == "a" else first.response_b) == "7"       # label 2: response2 better
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps({"length bias": [rec, dict(rec, instruction="x", label=3)]}))
+    rc, out, cap = _import(["evalbiasbench", bad], tmp_path, capsys)
+    assert rc == 2 and f"{bad}:2: field 'label'" in cap.err and not (out / "pairs.jsonl").exists()
+    (tmp_path / "skip").mkdir()
+    rc, out, cap = _import(["evalbiasbench", bad, "--on-error", "skip"], tmp_path / "skip", capsys)
+    assert rc == 0 and [p.question for p in read_pairs(str(out / "pairs.jsonl"))] == ["Name a prime."]
+    (rej,) = [json.loads(line) for line in open(out / "pairs.jsonl.rejects.jsonl", encoding="utf-8")]
+    assert (rej["line"], rej["field"]) == (2, "label")
+    bad.write_text(json.dumps({"length bias": "not a list"}))
+    rc, _, cap = _import(["evalbiasbench", bad], tmp_path, capsys)
+    assert rc == 2 and "expected a list of records" in cap.err

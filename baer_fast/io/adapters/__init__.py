@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-PAIR_ADAPTERS = ("rewardbench", "hh-rlhf", "ultrafeedback", "mtbench-human", "arena", "table")
+PAIR_ADAPTERS = ("rewardbench", "hh-rlhf", "ultrafeedback", "mtbench-human", "arena", "evalbiasbench", "table")
 ADAPTERS = ("llmbar", "judgebench", "autoj", "pandalm") + PAIR_ADAPTERS
 
 
