@@ -279,12 +279,21 @@ def near_full(v: dict, model: CostModel = CostModel()) -> bool:
     return v["cv_gap"] + model.noise_z * v["cv_gap_se"] >= -model.tolerance - 1e-12
 
 
+def check_feasible(costs: dict, limit: float, sources: dict | None = None) -> None:
+    """A located error unless the cheapest single expert (with what it is computed from) fits."""
+    name = min(sorted(costs), key=lambda e: subset_cost(costs, [e], sources))
+    cheapest = subset_cost(costs, [name], sources)
+    if cheapest > limit * (1 + 1e-12):
+        raise InputError(f"no expert subset fits the budget of {limit:g} per pair (the cheapest expert, "
+                         f"{name}, costs {cheapest:g})", field="--budget")
+
+
 def choose(visited: list[dict], limit: float, model: CostModel = CostModel()) -> dict:
     """The best visited subset within the budget, preferring those near the full stack (`near_full`)."""
     within = [v for v in visited if v["cost"] <= limit * (1 + 1e-12)]
     if not within:
-        raise InputError(f"no expert subset fits the budget of {limit:g} per pair "
-                         f"(cheapest expert: {min(v['cost'] for v in visited):g})", field="--budget")
+        raise InputError(f"no visited expert subset fits the budget of {limit:g} per pair "
+                         f"(the cheapest visited costs {min(v['cost'] for v in visited):g})", field="--budget")
     pool = [v for v in within if near_full(v, model)] or within
     first = (lambda v: (-v["cv_accuracy"], v["cv_logloss"])) if model.criterion == "accuracy" else \
         (lambda v: (v["cv_logloss"], -v["cv_accuracy"]))
@@ -372,6 +381,7 @@ def plan_with_nested(records: Sequence, budget: str, *, spec: SplitSpec = SplitS
     sources = expert_sources(rows, experts)
     full = float(sum(costs.values()))
     limit = value * full if kind == "fraction" else value
+    check_feasible(costs, limit, sources)
     visited = search(cv, costs, limit, sources)
     best = choose(visited, limit, model)
     nested = (nested_search(rows, cv.y, experts, costs, limit, cv.categories, model=model, eps=eps, sources=sources)

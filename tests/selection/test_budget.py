@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import random
+import re
 
 import numpy as np
 import pytest
@@ -63,6 +64,12 @@ def test_blanking_test_labels_leaves_the_artifact_unchanged(tmp_path):
 def test_infeasible_and_malformed_budgets_are_input_errors(records):
     with pytest.raises(InputError, match="no expert subset fits"):
         plan_budget(records, "tokens=10")
+    # the message names the cheapest expert and what it costs, whatever the search visited
+    # (the backward pass ends on a single expert that need not be the cheapest)
+    with pytest.raises(InputError, match="budget of 40 per pair") as err:
+        plan_budget(records, "tokens=40")
+    m = re.search(r"the cheapest expert, (\w+), costs ([\d.]+)\)", str(err.value))
+    assert m and m[1] == "noise" and 50 <= float(m[2]) <= 70          # cost_synth: 40-60 prefilled + 10 decoded
     for bad in ("0", "1.5", "abc", "tokens=-3", "flops=3"):
         with pytest.raises(InputError, match="--budget"):
             parse_budget(bad)
