@@ -12,6 +12,7 @@ tau = inf (never exit) when none is shown. The artifact keeps the full head as d
 """
 from __future__ import annotations
 
+import contextlib
 import logging
 import math
 from dataclasses import dataclass, replace
@@ -19,6 +20,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
+from baer_fast.errors import InputError
 from baer_fast.heads.cascade import ROUND_DIGITS, CascadeHead
 from baer_fast.heads.stack import StackHead
 from baer_fast.selection.budget import (CostModel, expert_costs, fit_stack, labelled_rows, parse_budget,
@@ -60,6 +62,24 @@ def choose_tau(s1, s2, y: np.ndarray, tolerance: float = 0.01, noise_z: float = 
 def fit_cascade(records: Sequence, full_art: dict, *, spec: SplitSpec = SplitSpec(),
                 cascade: CascadeSpec = CascadeSpec(), costs_override=None, model: CostModel = CostModel()) -> dict:
     """-> full_art with `cascade` added (stage 1 fitted on the non-test rows of `records`)."""
+    with _as_cascade_budget(cascade.cheap_budget):
+        return _fit_cascade(records, full_art, spec=spec, cascade=cascade, costs_override=costs_override, model=model)
+
+
+@contextlib.contextmanager
+def _as_cascade_budget(budget: str):
+    """Budget errors raised for stage 1 name the option the user gave: --cascade-budget, not --budget."""
+    try:
+        yield
+    except InputError as e:
+        if e.field != "--budget":
+            raise
+        raise InputError(f"stage 1 at {budget}: {e.message.replace('--budget', '--cascade-budget')}",
+                         path=e.path, line=e.line, field="--cascade-budget") from None
+
+
+def _fit_cascade(records: Sequence, full_art: dict, *, spec: SplitSpec, cascade: CascadeSpec, costs_override,
+                 model: CostModel) -> dict:
     experts = list(full_art["experts"])
     mine = restrict(records, experts)
     kind, value = parse_budget(cascade.cheap_budget)

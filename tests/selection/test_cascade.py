@@ -81,3 +81,14 @@ def test_run_staged_runs_the_rest_only_for_unsure_pairs(fitted):
     assert report["exited"] == int(ex.sum()) and report["exit_fraction"] == pytest.approx(ex.mean())
     assert np.array_equal(head.score(out), head.score(records))           # same scores as the whole bank
     assert report["tokens_decoded_per_pair"] < sum(c["decoded"] for c in records[0].meta["expert_cost"].values())
+
+
+def test_stage1_budget_errors_name_the_cascade_option(fitted):
+    from baer_fast.errors import InputError
+
+    records, _ = fitted
+    for cheap, says in (("tokens=5", "no expert subset fits"), ("abc", "expected a fraction")):
+        with pytest.raises(InputError) as err:
+            fit_cascade(records, _stack_art(records), cascade=CascadeSpec(cheap))
+        assert err.value.field == "--cascade-budget" and says in err.value.message
+        assert "--budget" not in err.value.message.replace("--cascade-budget", "")
