@@ -206,3 +206,31 @@ def test_cli_reports_non_finite_verdicts_in_one_line(tmp_path, capsys, nan_model
     err = capsys.readouterr().err.strip().splitlines()
     assert rc == 2 and err[-1].startswith("error:") and "non-finite" in err[-1] and "x (direct)" in err[-1]
     assert not out.exists() or "NaN" not in out.read_text()
+
+
+def _hub_kernels_installed(monkeypatch):
+    """Pretend the Hub's `kernels` distribution is installed in the range transformers uses
+    (transformers >= 5.25 requires it)."""
+    monkeypatch.setattr("transformers.utils.import_utils.is_kernels_available", lambda *a, **k: True)
+    monkeypatch.delitem(__import__("sys").modules, "kernels", raising=False)
+
+
+def test_checkout_kernels_shadowing_the_hub_package_is_named(monkeypatch, qwen_dir):
+    """From the checkout's root, `import kernels` finds kernels/ (baer_fast.kernels); with the Hub
+    package installed, transformers would fail inside its integrations. One line says why instead."""
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    monkeypatch.syspath_prepend(root)
+    _hub_kernels_installed(monkeypatch)
+    with pytest.raises(BaerError) as e:
+        load_judge(qwen_dir)
+    msg = _one_line(e.value)
+    assert os.path.join(root, "kernels") in msg and "python -P" in msg
+
+
+def test_the_hub_kernels_package_itself_passes_the_check(monkeypatch, tmp_path):
+    from baer_fast.runtime.model.load import check_kernels_not_shadowed
+    (tmp_path / "kernels").mkdir()
+    (tmp_path / "kernels" / "__init__.py").write_text("")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    _hub_kernels_installed(monkeypatch)
+    check_kernels_not_shadowed()

@@ -116,6 +116,26 @@ def check_model_dir(path: str) -> None:
         raise InputError(why, path=path)
 
 
+def check_kernels_not_shadowed() -> None:
+    """Refuse, with a line that says why, to load a model where `import kernels` finds this
+    checkout's own kernels/ folder (installed as `baer_fast.kernels`) while the Hub's `kernels`
+    distribution is installed. That happens when the checkout's root is on sys.path (the
+    working directory of `python -m ...` or `python -c`); transformers (>= 5.25 requires it)
+    imports the Hub package when loading a model and would fail deep inside with an ImportError
+    naming neither."""
+    import importlib.util
+
+    from transformers.utils.import_utils import is_kernels_available
+    if not is_kernels_available():           # transformers' own test: a Hub `kernels` in its version range
+        return
+    spec = importlib.util.find_spec("kernels")
+    folder = os.path.dirname(spec.origin) if spec is not None and spec.origin else None
+    if folder and os.path.exists(os.path.join(folder, "choice_logits.py")):
+        raise BaerError(f"`import kernels` finds this checkout's kernels/ folder ({folder}) instead of the "
+                        "installed Hub `kernels` package that transformers loads; run from another "
+                        "directory than the checkout's root (or with `python -P`)")
+
+
 def cache_arg_name(forward) -> str:
     """transformers 5.24 renamed the forward argument `past_key_values` to `cache`."""
     params = inspect.signature(forward).parameters
@@ -216,6 +236,8 @@ def _stored_bytes(path: str) -> int:
 def load_model(path: str, *, device: str = "auto", dtype: str = "auto", attn: str = "sdpa",
                trust_remote_code: bool = False) -> LoadedModel:
     import torch
+
+    check_kernels_not_shadowed()
     from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
 
     check_model_dir(path)

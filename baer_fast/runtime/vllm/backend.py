@@ -149,8 +149,9 @@ def _model_len(path: str, options: VllmOptions) -> int:
 
 def load_vllm(path: str, options: VllmOptions = VllmOptions()) -> VllmModel:
     """Start vLLM's offline engine on a local model directory (nothing is downloaded)."""
-    from baer_fast.runtime.model.load import check_model_dir
+    from baer_fast.runtime.model.load import check_kernels_not_shadowed, check_model_dir
     check_model_dir(path)
+    check_kernels_not_shadowed()
     vllm = require_vllm()
     os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", str(options.cpu_kv_cache_gb))
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
