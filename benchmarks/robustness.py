@@ -97,6 +97,7 @@ def run_cell(args: tuple) -> dict:
     from baer_fast.artifact import deployed_head
     from baer_fast.heads.stack import StackHead
     from baer_fast.selection.fit import fit_condition
+    from baer_fast.eval.metrics import head_native_credit, head_predictions
     from baer_fast.io.splits import SplitSpec, roles
 
     name, i = args
@@ -111,21 +112,17 @@ def run_cell(args: tuple) -> dict:
     test_recs = [r for r, keep in zip(c["signals"], test) if keep]
     yt = c["y"][test]
 
-    def acc(head, tie_credit=None) -> float:
-        s = head.score(test_recs)
-        right = (np.where(s >= 0, 1, -1) == yt).astype(np.float64)
-        if tie_credit is not None:
-            right[s == 0] = tie_credit
-        return float(np.mean(right))
+    def acc(s) -> float:
+        return float(np.mean(head_predictions(s) == yt))
 
-    head = deployed_head(art)
+    s = deployed_head(art).score(test_recs)
     fair_test = fair_accuracy(c, test)
     k_dev = int(np.argmax(fair_accuracy(c, dev)))
     return {"condition": name, "split": i, "n_test": int(test.sum()), "head": art["head"], "fit_s": fit_s, "cpu_s": cpu_s,
             "best": float(fair_test.max()), "best_name": c["pool"][int(np.argmax(fair_test))],
-            "baer": acc(head), "baer_ties_half": acc(head, 0.5), "ties": int(np.sum(head.score(test_recs) == 0)),
+            "baer": acc(s), "baer_ties_half": float(np.mean(head_native_credit(s, yt))), "ties": int(np.sum(s == 0)),
             "best_dev": float(fair_test[k_dev]),
-            "stack": acc(StackHead.from_json(art["heads"]["stack"]))}
+            "stack": acc(StackHead.from_json(art["heads"]["stack"]).score(test_recs))}
 
 
 def _init(root: str, only: str | None) -> None:
