@@ -46,12 +46,11 @@ def _build(row: Row):
     if str(label) not in ("1", "2"):
         raise row.error(f"label {label!r} is not 1 or 2", "label")
     digest = hashlib.sha256("\0".join((question, r1, r2)).encode()).hexdigest()[:16]
-    chosen, rejected = (r1, r2) if str(label) == "1" else (r2, r1)
-    side = {"chosen": "response1", "rejected": "response2"} if str(label) == "1" else \
-        {"chosen": "response2", "rejected": "response1"}
+    sides = (("response1", r1), ("response2", r2))
+    (chosen_field, chosen), (rejected_field, rejected) = sides if str(label) == "1" else sides[::-1]
     return chosen_rejected_pair(f"evalbiasbench-{digest}", question, chosen, rejected,
-                                chosen_meta={"source_field": side["chosen"]},
-                                rejected_meta={"source_field": side["rejected"]},
+                                chosen_meta={"source_field": chosen_field},
+                                rejected_meta={"source_field": rejected_field},
                                 subset=str(row.need("bias")))
 
 
