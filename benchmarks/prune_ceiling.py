@@ -26,12 +26,12 @@ for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from cost_accuracy import SOURCES, data_root, test_rows  # noqa: E402
+from cost_accuracy import SOURCES, accuracy, data_root, test_rows  # noqa: E402
 
 
 def cell(records, spec, budget: float, max_subsets: int) -> dict:
-    from baer_fast.heads.stack import LAMBDAS, training_rms
-    from baer_fast.selection.budget import SubsetCV, expert_costs, fit_stack, labelled_rows, newton_odd_logistic, subset_cost
+    from baer_fast.heads.stack import LAMBDAS, lambda_path_scores
+    from baer_fast.selection.budget import SubsetCV, expert_costs, fit_stack, labelled_rows, subset_cost
     test = sorted(test_rows(records, spec), key=lambda r: r.id)
     everyone = sorted({k for r in records for k in r.experts})
     costs, _ = expert_costs(test, everyone)
@@ -44,15 +44,11 @@ def cell(records, spec, budget: float, max_subsets: int) -> dict:
     feats, n = SubsetCV(both, y_all, everyone, cats, lam=info["lambda"]), len(rows)
 
     def test_acc(subset, lams) -> float:
+        """The best test accuracy (cost_accuracy's reading) of this subset's stack over the lambdas."""
         phi = feats.phi(sorted(subset))
-        rms = training_rms(phi[:n])
-        best = 0.0
-        for lam in lams:
-            s = (phi[n:] / rms) @ newton_odd_logistic(phi[:n] / rms, y_all[:n], lam)
-            best = max(best, float(np.mean(np.where(s == 0, 0.5, (np.sign(s) == y_all[n:]).astype(float)))))
-        return best
+        return max(accuracy(s, test) for s in lambda_path_scores(phi[:n], y_all[:n], phi[n:], lams))
 
-    full = test_acc(everyone, [info["lambda"]])
+    full = test_acc(everyone, (info["lambda"],))
     affordable = [c for k in range(1, len(everyone)) for c in itertools.combinations(everyone, k)
                   if subset_cost(costs, c) <= limit * (1 + 1e-12)]
     out = {"experts": len(everyone), "n_test": len(test), "full": full, "affordable": len(affordable)}

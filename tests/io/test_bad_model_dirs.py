@@ -1,6 +1,7 @@
 """Bad models and bad pairs fail with one clear line, before any silent guess."""
 import os
 import shutil
+import sys
 
 import pytest
 
@@ -212,7 +213,7 @@ def _hub_kernels_installed(monkeypatch):
     """Pretend the Hub's `kernels` distribution is installed in the range transformers uses
     (transformers >= 5.25 requires it)."""
     monkeypatch.setattr("transformers.utils.import_utils.is_kernels_available", lambda *a, **k: True)
-    monkeypatch.delitem(__import__("sys").modules, "kernels", raising=False)
+    monkeypatch.delitem(sys.modules, "kernels", raising=False)
 
 
 def test_checkout_kernels_shadowing_the_hub_package_is_named(monkeypatch, qwen_dir):
