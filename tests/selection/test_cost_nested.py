@@ -105,7 +105,23 @@ def test_plan_reports_honestly_when_no_subset_is_near(caplog):
     assert plan["near_full"] is False and plan["nested"]["near_full"] is False
     assert plan["nested"]["gap"] + plan["noise_z"] * plan["nested"]["se"] < -plan["tolerance"]
     assert sum(plan["nested"]["chosen_in_folds"].values()) == 5 * CostModel().outer_repeats
-    assert "not within noise of the full stack" in caplog.text
+    assert "no subset within the budget was shown to be within noise of the full stack" in caplog.text
+    assert "not within noise of the full stack by nested CV" in caplog.text
+
+
+def test_the_warning_names_the_verdict_that_failed(caplog):
+    from baer_fast.selection.budget import warn_if_far
+    plan = {"budget": "0.33", "tolerance": 0.01, "near_full": True, "cv_gap": 0.0, "cv_gap_se": 0.0,
+            "nested": {"near_full": False, "gap": -0.035, "se": 0.025}}
+    with caplog.at_level(logging.WARNING, logger="baer_fast"):
+        warn_if_far(plan)
+    assert "by nested CV" in caplog.text and "gap -3.5 +- 2.5 points, tolerance 1.0" in caplog.text
+    assert "no subset within the budget" not in caplog.text        # the search folds found a near one
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="baer_fast"):
+        warn_if_far({**plan, "nested": {**plan["nested"], "near_full": True}})
+        warn_if_far({**plan, "nested": None})
+    assert caplog.text == ""
 
 
 def test_nested_figures_are_out_of_fold_and_paired():
