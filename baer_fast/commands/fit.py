@@ -25,6 +25,9 @@ def add_arguments(p) -> None:
                    help="reference-verification expert (default: the expert named 'reference', if present)")
     p.add_argument("--pointwise-expert", default=None, metavar="NAME",
                    help="pointwise expert, a routing candidate only (default: 'pointwise', if present)")
+    p.add_argument("--experts", default=None, metavar="A,B,...",
+                   help="fit on these experts only (comma-separated); the signals' other experts are ignored, "
+                        "e.g. to fit a source head for another condition's --transfer-from on the experts it has")
     from baer_fast.io.rejects import add_on_error_argument
     add_on_error_argument(p)
     from baer_fast.commands.frontier import add_fit_arguments
@@ -84,6 +87,22 @@ def derived_params_beside(signal_paths: list[str]) -> dict:
     return found
 
 
+def only_experts(records: list, names: str | None, where: str) -> tuple[list, dict | None]:
+    """`--experts A,B`: the records restricted to those experts, and what was kept and dropped (None: all)."""
+    if names is None:
+        return records, None
+    from baer_fast.errors import InputError
+    from baer_fast.selection.budget import restrict
+
+    wanted = sorted({n.strip() for n in names.split(",") if n.strip()})
+    present = sorted({k for r in records for k in r.experts})
+    unknown = [n for n in wanted if n not in present]
+    if not wanted or unknown:
+        raise InputError(f"{'no expert named' if not wanted else 'not in these signals: ' + ', '.join(unknown)}"
+                         f" (they have: {', '.join(present)})", path=where, field="--experts")
+    return restrict(records, wanted), {"kept": wanted, "dropped": [k for k in present if k not in wanted]}
+
+
 def run(args) -> int:
     from baer_fast import artifact
     from baer_fast.io.records import read_signals_many
@@ -97,10 +116,13 @@ def run(args) -> int:
     finally:
         report_rejects(rejects)
     check_one_condition(records, ",".join(args.signals))
+    records, chosen = only_experts(records, args.experts, ",".join(args.signals))
     from baer_fast.commands.frontier import cost_fit
     art = cost_fit(args, records) or fit_condition(
         records, condition=args.condition, spec=SplitSpec(seed=args.split_seed), head=args.head,
         reference_expert=args.reference_expert, pointwise_expert=args.pointwise_expert, internal=args.internal)
+    if chosen is not None:
+        art["fit_report"]["experts_option"] = chosen      # what `--experts` kept and set aside
     derived = derived_params_beside(args.signals)
     if derived:
         art["derived_params"] = derived      # frozen PriDe/CalibraEval maps, used by score --model and Judge

@@ -47,6 +47,19 @@ def agreement_weights(z: np.ndarray) -> np.ndarray:
     return w if w.sum() > 0 else np.ones(len(z))
 
 
+def unusable_reasons(arts: Sequence[tuple[str, dict]], present: set, most: int = 4) -> str:
+    """Why each head cannot be a member: a pooled head itself, or the experts the signals lack."""
+    out = []
+    for name, a in arts:
+        if a["head"] not in MEMBER_KINDS:
+            out.append(f"{name} is a {a['head']} head")
+            continue
+        lack = sorted(set(a["experts"]) - present)
+        more = f" and {len(lack) - most} more" if len(lack) > most else ""
+        out.append(f"{name} needs {', '.join(lack[:most])}{more}, which these signals lack")
+    return "; ".join(out)
+
+
 def fit_transfer(records: Sequence, arts: Sequence[tuple[str, dict]], *, condition: str) -> dict:
     """arts: (name, loaded artifact) of other conditions -> pooled artifact (unsaved)."""
     target = unlabelled(records)
@@ -55,8 +68,9 @@ def fit_transfer(records: Sequence, arts: Sequence[tuple[str, dict]], *, conditi
     usable = [na for na, ok in zip(arts, fits) if ok]
     skipped = sorted(n for (n, _), ok in zip(arts, fits) if not ok)
     if not usable:
-        raise InputError(f"none of the {len(arts)} heads can score these signals: each uses an expert "
-                         "they lack (or is itself a pooled head)", field="--transfer-from")
+        raise InputError(f"none of the {len(arts)} heads can score these signals ({unusable_reasons(arts, present)}); "
+                         "fit the source heads on experts these signals have (`fit --experts "
+                         f"{','.join(sorted(present))}`)", field="--transfer-from")
     heads = [member_class(a["head"]).from_json(a["heads"][a["head"]]) for _, a in usable]
     raw = np.stack([np.asarray(h.score(target), dtype=np.float64) for h in heads])
     scale = np.sqrt(np.mean(raw ** 2, axis=1))

@@ -49,8 +49,40 @@ def test_agreement_weights_downweight_a_dissenter():
 def test_heads_missing_an_expert_are_skipped(sources):
     target = [Signals(r.id, {k: v for k, v in r.experts.items() if k != "huge"}, meta=r.meta)
               for r in bank(40, seed=3)]
-    with pytest.raises(InputError, match="none of the 3 heads"):
+    with pytest.raises(InputError, match="none of the 3 heads") as e:
         fit_transfer(target, sources, condition="t")
+    assert "src0 needs huge, which these signals lack" in str(e.value)
+    assert "fit --experts " + ",".join(sorted(target[0].experts)) in str(e.value)     # how to make them usable
+
+
+def test_fit_experts_option_makes_sources_usable_for_a_smaller_target(tmp_path):
+    """The CLI path the error points to: sources fitted with --experts on the target's experts pool."""
+    target = [Signals(r.id, {k: v for k, v in r.experts.items() if k != "huge"}, meta=r.meta)
+              for r in bank(60, seed=3)]
+    keep = ",".join(sorted(target[0].experts))
+    for k in range(2):
+        sig = tmp_path / f"s{k}.jsonl"
+        write_signals(str(sig), bank(120, seed=10 + k))
+        assert main(["fit", "-q", "--signals", str(sig), "--condition", f"s{k}", "--out", str(tmp_path / f"h{k}.json"),
+                     "--experts", keep]) == 0
+        art = artifact.load(str(tmp_path / f"h{k}.json"))
+        assert art["experts"] == sorted(target[0].experts)
+        assert art["fit_report"]["experts_option"] == {"kept": sorted(target[0].experts), "dropped": ["huge"]}
+    sig = tmp_path / "t.jsonl"
+    write_signals(str(sig), target)
+    assert main(["fit", "--signals", str(sig), "--condition", "t", "--out", str(tmp_path / "t.json"),
+                 "--transfer-from", str(tmp_path / "h0.json"), str(tmp_path / "h1.json")]) == 0
+    assert len(artifact.load(str(tmp_path / "t.json"))["heads"]["pooled"]["members"]) == 2
+
+
+def test_fit_experts_option_refuses_an_unknown_expert(tmp_path, capsys):
+    sig = tmp_path / "s.jsonl"
+    write_signals(str(sig), bank(40, seed=1))
+    assert main(["fit", "--signals", str(sig), "--condition", "s", "--out", str(tmp_path / "h.json"),
+                 "--experts", "cheap,nope"]) == 2
+    err = capsys.readouterr().err
+    assert "field '--experts'" in err and "not in these signals: nope" in err and str(sig) in err
+    assert not (tmp_path / "h.json").exists()
 
 
 def test_fit_cli_transfer_from_a_folder(sources, tmp_path):
