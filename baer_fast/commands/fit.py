@@ -130,7 +130,7 @@ def run(args) -> int:
     fo = art["fitted_on"]
     print(f"{args.condition}: deployed head={art['head']} ({art['selection']['reason']}); "
           f"fitted on {fo['n_rows']} rows (selection {fo['n_selection']}, calibration {fo['n_calibration']}); "
-          f"{len(art['experts'])} experts -> {args.out}")
+          f"{len(art['experts'])} expert{'s' * (len(art['experts']) != 1)} -> {args.out}")
     print("\n".join(selection_lines(art)))
     if "stack" in art["fit_report"]:
         lam = art["fit_report"]["stack"]["lambda_table"]

@@ -63,7 +63,7 @@ def cost_lines(art: dict) -> list[str]:
     out = []
     if "budget" in art:
         b = art["budget"]
-        out.append(f"  budget {b['budget']}: {len(b['experts'])} experts ({', '.join(b['experts'])}), "
+        out.append(f"  budget {b['budget']}: {len(b['experts'])} expert{'s' * (len(b['experts']) != 1)} ({', '.join(b['experts'])}), "
                    f"{b['cost_per_pair']:.1f} of {b['full_cost_per_pair']:.1f} per pair "
                    f"({100 * b['fraction_of_full']:.1f}%, costs: {b['cost_source']}); CV "
                    f"{100 * b['cv_accuracy']:.1f} vs full {100 * b['full_cv_accuracy']:.1f}")

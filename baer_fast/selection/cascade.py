@@ -92,6 +92,10 @@ def _fit_cascade(records: Sequence, full_art: dict, *, spec: SplitSpec, cascade:
     plan, nested = plan_with_nested(mine, f"tokens={value!r}", spec=spec, costs_override=costs_override,
                                     model=model)
     stage1 = plan["experts"]
+    if set(stage1) >= set(experts):
+        log.warning("cascade: the cheap stage (%s) is every expert the head runs, so there is no second stage to "
+                    "skip; no cascade added (a smaller --cascade-budget, or a larger bank, gives one)", ", ".join(stage1))
+        return full_art
     rows, roles, y = labelled_rows(mine, spec)
     head1, info1 = fit_stack(rows, y, roles, experts=stage1, categories=sorted({r.subset for r in rows}))
     tau = choose_tau(nested.s_sub, nested.s_full, y, cascade.tolerance, cascade.noise_z, cascade.min_confidence)

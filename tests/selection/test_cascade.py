@@ -92,3 +92,16 @@ def test_stage1_budget_errors_name_the_cascade_option(fitted):
             fit_cascade(records, _stack_art(records), cascade=CascadeSpec(cheap))
         assert err.value.field == "--cascade-budget" and says in err.value.message
         assert "--budget" not in err.value.message.replace("--cascade-budget", "")
+
+
+def test_no_cascade_when_the_cheap_stage_is_the_whole_head(fitted, caplog):
+    """A head pruned to what the cheap budget affords (fit --budget 0.2 --cascade) has no second stage to skip."""
+    import logging
+
+    records, _ = fitted
+    pruned = restrict(records, ["cheap"])           # cost about 110 of the bank's 1800: inside a 0.2 stage
+    full = _stack_art(pruned)
+    with caplog.at_level(logging.WARNING, logger="baer_fast"):
+        art = fit_cascade(records, full, cascade=CascadeSpec("0.2"))
+    assert "cascade" not in art and art == full
+    assert "no second stage to skip" in caplog.text
