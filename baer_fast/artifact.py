@@ -13,7 +13,7 @@ from baer_fast.errors import ArtifactError
 from baer_fast.io.jsonl import atomic_open
 
 FORMAT = "baer-fast-head"
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2     # 2: `tiebreak` (a v1 reader would ignore it and score ties differently)
 # pickle protocol >= 2; zip (torch.save, .npz); protocol 0/1 pickles of a dict or list
 _PICKLE_MAGIC = (b"\x80", b"PK\x03\x04", b"(dp", b"(lp", b"}q", b"]q", b"}(", b"](")
 
@@ -121,6 +121,10 @@ def deployed_head(d: dict):
         if d.get("cascade"):      # early exit (selection/cascade.py): the cheap stage first
             from baer_fast.heads.cascade import CascadeHead
             head = CascadeHead(head_class("stack").from_json(d["cascade"]["stage1"]), head, float(d["cascade"]["tau"]))
+        weight = float((d.get("tiebreak") or {}).get("weight", 0.0))
+        if weight:               # exact ties go to a candidate, not a position (heads/tiebreak.py)
+            from baer_fast.heads.tiebreak import TieBreakHead
+            head = TieBreakHead(head, weight)
         return head
     except (KeyError, TypeError, ValueError) as e:
         raise ArtifactError(f"head {d['head']!r}: malformed parameters ({e})") from None

@@ -25,6 +25,9 @@ def add_arguments(p) -> None:
                    help="reference-verification expert (default: the expert named 'reference', if present)")
     p.add_argument("--pointwise-expert", default=None, metavar="NAME",
                    help="pointwise expert, a routing candidate only (default: 'pointwise', if present)")
+    p.add_argument("--no-tiebreak", action="store_true",
+                   help="keep exact ties (s = 0) as Eq. 1 reads them (a) instead of breaking them by response "
+                        "length in the direction the training rows show (docs/selection.md)")
     p.add_argument("--experts", default=None, metavar="A,B,...",
                    help="fit on these experts only (comma-separated); the signals' other experts are ignored, "
                         "e.g. to fit a source head for another condition's --transfer-from on the experts it has")
@@ -120,7 +123,8 @@ def run(args) -> int:
     from baer_fast.commands.frontier import cost_fit
     art = cost_fit(args, records) or fit_condition(
         records, condition=args.condition, spec=SplitSpec(seed=args.split_seed), head=args.head,
-        reference_expert=args.reference_expert, pointwise_expert=args.pointwise_expert, internal=args.internal)
+        reference_expert=args.reference_expert, pointwise_expert=args.pointwise_expert, internal=args.internal,
+        tiebreak=not args.no_tiebreak)
     if chosen is not None:
         art["fit_report"]["experts_option"] = chosen      # what `--experts` kept and set aside
     derived = derived_params_beside(args.signals)
@@ -132,6 +136,9 @@ def run(args) -> int:
           f"fitted on {fo['n_rows']} rows (selection {fo['n_selection']}, calibration {fo['n_calibration']}); "
           f"{len(art['experts'])} expert{'s' * (len(art['experts']) != 1)} -> {args.out}")
     print("\n".join(selection_lines(art)))
+    if art.get("tiebreak"):
+        from baer_fast.heads.tiebreak import describe
+        print(f"  {describe(art['tiebreak'])}")
     if "stack" in art["fit_report"]:
         lam = art["fit_report"]["stack"]["lambda_table"]
         cells = ", ".join(f"{r['lambda']:g}:{100 * r['cv_accuracy']:.1f}" for r in lam)

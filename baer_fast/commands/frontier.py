@@ -48,7 +48,8 @@ def cost_fit(args, records) -> dict | None:
     costs = read_costs_file(args.costs) if args.costs else None
     spec = SplitSpec(seed=args.split_seed)
     kw = dict(condition=args.condition, spec=spec, head=args.head, reference_expert=args.reference_expert,
-              pointwise_expert=args.pointwise_expert, internal=getattr(args, "internal", ()))
+              pointwise_expert=args.pointwise_expert, internal=getattr(args, "internal", ()),
+              tiebreak=not getattr(args, "no_tiebreak", False))
     art = fit_budget(records, args.budget, costs_override=costs, **kw) if args.budget else fit_condition(records, **kw)
     if args.cascade:
         from baer_fast.selection.cascade import CascadeSpec, fit_cascade

@@ -27,6 +27,7 @@ from baer_fast.heads.router import CV_TREES, RouterHead, choose_model, fit_model
 from baer_fast.heads.single import ConstantHead, baseline_pool, native_credit, strict_correct
 from baer_fast.heads.stack import (LAMBDAS, StackHead, cv_lambda, cv_shrunk_lambda, fit_shrunk_weights,
                                    fit_stack_weights, mean_weights, vote_weights, expert_accuracy)
+from baer_fast.heads.tiebreak import fit_tiebreak
 from baer_fast.selection.gates import HEAD_CHOICES, decide, head_correct, reference_gate
 from baer_fast.selection.nested import (CANDIDATES, INNER_FOLDS, N_FOLDS, N_REPEATS, RULE_ORDER, SALT, DevData,
                                         best_constant, dev_data, fold_accuracy, fold_assignments, oof_scores)
@@ -160,12 +161,13 @@ def fit_condition(records: Sequence, *, condition: str, spec: SplitSpec = SplitS
                   lambdas=LAMBDAS, eps: float = EPS, head: str = "auto",
                   reference_expert: str | None = None, pointwise_expert: str | None = None,
                   repeats: int = N_REPEATS, internal: Sequence[str] = (),
-                  baselines: Sequence[str] | None = None) -> dict:
+                  baselines: Sequence[str] | None = None, tiebreak: bool = True) -> dict:
     """-> artifact dict (unsaved): every head fitted on non-test rows, one deployed.
 
     head: "auto" applies the standard-error rule and the reference gate; "mean" / "vote" / "shrunk" /
     "stack" / "constant" / "route" / "reference" forces one (ablations). internal/baselines: the baseline pool
-    of the reference gate (`heads.single.baseline_pool`).
+    of the reference gate (`heads.single.baseline_pool`). tiebreak: fit the length tie-break of exact ties
+    (`heads.tiebreak`; False keeps Eq. 1's ties, as the paper scores them).
     """
     if head not in HEAD_CHOICES:
         raise InputError(f"unknown head {head!r} (choose from {', '.join(HEAD_CHOICES)})")
@@ -174,11 +176,11 @@ def fit_condition(records: Sequence, *, condition: str, spec: SplitSpec = SplitS
     with threadpool_limits(limits=1, user_api="blas"):     # thousands of tiny solves: threads only cost
         return _fit(records, condition=condition, spec=spec, lambdas=lambdas, eps=eps, head=head,
                     reference_expert=reference_expert, pointwise_expert=pointwise_expert, repeats=repeats,
-                    internal=internal, baselines=baselines)
+                    internal=internal, baselines=baselines, tiebreak=tiebreak)
 
 
 def _fit(records, *, condition, spec, lambdas, eps, head, reference_expert, pointwise_expert, repeats,
-         internal, baselines) -> dict:
+         internal, baselines, tiebreak) -> dict:
     rows, roles = training_rows(records, spec)
     _check_rows(roles)
     order = sorted(range(len(rows)), key=lambda i: rows[i].id)      # canonical order: file order is irrelevant
@@ -246,4 +248,5 @@ def _fit(records, *, condition, spec, lambdas, eps, head, reference_expert, poin
         "fitted_on": {"n_rows": len(rows), "n_selection": roles.count("selection"),
                       "n_calibration": roles.count("calibration"),
                       "ids_sha256": ids_digest(rows), "split": spec.to_json()},
+        "tiebreak": fit_tiebreak(rows, y) if tiebreak else None,
     }

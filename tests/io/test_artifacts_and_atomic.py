@@ -9,6 +9,7 @@ import stat
 import pytest
 
 from baer_fast import artifact
+from baer_fast.artifact import SCHEMA_VERSION
 from baer_fast.errors import ArtifactError, InputError
 from baer_fast.io.jsonl import atomic_open, write_jsonl
 
@@ -22,7 +23,7 @@ def test_save_load_roundtrip_is_byte_stable(llmbar, tmp_path):
 
 
 @pytest.mark.parametrize("edit,match", [
-    (lambda d: d.update(schema_version=2), "field 'schema_version': 2 is newer"),
+    (lambda d: d.update(schema_version=SCHEMA_VERSION + 1), f"field 'schema_version': {SCHEMA_VERSION + 1} is newer"),
     (lambda d: d.update(format="something-else"), "field 'format'"),
     (lambda d: d["heads"].clear(), "field 'head'"),
 ])
