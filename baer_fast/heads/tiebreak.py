@@ -75,6 +75,8 @@ class TieBreakHead:
             s[tie] = np.where(d != 0, self.weight * d, s[tie])
         return s
 
-    def chosen_experts(self, records: Sequence) -> list:
-        inner = getattr(self.inner, "chosen_experts", None)
-        return inner(records) if inner is not None else [None] * len(records)
+    def __getattr__(self, name: str):
+        """Everything else is the inner head's (the router's `chosen_experts`, the cascade's `exits`)."""
+        if name == "inner":
+            raise AttributeError(name)
+        return getattr(self.inner, name)

@@ -123,3 +123,13 @@ def test_a_tie_that_rounding_leaves_at_1e_16_in_one_orientation_is_broken_in_bot
     assert (inner.score([rec])[0] == 0) != (inner.score([rec.swapped()])[0] == 0)
     head = TieBreakHead(inner, 0.4)
     assert head.score([rec])[0] == 0.4 and head.score([rec.swapped()])[0] == -0.4
+
+
+def test_the_wrapper_keeps_the_inner_heads_other_methods():
+    from baer_fast.heads.cascade import CascadeHead
+    recs = [_rec(0, {"e1": [0.9, 0.8], "e2": [0.7, 0.6]}, 100, 300), _rec(1, {"e1": [1.0, 0.0], "e2": [0.0, 1.0]}, 3, 1)]
+    cascade = CascadeHead(_stack(), _stack(), tau=0.5)
+    head = TieBreakHead(cascade, 0.4)
+    assert head.exits(recs).tolist() == cascade.exits(recs).tolist() == [True, False]
+    assert not hasattr(TieBreakHead(_stack(), 0.4), "chosen_experts")      # scoring.py: expert = null
+    assert head.score(recs)[1] == 0.4
