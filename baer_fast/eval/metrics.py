@@ -177,8 +177,9 @@ def format_table(report: dict, *, title: str = "") -> str:
                      f"McNemar p strict={t['mcnemar_strict']['p_value']:.3g} "
                      f"native={t['mcnemar_native']['p_value']:.3g}")
         if report.get("n_score_ties"):
-            lines.append(f"  {report['n_score_ties']} pairs scored exactly 0 (e.g. every expert contradicts itself across the "
-                         f"orders): Eq. 1 calls them a; averaged over both orders BAER "
+            n = report["n_score_ties"]
+            lines.append(f"  {n} pair{'s' * (n != 1)} scored exactly 0 (every expert's evidence cancels and no length "
+                         f"tie-break decided it): Eq. 1 calls {'them' if n != 1 else 'it'} a; averaged over both orders BAER "
                          f"{100 * (report['accuracy_native'] - t['accuracy']):+.2f} points")
         if "strongest_on_dev" in report:
             d = report["strongest_on_dev"]
