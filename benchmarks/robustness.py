@@ -12,8 +12,9 @@ strongest single protocol ON TEST under the fair reading (per protocol the stron
 the strict and native readings, `heads.single`), over the baseline pool (external
 protocols). Two reference rules on the same cells: the protocol best on dev (fair
 reading, chosen on the non-test rows) and the plain stack (the artifact's stack head).
-Per condition and pooled: win rate (gain >= 0), mean gain, worst gain, in points. A fourth
-column, `tie½`, reads the deployed head's exact ties (s = 0) as half credit instead of Eq. 1's
+Per condition and pooled: win rate (gain >= 0), mean gain, worst gain, in points. The deployed
+head includes the artifact's length tie-break of exact ties (heads/tiebreak.py). A fourth
+column, `tie½`, reads the deployed head's remaining exact ties (s = 0) as half credit instead of Eq. 1's
 "a": a pair whose every expert contradicts itself across the two orders is a fixed point of
 the swap, so any antisymmetric head scores it 0 and Eq. 1 turns it into a coin flip on the
 label, where the baseline's native reading gives the protocol a steady 0.5 (diagnostic only;
