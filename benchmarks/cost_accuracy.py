@@ -152,6 +152,9 @@ def run_condition(bench: str, backbone: str, records, spec, mode: str, replay=No
     except Exception as e:
         row["cascade"] = {"infeasible": str(e)}
         return row
+    if "cascade" not in art:            # the cheap stage held every expert: no second stage (logged)
+        row["cascade"] = {"infeasible": "the cheap stage holds every expert"}
+        return row
     head, c = deployed_head(art), art["cascade"]
     exits = head.exits(test)
     c1, exited = sum(costs[e] for e in c["stage1_experts"]), float(np.mean(exits))

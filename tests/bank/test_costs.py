@@ -95,8 +95,11 @@ def test_score_model_runs_stage_two_only_where_the_cascade_needs_it(qwen_dir, tm
     rows = [s for s in sig if s.split != "test"]
     y = np.array([1.0 if s.label == "a" else -1.0 for s in rows])
     full, _ = fit_stack(rows, y, [s.split for s in rows], experts=["direct", "score"], categories=["default"])
+    from baer_fast.selection.budget import expert_costs
+    costs, _ = expert_costs(rows, ["direct", "score"])
+    cheap = f"tokens={min(costs.values()) * 1.000001!r}"          # one expert: a real second stage
     art = fit_cascade(sig, {"condition": "c", "head": "stack", "experts": ["direct", "score"],
-                            "heads": {"stack": full.to_json()}}, cascade=CascadeSpec("tokens=1e9", 0.0))
+                            "heads": {"stack": full.to_json()}}, cascade=CascadeSpec(cheap, 0.0))
     art["cascade"]["stage1_experts"] = ["direct"]
     stage1, _ = fit_stack(rows, y, [s.split for s in rows], experts=["direct"], categories=["default"])
     art["cascade"]["stage1"] = stage1.to_json()
