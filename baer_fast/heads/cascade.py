@@ -15,6 +15,12 @@ import numpy as np
 ROUND_DIGITS = 9
 
 
+def strength(s) -> np.ndarray:
+    """|s| rounded to ROUND_DIGITS: the same in both orientations of a pair (the swap's last-bit
+    differences are absorbed), so decisions on it (exit, tie) are swap-invariant."""
+    return np.round(np.abs(np.asarray(s, dtype=np.float64)), ROUND_DIGITS)
+
+
 @dataclass
 class CascadeHead:
     stage1: object            # a StackHead over the cheap experts
@@ -24,12 +30,11 @@ class CascadeHead:
 
     def exits(self, records: Sequence) -> np.ndarray:
         """[N] bool: the cheap stage decides (needs only the stage-1 experts' runs)."""
-        s1 = np.asarray(self.stage1.score(records), dtype=np.float64)
-        return np.round(np.abs(s1), ROUND_DIGITS) >= self.tau
+        return strength(self.stage1.score(records)) >= self.tau
 
     def score(self, records: Sequence) -> np.ndarray:
         s = np.asarray(self.stage1.score(records), dtype=np.float64)
-        rest = ~(np.round(np.abs(s), ROUND_DIGITS) >= self.tau)
+        rest = ~(strength(s) >= self.tau)
         if rest.any():
             s[rest] = self.full.score([r for r, m in zip(records, rest) if m])
         return s

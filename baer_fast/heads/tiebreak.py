@@ -17,7 +17,7 @@ from typing import Sequence
 
 import numpy as np
 
-from baer_fast.heads.cascade import ROUND_DIGITS
+from baer_fast.heads.cascade import strength
 
 FEATURE = "sign(len_a - len_b)"
 
@@ -65,7 +65,7 @@ class TieBreakHead:
     kind: str = "tiebreak"
 
     def ties(self, s: np.ndarray) -> np.ndarray:
-        return np.round(np.abs(s), ROUND_DIGITS) == 0
+        return strength(s) == 0
 
     def score(self, records: Sequence) -> np.ndarray:
         s = np.array(self.inner.score(records), dtype=np.float64)

@@ -21,7 +21,7 @@ from typing import Callable, Sequence
 import numpy as np
 
 from baer_fast.errors import InputError
-from baer_fast.heads.cascade import ROUND_DIGITS, CascadeHead
+from baer_fast.heads.cascade import ROUND_DIGITS, CascadeHead, strength
 from baer_fast.heads.stack import StackHead
 from baer_fast.selection.budget import (CostModel, expert_costs, fit_stack, labelled_rows, parse_budget,
                                        plan_with_nested, restrict)
@@ -43,7 +43,7 @@ def choose_tau(s1, s2, y: np.ndarray, tolerance: float = 0.01, noise_z: float = 
     """s1, s2: [R, N] out-of-fold scores of stage 1 / the full stack over R fold assignments."""
     s1, s2 = np.atleast_2d(np.asarray(s1, np.float64)), np.atleast_2d(np.asarray(s2, np.float64))
     r1, r2 = np.where(s1 >= 0, 1.0, -1.0) == y, np.where(s2 >= 0, 1.0, -1.0) == y
-    conf, n = np.round(np.abs(s1), ROUND_DIGITS), max(len(y), 1)
+    conf, n = strength(s1), max(len(y), 1)
     only1, only2 = r1 & ~r2, ~r1 & r2
     floor = max(float(min_confidence), 10.0 ** -ROUND_DIGITS)       # s1 = 0 (no evidence) never exits
     best = {"tau": math.inf, "cv_exit_rate": 0.0, "wins": 0.0, "losses": 0.0, "bound": 0.0}
