@@ -111,7 +111,6 @@ def run(args) -> int:
     from baer_fast.io.records import read_signals_many
     from baer_fast.io.rejects import rejects_for, report_rejects
     from baer_fast.selection.fit import check_one_condition, fit_condition
-    from baer_fast.io.splits import SplitSpec
 
     rejects = rejects_for(args, out=args.out)
     try:
@@ -120,11 +119,8 @@ def run(args) -> int:
         report_rejects(rejects)
     check_one_condition(records, ",".join(args.signals))
     records, chosen = only_experts(records, args.experts, ",".join(args.signals))
-    from baer_fast.commands.frontier import cost_fit
-    art = cost_fit(args, records) or fit_condition(
-        records, condition=args.condition, spec=SplitSpec(seed=args.split_seed), head=args.head,
-        reference_expert=args.reference_expert, pointwise_expert=args.pointwise_expert, internal=args.internal,
-        tiebreak=not args.no_tiebreak)
+    from baer_fast.commands.frontier import cost_fit, fit_kwargs
+    art = cost_fit(args, records) or fit_condition(records, **fit_kwargs(args))
     if chosen is not None:
         art["fit_report"]["experts_option"] = chosen      # what `--experts` kept and set aside
     derived = derived_params_beside(args.signals)

@@ -33,9 +33,16 @@ def add_fit_arguments(p) -> None:
                    help="unlabelled signals: deploy a pooled head from these artifacts (or folders of them)")
 
 
+def fit_kwargs(args) -> dict:
+    """`fit`'s options as `fit_condition` keywords (the plain fit and the budget fit alike)."""
+    from baer_fast.io.splits import SplitSpec
+    return dict(condition=args.condition, spec=SplitSpec(seed=args.split_seed), head=args.head,
+                reference_expert=args.reference_expert, pointwise_expert=args.pointwise_expert,
+                internal=getattr(args, "internal", ()), tiebreak=not getattr(args, "no_tiebreak", False))
+
+
 def cost_fit(args, records) -> dict | None:
     """The artifact `fit` writes when a cost option is given; None otherwise."""
-    from baer_fast.io.splits import SplitSpec
     if getattr(args, "transfer_from", None):
         from baer_fast import artifact
         from baer_fast.selection.transfer import fit_transfer, head_paths
@@ -46,10 +53,8 @@ def cost_fit(args, records) -> dict | None:
     from baer_fast.selection.budget import fit_budget, read_costs_file
     from baer_fast.selection.fit import fit_condition
     costs = read_costs_file(args.costs) if args.costs else None
-    spec = SplitSpec(seed=args.split_seed)
-    kw = dict(condition=args.condition, spec=spec, head=args.head, reference_expert=args.reference_expert,
-              pointwise_expert=args.pointwise_expert, internal=getattr(args, "internal", ()),
-              tiebreak=not getattr(args, "no_tiebreak", False))
+    kw = fit_kwargs(args)
+    spec = kw["spec"]
     art = fit_budget(records, args.budget, costs_override=costs, **kw) if args.budget else fit_condition(records, **kw)
     if args.cascade:
         from baer_fast.selection.cascade import CascadeSpec, fit_cascade
