@@ -41,7 +41,7 @@ class Graphs:
     capture: a function (fn) -> replay() (default: CUDA graphs; tests pass a stand-in)."""
 
     def __init__(self, dec, buf, capture=None):
-        self.dec, self.buf, self._capture = dec, buf, capture or cuda_graph
+        self.dec, self.buf, self._capture = dec, buf, capture or CudaCapture()
         self._steps: dict[int, tuple] = {}          # bucket -> (replay, its static outputs)
 
     def step(self, b: int):
@@ -60,30 +60,30 @@ class Graphs:
         return out["logits"], out["greedy"]
 
 
-def cuda_graph(body):
-    """Capture `body` as a torch.cuda.CUDAGraph -> its replay()."""
-    import torch
-    side = torch.cuda.Stream()
-    side.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(side):
-        for _ in range(2):
+class CudaCapture:
+    """Captures bodies as torch.cuda.CUDAGraph -> their replay(); the graphs of one instance (one
+    generate's buckets) share one memory pool. The pool is this instance's own: a pool whose
+    graphs have all been freed cannot take a new capture (the caching allocator asserts), so a
+    process-wide handle breaks the first capture after a decoder is dropped (the probe's)."""
+
+    def __init__(self):
+        self.pool, self.graphs = None, []
+
+    def __call__(self, body):
+        import torch
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):
+            for _ in range(2):
+                body()
+        torch.cuda.current_stream().wait_stream(side)
+        if self.pool is None:
+            self.pool = torch.cuda.graph_pool_handle()
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph, pool=self.pool):
             body()
-    torch.cuda.current_stream().wait_stream(side)
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph, pool=_pool()):
-        body()
-    return graph.replay
-
-
-_POOL = []
-
-
-def _pool():
-    """One memory pool for every captured step of the process (buckets share it)."""
-    import torch
-    if not _POOL:
-        _POOL.append(torch.cuda.graph_pool_handle())
-    return _POOL[0]
+        self.graphs.append(graph)          # alive while the pool is in use
+        return graph.replay
 
 
 def usable(loaded, graphs: str, capture=None) -> bool:
