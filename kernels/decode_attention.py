@@ -17,8 +17,19 @@ import torch
 
 from baer_fast.kernels._triton import require_triton, tl, triton  # guarded import, shared
 
-SPLIT = 256          # KV columns per program (flash-decoding's split); short rows use one
-BLOCK_N = 64         # KV columns per inner step
+# Launch settings by input dtype. split: KV columns per program (flash-decoding's split; short
+# rows use one chunk); block_n: KV columns per inner step; dot: products through tl.dot (query
+# heads padded to 16) instead of broadcast fp32 products summed in registers. Half types take the
+# tensor cores: on one H200 at the Qwen3-8B head shape, 64 rows, this launch took 79 us per call
+# at 576 columns and 301 us at 4,160, against 477 and 3,324 us for the sums launch and 154 and
+# 1,001 us for masked SDPA (benchmarks/results/h200-2026-12-04, profile_decode.py --variants).
+# fp32 keeps the sums: its IEEE tl.dot runs without tensor cores and was 5x slower there.
+LAUNCH = {"half": dict(dot=True, block_n=64, split=128, num_warps=4),
+          "fp32": dict(dot=False, block_n=64, split=256, num_warps=4)}
+
+
+def launch_defaults(dtype: torch.dtype) -> dict:
+    return dict(LAUNCH["fp32" if dtype == torch.float32 else "half"])
 
 
 def decode_attention_ref(q: torch.Tensor, k_buf: torch.Tensor, v_buf: torch.Tensor, slots: torch.Tensor,
@@ -38,17 +49,23 @@ def decode_attention_ref(q: torch.Tensor, k_buf: torch.Tensor, v_buf: torch.Tens
 
 
 def decode_attention(q: torch.Tensor, k_buf: torch.Tensor, v_buf: torch.Tensor, slots: torch.Tensor,
-                     lengths: torch.Tensor, *, scale: float, split: int | None = None) -> torch.Tensor:
+                     lengths: torch.Tensor, *, scale: float, split: int | None = None,
+                     block_n: int | None = None, dot: bool | None = None, num_warps: int | None = None) -> torch.Tensor:
     """Triton launcher; same contract as `decode_attention_ref`. `split`: KV columns per
     program (default SPLIT); the number of chunks is fixed by the buffer's columns, so a launch's
-    shape does not depend on the lengths (no host sync on them)."""
+    shape does not depend on the lengths (no host sync on them). `block_n`: KV columns per inner
+    step. `dot`: both products through tl.dot in the inputs' dtype (fp32: IEEE, no TF32), the
+    query heads padded to 16 rows, p @ v as two dots of p's high and low parts; instead of
+    broadcast fp32 products summed in registers. Defaults: LAUNCH for q's dtype."""
     require_triton()
     _check(q, k_buf, v_buf, slots, lengths)
     b, hq, d = q.shape
     s_n, hkv, cols, _ = k_buf.shape
     dv = v_buf.shape[3]
     group = hq // hkv
-    split = split or SPLIT
+    conf = launch_defaults(q.dtype)
+    split, block_n = split or conf["split"], block_n or conf["block_n"]
+    dot = conf["dot"] if dot is None else dot
     chunks = triton.cdiv(cols, split)
     m = torch.empty((b, hq, chunks), dtype=torch.float32, device=q.device)
     lse = torch.empty_like(m)
@@ -56,13 +73,18 @@ def decode_attention(q: torch.Tensor, k_buf: torch.Tensor, v_buf: torch.Tensor, 
     out = torch.empty((b, hq, dv), dtype=q.dtype, device=q.device)
     if b == 0:
         return out
-    block_n = min(BLOCK_N, triton.next_power_of_2(split))
+    block_n = min(block_n, triton.next_power_of_2(split))
+    block_g = max(16 if dot else 1, triton.next_power_of_2(group))
+    if dot:
+        block_n = max(16, block_n)
     _decode_split_kernel[(b, hkv, chunks)](
         q, k_buf, v_buf, slots, lengths, m, lse, acc, scale,
         q.stride(0), q.stride(1), k_buf.stride(0), k_buf.stride(1), k_buf.stride(2),
         v_buf.stride(0), v_buf.stride(1), v_buf.stride(2), chunks,
-        GROUP=group, D=d, DV=dv, SPLIT=split, BLOCK_G=max(1, triton.next_power_of_2(group)),
-        BLOCK_D=triton.next_power_of_2(d), BLOCK_DV=triton.next_power_of_2(dv), BLOCK_N=block_n)
+        GROUP=group, D=d, DV=dv, SPLIT=split, BLOCK_G=block_g,
+        BLOCK_D=max(16, triton.next_power_of_2(d)) if dot else triton.next_power_of_2(d),
+        BLOCK_DV=max(16, triton.next_power_of_2(dv)) if dot else triton.next_power_of_2(dv), BLOCK_N=block_n, DOT=dot,
+        PRECISION="ieee" if q.dtype == torch.float32 else "tf32", num_warps=num_warps or conf["num_warps"])
     _decode_combine_kernel[(b, hq)](m, lse, acc, out, chunks, out.stride(0), out.stride(1), DV=dv,
                                     BLOCK_C=triton.next_power_of_2(chunks), BLOCK_DV=triton.next_power_of_2(dv))
     return out
@@ -86,7 +108,7 @@ if triton is not None:
                              sq_b, sq_h, sk_s, sk_h, sk_c, sv_s, sv_h, sv_c, CHUNKS,
                              GROUP: tl.constexpr, D: tl.constexpr, DV: tl.constexpr, SPLIT: tl.constexpr,
                              BLOCK_G: tl.constexpr, BLOCK_D: tl.constexpr, BLOCK_DV: tl.constexpr,
-                             BLOCK_N: tl.constexpr):
+                             BLOCK_N: tl.constexpr, DOT: tl.constexpr, PRECISION: tl.constexpr):
         """One (row, KV head, chunk): the GROUP query heads of that KV head over the chunk's
         columns below the row's length -> running max m, log-sum-exp and unnormalised output."""
         row, kvh, chunk = tl.program_id(0), tl.program_id(1), tl.program_id(2)
@@ -95,7 +117,9 @@ if triton is not None:
         gs, ds, dvs = tl.arange(0, BLOCK_G), tl.arange(0, BLOCK_D), tl.arange(0, BLOCK_DV)
         heads = kvh * GROUP + gs                                                     # [G]
         q = tl.load(q_ptr + row * sq_b + heads[:, None] * sq_h + ds[None, :],
-                    mask=(gs < GROUP)[:, None] & (ds < D)[None, :], other=0.0).to(tl.float32)   # [G, D]
+                    mask=(gs < GROUP)[:, None] & (ds < D)[None, :], other=0.0)                  # [G, D]
+        if not DOT:
+            q = q.to(tl.float32)
         m_i = tl.full((BLOCK_G,), float("-inf"), tl.float32)
         l_i = tl.zeros((BLOCK_G,), tl.float32)
         acc = tl.zeros((BLOCK_G, BLOCK_DV), tl.float32)
@@ -107,15 +131,24 @@ if triton is not None:
             ns = n0 + tl.arange(0, BLOCK_N)                                          # [N]
             ok = ns < end
             k = tl.load(k_base + ns[:, None] * sk_c + ds[None, :], mask=ok[:, None] & (ds < D)[None, :],
-                        other=0.0).to(tl.float32)                                    # [N, D]
-            s = tl.sum(q[:, None, :] * k[None, :, :], axis=2) * scale                # [G, N]
+                        other=0.0)                                                   # [N, D]
+            v = tl.load(v_base + ns[:, None] * sv_c + dvs[None, :], mask=ok[:, None] & (dvs < DV)[None, :],
+                        other=0.0)                                                   # [N, DV]
+            if DOT:      # the inputs' dtype, fp32 accumulation: exact products (fp32 inputs: no TF32)
+                s = tl.dot(q, tl.trans(k), input_precision=PRECISION) * scale        # [G, N]
+            else:
+                s = tl.sum(q[:, None, :] * k[None, :, :].to(tl.float32), axis=2) * scale
             s = tl.where(ok[None, :], s, float("-inf"))
             m_new = tl.maximum(m_i, tl.max(s, axis=1))
             p = tl.exp(s - m_new[:, None])
             alpha = tl.exp(m_i - m_new)
-            v = tl.load(v_base + ns[:, None] * sv_c + dvs[None, :], mask=ok[:, None] & (dvs < DV)[None, :],
-                        other=0.0).to(tl.float32)                                    # [N, DV]
-            acc = acc * alpha[:, None] + tl.sum(p[:, :, None] * v[None, :, :], axis=1)
+            if DOT:      # p as the sum of two parts in v's dtype: p @ v to ~16 bits, not the dtype's 8
+                p_hi = p.to(v.dtype)
+                p_lo = (p - p_hi.to(tl.float32)).to(v.dtype)
+                pv = tl.dot(p_hi, v, input_precision=PRECISION) + tl.dot(p_lo, v, input_precision=PRECISION)
+                acc = acc * alpha[:, None] + pv
+            else:
+                acc = acc * alpha[:, None] + tl.sum(p[:, :, None] * v[None, :, :].to(tl.float32), axis=1)
             l_i = l_i * alpha + tl.sum(p, axis=1)
             m_i = m_new
         at = (row * GROUP * tl.num_programs(1) + heads) * CHUNKS + chunk             # [G] in [B, Hq, CHUNKS]
