@@ -80,8 +80,8 @@ class Decoder:
         # a further width group's cost in scores, a decode step's row columns (None: one width)
         self._penalty = width_groups.group_cost(loaded, split_attention, group_columns)
         self.stats = DecodeStats()
-        # decode steps through the decode-attention kernel (CUDA, Triton): only once a probe gave the eager tokens
-        self._kernel = decode_kernel.usable(loaded, kernels) and (not kernel_probe or decode_kernel.probe(Decoder, loaded, kernels))
+        # decode steps through the decode-attention kernel (CUDA, Triton): only once its probe passed on this device
+        self._kernel = decode_kernel.usable(loaded, kernels) and (not kernel_probe or decode_kernel.probe(loaded, kernels))
         # steps per host read of the chosen ids (DecoderConfig.check_every); captured steps only once probed
         self.check_every = check_every or (DECODER.check_every_cuda if loaded.device.type == "cuda" else 1)
         self._capture, probed = graph_capture, kernels if self._kernel else "torch"

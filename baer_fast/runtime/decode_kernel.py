@@ -3,8 +3,9 @@
 Registered as a transformers attention function (NAME). The decoder runs its decode steps
 through `forward`, with the model's attention switched to NAME; every layer's attention calls kernels.dispatch.decode_attention over the slots' keys and values
 (the cache's views, columns [0, width)), each row over its own length. Used only on CUDA where
-the dispatcher picks Triton, and only after `probe` on that device gave the eager path's
-tokens; models with sliding-window layers or soft-capped scores keep the masked path.
+the dispatcher picks Triton, and only after `probe` showed the kernel on that device, in the
+model's dtype and head shape, within the masked path's own error bound of float64; models with
+sliding-window layers or soft-capped scores keep the masked path.
 """
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ import threading
 log = logging.getLogger("baer_fast")
 
 NAME = "baer_decode_kernel"
-PROBE_PROMPT, PROBE_TOKENS = 40, 8      # the load-time probe: prompt tokens, greedy tokens compared
+PROBE_LENGTHS = (1, 37, 130, 300)      # the load-time probe's rows: their KV lengths (several chunks)
 _active = threading.local()
 
 
@@ -58,16 +59,63 @@ def usable(loaded, kernels: str) -> bool:
     return resolve_kernels(kernels, loaded.device) == "triton"
 
 
-def probe(decoder_class, loaded, kernels: str) -> bool:
-    """Greedy tokens of a probe prompt through the kernel and through the masked path (two fresh
-    decoders) are equal; logs which path the decode steps take."""
-    from baer_fast.runtime.decode_io import GenRequest
-    vocab = loaded.model.get_input_embeddings().num_embeddings
-    req = GenRequest(tuple((7 * i + 3) % vocab for i in range(PROBE_PROMPT)), PROBE_TOKENS)
-    got = [decoder_class(loaded, kernels=k, kernel_probe=False, graphs="off", eos_ids=()).generate([req])[0].tokens
-           for k in (kernels, "torch")]
-    ok = got[0] == got[1]
-    (log.info if ok else log.warning)("decoder: decode steps %s the decode-attention kernel (its probe %s the "
-                                      "eager path's tokens)", "through" if ok else "without",
-                                      "gave" if ok else "did not give")
+def masked_sdpa(q, k_buf, v_buf, slots, lengths, *, scale: float):
+    """What the masked decode path computes for the same inputs: SDPA in the input dtype over
+    columns [0, widest) under an additive mask (dtype min past each row's length) -> [B, Hq, Dv]."""
+    import torch
+    group = q.shape[1] // k_buf.shape[1]
+    w = int(lengths.max())
+    k, v = (t[slots, :, :w].repeat_interleave(group, 1) for t in (k_buf, v_buf))
+    mask = torch.zeros(len(slots), 1, 1, w, dtype=q.dtype, device=q.device)
+    mask.masked_fill_(torch.arange(w, device=q.device)[None, None, None, :] >= lengths[:, None, None, None],
+                      torch.finfo(q.dtype).min)
+    return torch.nn.functional.scaled_dot_product_attention(q[:, :, None], k, v, attn_mask=mask, scale=scale)[:, :, 0]
+
+
+def attention_error(q, k_buf, v_buf, slots, lengths, *, scale: float, kernels: str) -> tuple[float, float]:
+    """(the dispatched decode attention's largest error against float64, the bound it must meet):
+    twice the masked path's own error in the same dtype, plus the dtype's rounding of the output
+    (flash-attention's rule, as tests/kernels state it). Columns past a row's length may hold NaN:
+    a kernel that reads them errs by NaN, which meets no bound."""
+    import torch
+
+    from baer_fast.kernels.decode_attention import decode_attention_ref
+    from baer_fast.kernels.dispatch import decode_attention
+    exact = decode_attention_ref(q.double(), k_buf.double(), v_buf.double(), slots, lengths, scale=scale)
+    got = decode_attention(q, k_buf, v_buf, slots, lengths, scale=scale, kernels=kernels)
+    clean = [t.nan_to_num(0.0) for t in (k_buf, v_buf)]          # the masked path reads every column
+    sdpa = masked_sdpa(q, *clean, slots, lengths, scale=scale)
+    err = float((got.double() - exact).abs().max())
+    sdpa_err = float((sdpa.double() - exact).abs().max())
+    return err, 2 * sdpa_err + torch.finfo(q.dtype).eps * float(exact.abs().max())
+
+
+def probe(loaded, kernels: str) -> bool:
+    """The decode-attention kernel on this device, in the model's dtype and head shape (rows of
+    ragged lengths over several chunks, NaN in every column past a row's length), is within
+    `attention_error`'s bound of float64; logs which path the decode steps take. A numerical
+    probe, not a token one: tokens of two correct paths that round differently part at the first
+    near-tie of the logits (random bf16 weights have many), which says nothing about the kernel."""
+    import torch
+    (hkv, d), (_, dv) = loaded.kv_shape()
+    hq = loaded.base.config.num_attention_heads
+    g = torch.Generator().manual_seed(0)
+    lengths = torch.tensor(PROBE_LENGTHS)
+    cols = max(PROBE_LENGTHS) + 7
+    q = torch.randn(len(PROBE_LENGTHS), hq, d, generator=g)
+    k = torch.randn(len(PROBE_LENGTHS) + 2, hkv, cols, d, generator=g)
+    v = torch.randn(len(PROBE_LENGTHS) + 2, hkv, cols, dv, generator=g)
+    slots = torch.randperm(len(PROBE_LENGTHS) + 2, generator=g)[: len(PROBE_LENGTHS)]
+    for row, n in enumerate(PROBE_LENGTHS):
+        k[slots[row], :, n:] = float("nan")
+        v[slots[row], :, n:] = float("nan")
+    dev, dt = loaded.device, loaded.dtype
+    try:
+        err, bound = attention_error(q.to(dev, dt), k.to(dev, dt), v.to(dev, dt), slots.to(dev), lengths.to(dev),
+                                     scale=d ** -0.5, kernels=kernels)
+        ok, why = err <= bound, f"error {err:.3g} against a bound of {bound:.3g}"
+    except Exception as exc:             # a kernel that does not compile on this device
+        ok, why = False, f"{type(exc).__name__}: {exc}"
+    (log.info if ok else log.warning)("decoder: decode steps %s the decode-attention kernel (its probe: %s)",
+                                      "through" if ok else "without", why)
     return ok
