@@ -168,11 +168,17 @@ def test_judge_on_cuda_is_antisymmetric(tmp_path):
     judge = Judge.from_pretrained(path, head=str(tmp_path / "head.json"), device="cuda")   # bf16
     pairs = synthetic_pairs(24, seed=5)
     q, a, b = ([p.question for p in pairs], [p.response_a for p in pairs], [p.response_b for p in pairs])
+    n = len(pairs)
+    both = judge.score(q + q, a + b, b + a)                   # each pair and its swap in one call
     s, s_swapped = judge.score(q, a, b), judge.score(q, b, a)
-    print(f"cuda bf16 Judge: max |s + s_swapped| = {torch.max(torch.abs(s + s_swapped)).item():.3g}")
-    # runs mirror bit for bit (bank/canonical.py: one computation per content); the float64 head rounds
+    print(f"cuda bf16 Judge: max |s + s_swapped| in one call {torch.max(torch.abs(both[:n] + both[n:])).item():.3g}, "
+          f"across two calls {torch.max(torch.abs(s + s_swapped)).item():.3g}")
+    # In one call a pair and its swap are one computation (bank/canonical.py), mirrored: bit for bit,
+    # but for the float64 head's rounding. Two calls run the same contents again, and on CUDA that rerun
+    # did not give the same bits (an H200, 2026-12-04: one pair of 24 moved by 1.0e-5; cause not
+    # isolated), so only the one-call mirror is asserted exact here.
     from tests.fixtures.tolerances import HEAD_OPS, fp64_tol
-    assert torch.max(torch.abs(s + s_swapped)) <= fp64_tol(HEAD_OPS, 1 + float(s.abs().max()))
+    assert torch.max(torch.abs(both[:n] + both[n:])) <= fp64_tol(HEAD_OPS, 1 + float(both.abs().max()))
 
 
 OTHER_ARCHS = {   # sliding-window layers (all, mixed), logits changed after the LM head (scale, soft-cap), MLA
