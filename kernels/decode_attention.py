@@ -52,7 +52,7 @@ def decode_attention(q: torch.Tensor, k_buf: torch.Tensor, v_buf: torch.Tensor, 
                      lengths: torch.Tensor, *, scale: float, split: int | None = None,
                      block_n: int | None = None, dot: bool | None = None, num_warps: int | None = None) -> torch.Tensor:
     """Triton launcher; same contract as `decode_attention_ref`. `split`: KV columns per
-    program (default SPLIT); the number of chunks is fixed by the buffer's columns, so a launch's
+    program; the number of chunks is fixed by the buffer's columns, so a launch's
     shape does not depend on the lengths (no host sync on them). `block_n`: KV columns per inner
     step. `dot`: both products through tl.dot in the inputs' dtype (fp32: IEEE, no TF32), the
     query heads padded to 16 rows, p @ v as two dots of p's high and low parts; instead of
@@ -73,17 +73,14 @@ def decode_attention(q: torch.Tensor, k_buf: torch.Tensor, v_buf: torch.Tensor, 
     out = torch.empty((b, hq, dv), dtype=q.dtype, device=q.device)
     if b == 0:
         return out
-    block_n = min(block_n, triton.next_power_of_2(split))
-    block_g = max(16 if dot else 1, triton.next_power_of_2(group))
-    if dot:
-        block_n = max(16, block_n)
+    least = 16 if dot else 1                     # tl.dot's least block side
+    block_g, block_d, block_dv = (max(least, triton.next_power_of_2(x)) for x in (group, d, dv))
+    block_n = max(least, min(block_n, triton.next_power_of_2(split)))
     _decode_split_kernel[(b, hkv, chunks)](
         q, k_buf, v_buf, slots, lengths, m, lse, acc, scale,
         q.stride(0), q.stride(1), k_buf.stride(0), k_buf.stride(1), k_buf.stride(2),
         v_buf.stride(0), v_buf.stride(1), v_buf.stride(2), chunks,
-        GROUP=group, D=d, DV=dv, SPLIT=split, BLOCK_G=block_g,
-        BLOCK_D=max(16, triton.next_power_of_2(d)) if dot else triton.next_power_of_2(d),
-        BLOCK_DV=max(16, triton.next_power_of_2(dv)) if dot else triton.next_power_of_2(dv), BLOCK_N=block_n, DOT=dot,
+        GROUP=group, D=d, DV=dv, SPLIT=split, BLOCK_G=block_g, BLOCK_D=block_d, BLOCK_DV=block_dv, BLOCK_N=block_n, DOT=dot,
         PRECISION="ieee" if q.dtype == torch.float32 else "tf32", num_warps=num_warps or conf["num_warps"])
     _decode_combine_kernel[(b, hq)](m, lse, acc, out, chunks, out.stride(0), out.stride(1), DV=dv,
                                     BLOCK_C=triton.next_power_of_2(chunks), BLOCK_DV=triton.next_power_of_2(dv))

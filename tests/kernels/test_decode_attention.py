@@ -30,11 +30,6 @@ def _exact(q, k, v, slots, lengths, scale):
     return decode_attention_ref(q.double(), k.double(), v.double(), slots, lengths, scale=scale)
 
 
-def _torch_sdpa(q, k, v, slots, lengths, scale):
-    """What the decoder's masked path runs: SDPA in the input dtype over [0, widest) under an additive mask."""
-    return masked_sdpa(q, k, v, slots, lengths, scale=scale)
-
-
 @pytest.mark.parametrize("dot", [False, True], ids=["sums", "dot"])
 @pytest.mark.parametrize("dtype", DTYPES, ids=lambda t: str(t)[6:])
 @pytest.mark.parametrize("hq,hkv,d,dv", [(2, 2, 64, 64), (8, 2, 40, 40), (6, 2, 72, 72), (4, 1, 24, 16)])
@@ -46,7 +41,7 @@ def test_kernel_within_twice_torch_error(device, dtype, hq, hkv, d, dv, dot):
     scale = 1 / math.sqrt(d)
     exact = _exact(q, k, v, slots, lens, scale)
     got = decode_attention(q, k, v, slots, lens, scale=scale, split=32, dot=dot)     # several chunks a row
-    torch_err = (_torch_sdpa(q, k, v, slots, lens, scale).double() - exact).abs().max().item()
+    torch_err = (masked_sdpa(q, k, v, slots, lens, scale=scale).double() - exact).abs().max().item()
     err = (got.double() - exact).abs().max().item()
     floor = torch.finfo(dtype).eps * exact.abs().max().item()
     assert got.dtype == dtype and got.shape == (len(lengths), hq, dv)
@@ -61,7 +56,7 @@ def test_reference_is_the_masked_softmax(dtype):
     scale = 1 / math.sqrt(32)
     exact = _exact(q, k, v, slots, lens, scale)
     ref = decode_attention_ref(q, k, v, slots, lens, scale=scale)
-    torch_err = (_torch_sdpa(q, k, v, slots, lens, scale).double() - exact).abs().max().item()
+    torch_err = (masked_sdpa(q, k, v, slots, lens, scale=scale).double() - exact).abs().max().item()
     assert (ref.double() - exact).abs().max().item() <= 2 * torch_err + torch.finfo(dtype).eps
     for b, n in enumerate(lens.tolist()):
         k[slots[b], :, n:] = float("nan")
