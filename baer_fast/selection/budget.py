@@ -371,9 +371,11 @@ def nested_search(rows: Sequence, y: np.ndarray, experts: Sequence[str], costs: 
 
 
 def plan_with_nested(records: Sequence, budget: str, *, spec: SplitSpec = SplitSpec(), costs_override=None,
-                     model: CostModel = CostModel(), eps: float = EPS) -> tuple[dict, Nested | None]:
+                     model: CostModel = CostModel(), eps: float = EPS, warn: bool = True) -> tuple[dict, Nested | None]:
     """-> (the budget record: chosen subset, its cost, the full bank's, every visited subset, the nested
-    figures; the nested out-of-fold scores, None when model.outer_repeats is 0)."""
+    figures; the nested out-of-fold scores, None when model.outer_repeats is 0). warn: log when the
+    subset is likely to cost accuracy (`warn_if_far`); off for a cascade's cheap stage, which never
+    decides alone (its exits are held to the full head's accuracy by tau)."""
     kind, value = parse_budget(budget)
     cv, rows = subset_cv_for(records, spec, sorted({k for r in records for k in r.experts}), eps, model)
     experts = sorted(cv.index)
@@ -398,7 +400,8 @@ def plan_with_nested(records: Sequence, budget: str, *, spec: SplitSpec = SplitS
                     f"CV gap + {model.noise_z:g} SE >= -{model.tolerance:g} to the full stack preferred; best, "
                     "ties to the other CV figure, then the cheaper; nested: the same search inside each of "
                     f"{model.outer_repeats} x 5 outer training folds"}
-    warn_if_far(plan)
+    if warn:
+        warn_if_far(plan)
     return plan, nested
 
 

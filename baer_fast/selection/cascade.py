@@ -90,7 +90,7 @@ def _fit_cascade(records: Sequence, full_art: dict, *, spec: SplitSpec, cascade:
     if model.outer_repeats < 1:
         model = replace(model, outer_repeats=1)          # tau needs the nested scores
     plan, nested = plan_with_nested(mine, f"tokens={value!r}", spec=spec, costs_override=costs_override,
-                                    model=model)
+                                    model=model, warn=False)
     stage1 = plan["experts"]
     if set(stage1) >= set(experts):
         log.warning("cascade: the cheap stage (%s) is every expert the head runs, so there is no second stage to "

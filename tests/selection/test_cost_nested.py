@@ -194,3 +194,18 @@ def test_cascade_is_deterministic_under_row_order(tmp_path):
     b = fit_cascade(shuffled, _stack_art(shuffled), cascade=CascadeSpec("0.2"))
     assert_same_saved(tmp_path, a, b)
     assert a["cascade"]["cv"]["bound"] >= -a["cascade"]["tolerance"] - 1e-12
+
+
+def test_the_cascade_cheap_stage_does_not_warn_as_if_deployed_alone(caplog):
+    """`fit --cascade` plans its cheap stage with the budget search. That stage never decides alone (tau holds
+    its exits to the full head), so the search's "expect it to cost accuracy" warning, which the same plan
+    raises under `fit --budget`, would mislead there, and would name a budget the user never gave."""
+    records = _noise_cheap_bank()
+    with caplog.at_level(logging.WARNING, logger="baer_fast"):
+        plan_budget(records, "0.2")
+    assert "expect it to cost accuracy" in caplog.text        # the same plan, deployed alone, does warn
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="baer_fast"):
+        art = fit_cascade(records, _stack_art(records), cascade=CascadeSpec("0.2"))
+    assert "cascade" in art
+    assert "within noise of the full stack" not in caplog.text and "tokens=" not in caplog.text
