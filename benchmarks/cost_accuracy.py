@@ -55,6 +55,31 @@ def data_root(arg: str | None) -> Path:
     return Path(os.environ.get("BAER_SHARED_DATA", repo.parent / "shared" / "data"))
 
 
+def iter_cells(root: Path, only: str | None, first: int, splits: int):
+    """(condition name, signals, SplitSpec) for every public bank condition x split `cost-<i>`,
+    i = first .. first + splits - 1, in the order this benchmark runs them (banks not on disk skipped)."""
+    from baer_fast.io.adapters import load
+    from baer_fast.io.splits import SplitSpec
+    for bench, kind, folder in SOURCES:
+        if (only and only not in bench) or not (root / folder).exists():
+            continue
+        banks = load(kind, str(root / folder)).banks
+        for i in range(first, first + splits):
+            for backbone in sorted(banks):
+                yield f"{bench}/{backbone}", banks[backbone], SplitSpec(seed=f"cost-{i}")
+
+
+def study_arguments(description: str) -> argparse.ArgumentParser:
+    """The options the pruning studies share (prune_ceiling.py, prune_single_order.py)."""
+    ap = argparse.ArgumentParser(description=description)
+    ap.add_argument("--data")
+    ap.add_argument("--splits", type=int, default=5)
+    ap.add_argument("--first", type=int, default=0)
+    ap.add_argument("--budget", type=float, default=1 / 3)
+    ap.add_argument("--only")
+    return ap
+
+
 def accuracy(scores, records) -> float:
     y = np.array([1.0 if r.label == "a" else -1.0 for r in records])
     s = np.asarray(scores, dtype=np.float64)

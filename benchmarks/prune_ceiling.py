@@ -14,7 +14,6 @@ ceiling. Table to stderr, ONE JSON line to stdout.
 """
 from __future__ import annotations
 
-import argparse
 import itertools
 import json
 import os
@@ -26,7 +25,7 @@ for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from cost_accuracy import SOURCES, accuracy, data_root, test_rows  # noqa: E402
+from cost_accuracy import accuracy, data_root, iter_cells, study_arguments, test_rows  # noqa: E402
 
 
 def cell(records, spec, budget: float, max_subsets: int) -> dict:
@@ -69,30 +68,18 @@ def cell(records, spec, budget: float, max_subsets: int) -> dict:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--data")
-    ap.add_argument("--splits", type=int, default=5)
-    ap.add_argument("--first", type=int, default=0)
-    ap.add_argument("--budget", type=float, default=1 / 3)
-    ap.add_argument("--only")
+    ap = study_arguments(__doc__.splitlines()[0])
     ap.add_argument("--max-subsets", type=int, default=5000)
     args = ap.parse_args(argv)
-    from baer_fast.io.adapters import load
-    from baer_fast.io.splits import SplitSpec
-    root, cells = data_root(args.data), []
-    for bench, kind, folder in SOURCES:
-        if (args.only and args.only not in bench) or not (root / folder).exists():
-            continue
-        banks = load(kind, str(root / folder)).banks
-        for i in range(args.first, args.first + args.splits):
-            for backbone in sorted(banks):
-                c = {"condition": f"{bench}/{backbone}", "split": i,
-                     **cell(banks[backbone], SplitSpec(seed=f"cost-{i}"), args.budget, args.max_subsets)}
-                cells.append(c)
-                gap = "infeasible" if c["ceiling"] is None else \
-                    f"ceiling={100 * c['ceiling']:.1f} gap={100 * (c['ceiling'] - c['full']):+.1f} ({c['search']})"
-                print(f"{c['condition']:<30} cost-{i} experts={c['experts']:<2} affordable={c['affordable']:<5} "
-                      f"full={100 * c['full']:.1f} {gap}", file=sys.stderr, flush=True)
+    cells = []
+    for name, records, spec in iter_cells(data_root(args.data), args.only, args.first, args.splits):
+        c = {"condition": name, "split": int(spec.seed.split("-")[1]),
+             **cell(records, spec, args.budget, args.max_subsets)}
+        cells.append(c)
+        gap = "infeasible" if c["ceiling"] is None else \
+            f"ceiling={100 * c['ceiling']:.1f} gap={100 * (c['ceiling'] - c['full']):+.1f} ({c['search']})"
+        print(f"{c['condition']:<30} {spec.seed} experts={c['experts']:<2} affordable={c['affordable']:<5} "
+              f"full={100 * c['full']:.1f} {gap}", file=sys.stderr, flush=True)
     gaps = np.array([100 * (c["ceiling"] - c["full"]) for c in cells if c["ceiling"] is not None])
     summary = {"cells": len(gaps), "infeasible": sum(c["ceiling"] is None for c in cells),
                "greedy": sum(c.get("search") == "greedy" for c in cells)}

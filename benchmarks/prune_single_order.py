@@ -21,7 +21,6 @@ the full stack. Table to stderr, ONE JSON line to stdout. A study tool: never as
 """
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import hashlib
 import json
@@ -34,7 +33,7 @@ for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from cost_accuracy import SOURCES, accuracy, data_root, stack_art, test_rows  # noqa: E402
+from cost_accuracy import accuracy, data_root, iter_cells, stack_art, study_arguments, test_rows  # noqa: E402
 
 MODES = ("base", "both", "half")
 SALT = "canonical"          # --salt: another value draws another orientation per pair
@@ -106,32 +105,19 @@ def summary(cells: list[dict], mode: str) -> dict:
 
 def main(argv=None) -> int:
     global SALT
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--data")
-    ap.add_argument("--splits", type=int, default=5)
-    ap.add_argument("--first", type=int, default=0)
-    ap.add_argument("--budget", type=float, default=1 / 3)
-    ap.add_argument("--only")
+    ap = study_arguments(__doc__.splitlines()[0])
     ap.add_argument("--salt", default=SALT, help="hash salt of each pair's canonical orientation")
     args = ap.parse_args(argv)
     SALT = args.salt
     import logging
     logging.getLogger("baer_fast").setLevel(logging.ERROR)
-    from baer_fast.io.adapters import load
-    from baer_fast.io.splits import SplitSpec
-    root, cells = data_root(args.data), []
-    for bench, kind, folder in SOURCES:
-        if (args.only and args.only not in bench) or not (root / folder).exists():
-            continue
-        banks = load(kind, str(root / folder)).banks
-        for i in range(args.first, args.first + args.splits):
-            for backbone in sorted(banks):
-                c = {"condition": f"{bench}/{backbone}", "split": i,
-                     **cell(banks[backbone], SplitSpec(seed=f"cost-{i}"), args.budget)}
-                cells.append(c)
-                parts = " ".join(f"{m}=" + (f"{100 * c[m]['test']:.1f}@{c[m]['cost']:.2f}" if "test" in c[m]
-                                            else "infeasible") for m in MODES)
-                print(f"{c['condition']:<30} cost-{i} full={100 * c['full']:.1f} {parts}", file=sys.stderr, flush=True)
+    cells = []
+    for name, records, spec in iter_cells(data_root(args.data), args.only, args.first, args.splits):
+        c = {"condition": name, "split": int(spec.seed.split("-")[1]), **cell(records, spec, args.budget)}
+        cells.append(c)
+        parts = " ".join(f"{m}=" + (f"{100 * c[m]['test']:.1f}@{c[m]['cost']:.2f}" if "test" in c[m]
+                                    else "infeasible") for m in MODES)
+        print(f"{name:<30} {spec.seed} full={100 * c['full']:.1f} {parts}", file=sys.stderr, flush=True)
     out = {m: summary(cells, m) for m in MODES}
     for m in MODES[1:]:
         pairs = [(c[m]["test"], c["base"]["test"]) for c in cells if "test" in c["base"] and "test" in c[m]]
