@@ -22,8 +22,11 @@ def add_arguments(p) -> None:
 def add_fit_arguments(p) -> None:
     """The cost options of `baer-fast fit` (docs/cost.md)."""
     p.add_argument("--budget", default=None, help="prune the bank to this cost: a fraction of the full "
-                   "bank's (e.g. 0.33) or tokens=N per pair; the subset is chosen by CV on non-test rows")
-    p.add_argument("--cascade", action="store_true", help="add an early-exit stage: cheap experts first")
+                   "bank's (e.g. 0.33) or tokens=N per pair; the subset is chosen by CV on non-test rows. A fixed "
+                   "subset may cost accuracy; fit prints what nested CV expects it to lose")
+    p.add_argument("--cascade", action="store_true", help="add an early-exit stage: cheap experts first, the rest "
+                   "only for the pairs they are unsure of, holding CV accuracy to the full head's "
+                   "(--cascade-tolerance)")
     p.add_argument("--cascade-budget", default="0.33", help="cost of the cheap stage (default 0.33)")
     p.add_argument("--cascade-tolerance", type=float, default=0.01,
                    help="CV accuracy (a fraction) the exits may cost against the full stack, one standard error "
