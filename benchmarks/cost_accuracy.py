@@ -56,7 +56,7 @@ def data_root(arg: str | None) -> Path:
 
 
 def iter_cells(root: Path, only: str | None, first: int, splits: int):
-    """(condition name, signals, SplitSpec) for every public bank condition x split `cost-<i>`,
+    """(condition name, signals, SplitSpec, i) for every public bank condition x split `cost-<i>`,
     i = first .. first + splits - 1, in the order this benchmark runs them (banks not on disk skipped)."""
     from baer_fast.io.adapters import load
     from baer_fast.io.splits import SplitSpec
@@ -66,7 +66,7 @@ def iter_cells(root: Path, only: str | None, first: int, splits: int):
         banks = load(kind, str(root / folder)).banks
         for i in range(first, first + splits):
             for backbone in sorted(banks):
-                yield f"{bench}/{backbone}", banks[backbone], SplitSpec(seed=f"cost-{i}")
+                yield f"{bench}/{backbone}", banks[backbone], SplitSpec(seed=f"cost-{i}"), i
 
 
 def study_arguments(description: str) -> argparse.ArgumentParser:

@@ -72,9 +72,8 @@ def main(argv=None) -> int:
     ap.add_argument("--max-subsets", type=int, default=5000)
     args = ap.parse_args(argv)
     cells = []
-    for name, records, spec in iter_cells(data_root(args.data), args.only, args.first, args.splits):
-        c = {"condition": name, "split": int(spec.seed.split("-")[1]),
-             **cell(records, spec, args.budget, args.max_subsets)}
+    for name, records, spec, i in iter_cells(data_root(args.data), args.only, args.first, args.splits):
+        c = {"condition": name, "split": i, **cell(records, spec, args.budget, args.max_subsets)}
         cells.append(c)
         gap = "infeasible" if c["ceiling"] is None else \
             f"ceiling={100 * c['ceiling']:.1f} gap={100 * (c['ceiling'] - c['full']):+.1f} ({c['search']})"

@@ -36,18 +36,17 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from cost_accuracy import accuracy, data_root, iter_cells, stack_art, study_arguments, test_rows  # noqa: E402
 
 MODES = ("base", "both", "half")
-SALT = "canonical"          # --salt: another value draws another orientation per pair
 
 
-def canonical_first(record_id: str) -> int:
+def canonical_first(record_id: str, salt: str) -> int:
     """0: the pair's run 0 (order ab) shows its canonical-first response first; 1: run 1 does."""
-    return hashlib.sha256(f"{SALT}:{record_id}".encode()).digest()[0] & 1
+    return hashlib.sha256(f"{salt}:{record_id}".encode()).digest()[0] & 1
 
 
-def with_single_orders(rec, keep_whole: bool):
+def with_single_orders(rec, keep_whole: bool, salt: str):
     """The record with E^1 / E^2 added for every two-order expert E (E kept iff keep_whole)."""
     experts, cost = {}, dict(rec.meta.get("expert_cost") or {})
-    first = canonical_first(rec.id)
+    first = canonical_first(rec.id, salt)
     for name, runs in rec.experts.items():
         if len(runs) != 2:
             experts[name] = runs
@@ -76,8 +75,9 @@ def pruned(records, spec, budget: float, full_cost: float) -> dict:
             "cost": sum(costs[e] for e in plan["experts"]) / full_cost, "experts": plan["experts"]}
 
 
-def cell(records, spec, budget: float) -> dict:
+def cell(records, spec, budget: float, salt: str) -> dict:
     from baer_fast.artifact import deployed_head
+    from baer_fast.errors import InputError
     from baer_fast.selection.budget import expert_costs
     test = test_rows(records, spec)
     everyone = sorted({k for r in records for k in r.experts})
@@ -85,10 +85,10 @@ def cell(records, spec, budget: float) -> dict:
     full = accuracy(deployed_head(stack_art(records, spec, everyone, "full")).score(test), test)
     out = {"full": full}
     for mode in MODES:
-        bank = records if mode == "base" else [with_single_orders(r, mode == "both") for r in records]
+        bank = records if mode == "base" else [with_single_orders(r, mode == "both", salt) for r in records]
         try:
             out[mode] = pruned(bank, spec, budget, sum(costs.values()))
-        except Exception as e:          # nothing fits the budget: counted, not hidden
+        except InputError as e:          # nothing fits the budget: counted, not hidden
             out[mode] = {"infeasible": str(e)}
     return out
 
@@ -104,16 +104,15 @@ def summary(cells: list[dict], mode: str) -> dict:
 
 
 def main(argv=None) -> int:
-    global SALT
     ap = study_arguments(__doc__.splitlines()[0])
-    ap.add_argument("--salt", default=SALT, help="hash salt of each pair's canonical orientation")
+    ap.add_argument("--salt", default="canonical", help="hash salt of each pair's canonical orientation; "
+                    "another value draws another orientation per pair")
     args = ap.parse_args(argv)
-    SALT = args.salt
     import logging
     logging.getLogger("baer_fast").setLevel(logging.ERROR)
     cells = []
-    for name, records, spec in iter_cells(data_root(args.data), args.only, args.first, args.splits):
-        c = {"condition": name, "split": int(spec.seed.split("-")[1]), **cell(records, spec, args.budget)}
+    for name, records, spec, i in iter_cells(data_root(args.data), args.only, args.first, args.splits):
+        c = {"condition": name, "split": i, **cell(records, spec, args.budget, args.salt)}
         cells.append(c)
         parts = " ".join(f"{m}=" + (f"{100 * c[m]['test']:.1f}@{c[m]['cost']:.2f}" if "test" in c[m]
                                     else "infeasible") for m in MODES)
@@ -123,7 +122,7 @@ def main(argv=None) -> int:
         pairs = [(c[m]["test"], c["base"]["test"]) for c in cells if "test" in c["base"] and "test" in c[m]]
         out[m]["cells_up_vs_base"] = sum(a > b + 1e-12 for a, b in pairs)
         out[m]["cells_down_vs_base"] = sum(a < b - 1e-12 for a, b in pairs)
-    print(json.dumps({"benchmark": "prune_single_order", "budget": args.budget, "splits": args.splits, "salt": SALT,
+    print(json.dumps({"benchmark": "prune_single_order", "budget": args.budget, "splits": args.splits, "salt": args.salt,
                       "first_split": args.first, "summary": out}))
     return 0
 
