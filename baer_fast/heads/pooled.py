@@ -28,7 +28,7 @@ class PooledHead:
 
     def score(self, records: Sequence) -> np.ndarray:
         w = np.array([wt for _, _, wt in self.members])
-        return (w @ self.member_scores(records)) / w.sum()
+        return np.sum(w[:, None] * self.member_scores(records), axis=0) / w.sum()   # per pair in member order: no BLAS blocking
 
     def to_json(self) -> dict:
         return {"kind": self.kind, "members": self.params}

@@ -18,7 +18,7 @@ import numpy as np
 from baer_fast.features.evidence import EPS, evidence, runs_tensor
 from baer_fast.features.reliability import reliability_feature_names, reliability_features, signs
 from baer_fast.heads.forest import CompiledForest
-from baer_fast.heads.logistic import newton_logistic
+from baer_fast.heads.logistic import newton_logistic, rowdot
 
 FOREST_PARAMS = {"n_estimators": 100, "max_depth": 5, "min_samples_leaf": 8, "random_state": 0}
 CV_TREES = 16        # trees of the forests fitted inside cross-validation (the deployed one has 100)
@@ -38,7 +38,7 @@ class LogisticModel:
     kind: str = "logistic"
 
     def predict(self, x: np.ndarray) -> np.ndarray:
-        return 1.0 / (1.0 + np.exp(-(((x - self.mean) / self.scale) @ self.coef + self.intercept)))
+        return 1.0 / (1.0 + np.exp(-(rowdot((x - self.mean) / self.scale, self.coef) + self.intercept)))
 
     def to_json(self) -> dict:
         return {"kind": self.kind, "coef": self.coef.tolist(), "intercept": self.intercept,

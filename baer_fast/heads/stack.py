@@ -18,11 +18,12 @@ from typing import Sequence
 import numpy as np
 
 from baer_fast.features.evidence import EPS, evidence, runs_tensor, stack_feature_names, stack_features
-from baer_fast.heads.logistic import newton_logistic
+from baer_fast.heads.logistic import newton_logistic, rowdot
 
 LAMBDAS = (10.0, 1.0, 0.1, 0.01, 0.001)
 SHRUNK_LAMBDAS = (100.0, 10.0, 1.0, 0.1, 0.01, 0.001)   # the shrunk stack's grid, strongest pull first
 MEAN_SCALE_LAMBDA = 1e-3     # tiny ridge on the one scale c of the mean score: finite on separable rows
+RMS_FLOOR = 1e-6             # a phi column below this x the largest column's RMS is numerically zero (training_rms)
 VOTE_PRIOR = 1.0             # pseudo-rights and pseudo-errors added to each expert's count (Laplace): finite logits
 
 
@@ -44,7 +45,7 @@ class StackHead:
                               [getattr(r, "category", None) for r in records], self.task_categories)
 
     def score_features(self, phi: np.ndarray) -> np.ndarray:
-        return (phi / self.rms) @ self.weights
+        return rowdot(phi / self.rms, self.weights)
 
     def score(self, records: Sequence) -> np.ndarray:
         return self.score_features(self.features(records))
@@ -68,8 +69,15 @@ class StackHead:
 
 
 def training_rms(phi: np.ndarray) -> np.ndarray:
+    """[D] RMS of each phi column over the training rows; 1 for a column that is numerically zero.
+
+    A column whose RMS is below RMS_FLOOR x the largest column's holds rounding, not evidence (e.g. an
+    expert whose every run is 1/2 to 1e-11): dividing by its RMS would blow the 1-ulp error of
+    logit(1 - u) against -logit(u) up by 1e10 and break the swap's negation far beyond the head's own
+    rounding. Such a column is left unscaled, so it stays ~0 and the ridge keeps its weight small."""
     r = np.sqrt(np.mean(phi ** 2, axis=0)) if len(phi) else np.ones(phi.shape[1])
-    return np.where(r > 0, r, 1.0)
+    top = float(np.max(r)) if r.size else 0.0
+    return np.where(r > RMS_FLOOR * top, r, 1.0) if top > 0 else np.ones_like(r)
 
 
 def fit_odd_logistic(x: np.ndarray, y: np.ndarray, lam: float, w0: np.ndarray | None = None) -> np.ndarray:

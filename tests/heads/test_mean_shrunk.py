@@ -10,7 +10,8 @@ from baer_fast.features.evidence import EPS
 from baer_fast.heads import head_class
 from baer_fast.heads.logistic import TOL
 from baer_fast.heads.stack import (MEAN_SCALE_LAMBDA, VOTE_PRIOR, StackHead, cv_shrunk_lambda, expert_accuracy,
-                                   fit_odd_logistic, fit_shrunk_weights, mean_direction, mean_weights, vote_weights)
+                                   fit_odd_logistic, fit_shrunk_weights, mean_direction,
+                                   mean_weights, training_rms, vote_weights)
 from baer_fast.io.records import Signals
 from baer_fast.selection.fit import fit_condition
 
@@ -99,6 +100,25 @@ def test_a_strong_pull_returns_the_scaled_mean():
     c = fit_odd_logistic((xs @ e)[:, None], y, MEAN_SCALE_LAMBDA)[0]
     # first-order condition: lam (w - c e) = -grad L(w), and |grad L|_inf <= max_d mean_i |x_id|
     assert np.max(np.abs(w - c * e)) <= np.max(np.mean(np.abs(xs), axis=0)) / lam
+
+
+def test_a_numerically_zero_column_is_left_unscaled_and_cannot_break_the_swap():
+    """An expert whose runs are all 1/2 to 1e-11 (CalibraEval on a tiny random judge) gives a phi column of
+    rounding: dividing it by its RMS would turn a 1-ulp error of the mirrored record into 1e-5."""
+    from baer_fast.heads.stack import RMS_FLOOR
+    x, y = _xy(seed=7, n=50)
+    x[:, 0] *= 1e-11                      # pure rounding scale
+    x[:, 2] *= 1e-5                       # small but above the floor: still evidence, still scaled
+    r = training_rms(x)
+    assert r[0] == 1.0 and RMS_FLOOR == 1e-6
+    np.testing.assert_allclose(r[1:], np.sqrt(np.mean(x[:, 1:] ** 2, axis=0)), rtol=1e-15)
+    rms, w = fit_shrunk_weights(x, y, 0.01, 3)
+    head = StackHead(["a", "b", "c"], [], rms, w, 0.01)
+    mirror = -x
+    mirror[:, 0] += 1.1e-16               # the one-ulp error a swap leaves in logit(1 - u) near u = 1/2
+    s, t = head.score_features(x), head.score_features(mirror)
+    assert np.max(np.abs(s + t)) <= 1e-14 * (1 + np.max(np.abs(s)))
+    assert np.all(training_rms(np.zeros((4, 3))) == 1.0)
 
 
 def test_shrunk_lambda_choice_is_deterministic_and_by_log_loss():
