@@ -28,7 +28,8 @@ class PooledHead:
 
     def score(self, records: Sequence) -> np.ndarray:
         w = np.array([wt for _, _, wt in self.members])
-        return np.sum(w[:, None] * self.member_scores(records), axis=0) / w.sum()   # per pair in member order: no BLAS blocking
+        # summed per pair in member order, not by BLAS gemv: a pair's bits never depend on the batch
+        return np.sum(w[:, None] * self.member_scores(records), axis=0) / w.sum()
 
     def to_json(self) -> dict:
         return {"kind": self.kind, "members": self.params}
