@@ -12,7 +12,9 @@ vote_noclip: reliability-weighted votes; trim: top-m by training accuracy, m by 
 trim_half; vote_hard: the vote on signs; svote: the shrunk stack pulled toward the vote);
 acc (svote_acc, smean_acc: pulled toward the vote / the mean, lambda incl. 1e6 by inner CV
 accuracy, ties to the larger); dec (vote_dec, svote_dec: accuracy among decided rows only);
-lda (lda_diag, lda_lw, slda_lw: Fisher directions, diagonal or Ledoit-Wolf covariance).
+lda (lda_diag, lda_lw, slda_lw: Fisher directions, diagonal or Ledoit-Wolf covariance);
+bag (shrunk_proto: the shrunk stack re-implemented here; bshrunk: the same lambda, weights averaged
+over the fits on the 5 four-fifths of an id-hashed split of the training rows).
 `vote_a1` is the library's `vote` head (same numbers). Output feeds
 `candidate_study.py replay`. A study tool: never asserts, never runs in the tests.
 """
@@ -145,8 +147,27 @@ def lda_dir(x, y, K, mode):
     d = np.zeros(x.shape[1]); d[1:2 * K:2] = w
     return d
 
+def bag_path(phi_tr, y_tr, phi_te, dirf, lam_j, parts):
+    """Subagging: the shrunk fit at lambda index lam_j on each of the `parts` complements of an id-hashed
+    split of the training rows (the rms of all of them), weights averaged (odd: a mean of odd models)."""
+    rms = training_rms(phi_tr)
+    w = np.zeros(phi_tr.shape[1])
+    for f in np.unique(parts):
+        keep = parts != f
+        x = phi_tr[keep] / rms
+        prior, off = prior_fit(x, y_tr[keep], dirf(x, y_tr[keep]))
+        v = None
+        for j in range(lam_j + 1):      # the same warm-started path, stopped at the chosen lambda
+            v = newton_logistic(x, y_tr[keep], SHRUNK_LAMBDAS[j], intercept=False, w0=v, offset=off)
+        w += prior + v
+    return (phi_te / rms) @ (w / len(np.unique(parts)))
+
 def make_variants(K):
     V = {}
+    if SET == "bag":
+        V["shrunk_proto"] = ("shrunk", lambda x, y: mean_direction(K, x.shape[1]))
+        V["bshrunk"] = ("bag", lambda x, y: mean_direction(K, x.shape[1]))
+        return V
     if SET == "lda":
         V["lda_diag"] = ("dir", lambda x, y: lda_dir(x, y, K, "diag"))
         V["lda_lw"] = ("dir", lambda x, y: lda_dir(x, y, K, "lw"))
@@ -183,6 +204,10 @@ def scores(kind, f, phi_tr, y_tr, ids_tr, phi_te, K, cvfolds):
         j = cv_shrunk_acc(phi_tr, y_tr, cvfolds, f, BIG)
         out, _ = shrunk_path(phi_tr, y_tr, phi_te, f, BIG)
         return out[j], {"lam": BIG[j]}
+    if kind == "bag":
+        j = cv_shrunk(phi_tr, y_tr, cvfolds, f)
+        parts = fold_assignments(ids_tr, N_FOLDS, 1, SALT + ":bag")[0]
+        return bag_path(phi_tr, y_tr, phi_te, f, j, parts), {"lam": SHRUNK_LAMBDAS[j]}
     if kind == "shrunk":
         j = cv_shrunk(phi_tr, y_tr, cvfolds, f)
         out, _ = shrunk_path(phi_tr, y_tr, phi_te, f)

@@ -25,12 +25,13 @@ from baer_fast.features.evidence import EPS
 from baer_fast.heads.reference import ReferenceHead
 from baer_fast.heads.router import CV_TREES, RouterHead, choose_model, fit_model
 from baer_fast.heads.single import ConstantHead, baseline_pool, native_credit, strict_correct
-from baer_fast.heads.stack import (LAMBDAS, StackHead, cv_lambda, cv_shrunk_lambda, fit_shrunk_weights,
+from baer_fast.heads.stack import (LAMBDAS, StackHead, cv_lambda, cv_shrunk_lambda, fit_shrunk_bagged,
                                    fit_stack_weights, mean_weights, vote_weights, expert_accuracy)
 from baer_fast.heads.tiebreak import fit_tiebreak
 from baer_fast.selection.gates import HEAD_CHOICES, decide, head_correct, reference_gate
-from baer_fast.selection.nested import (CANDIDATES, INNER_FOLDS, N_FOLDS, N_REPEATS, RULE_ORDER, SALT, DevData,
-                                        best_constant, dev_data, fold_accuracy, fold_assignments, oof_scores)
+from baer_fast.selection.nested import (BAG_PARTS, CANDIDATES, INNER_FOLDS, N_FOLDS, N_REPEATS, RULE_ORDER, SALT,
+                                        DevData, bag_parts, best_constant, dev_data, fold_accuracy, fold_assignments,
+                                        oof_scores)
 from baer_fast.selection.rule import BAR, se_choice
 from baer_fast.io.splits import SplitSpec, roles as split_roles
 
@@ -135,7 +136,7 @@ def _final_heads(data: DevData, ids: list[str], *, categories, task_categories, 
     rms, w = vote_weights(data.phi, data.y, n_exp)
     heads["vote"] = StackHead(data.stack_experts, rms=rms, weights=w, lam=0.0, kind="vote", **common)
     lam_s, table_s = cv_shrunk_lambda(data.phi, data.y, folds, n_exp)
-    rms, w = fit_shrunk_weights(data.phi, data.y, lam_s, n_exp)
+    rms, w = fit_shrunk_bagged(data.phi, data.y, lam_s, n_exp, bag_parts(ids))
     heads["shrunk"] = StackHead(data.stack_experts, rms=rms, weights=w, lam=lam_s, kind="shrunk", **common)
     lam, lam_table = cv_lambda(data.phi, data.y, folds, lambdas)
     rms, w = fit_stack_weights(data.phi, data.y, lam)
@@ -145,7 +146,9 @@ def _final_heads(data: DevData, ids: list[str], *, categories, task_categories, 
     report = {"mean": {"weights": "1/K on each RMS-scaled zt", "dim": int(data.phi.shape[1])},
               "vote": {"weights": dict(zip(data.stack_experts, map(float, heads["vote"].weights[1:2 * n_exp:2]))),
                        "accuracy": dict(zip(data.stack_experts, map(float, expert_accuracy(data.phi, data.y, n_exp))))},
-              "shrunk": {"lambda": lam_s, "lambda_table": table_s, "chosen_by": "cv_logloss"},
+              "shrunk": {"lambda": lam_s, "lambda_table": table_s, "chosen_by": "cv_logloss",
+                         "bagged": {"parts": BAG_PARTS, "rule": "mean of the weights fitted at lambda on each "
+                                    "complement of BAG_PARTS id-hashed blocks of the rows"}},
               "stack": {"lambda": lam, "lambda_table": lam_table, "dim": int(data.phi.shape[1])},
               "constant": {"expert": heads["constant"].expert}}
     if route:

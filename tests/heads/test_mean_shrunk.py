@@ -10,7 +10,7 @@ from baer_fast.features.evidence import EPS
 from baer_fast.heads import head_class
 from baer_fast.heads.logistic import TOL
 from baer_fast.heads.stack import (MEAN_SCALE_LAMBDA, VOTE_PRIOR, StackHead, cv_shrunk_lambda, expert_accuracy,
-                                   fit_odd_logistic, fit_shrunk_weights, mean_direction,
+                                   fit_odd_logistic, fit_shrunk_bagged, fit_shrunk_weights, mean_direction,
                                    mean_weights, training_rms, vote_weights)
 from baer_fast.io.records import Signals
 from baer_fast.selection.fit import fit_condition
@@ -119,6 +119,56 @@ def test_a_numerically_zero_column_is_left_unscaled_and_cannot_break_the_swap():
     s, t = head.score_features(x), head.score_features(mirror)
     assert np.max(np.abs(s + t)) <= 1e-14 * (1 + np.max(np.abs(s)))
     assert np.all(training_rms(np.zeros((4, 3))) == 1.0)
+
+
+def test_bagged_shrunk_is_the_mean_of_the_shrunk_fits_on_each_complement():
+    """Solved independently (scipy's BFGS on the written objective, features scaled by the RMS of ALL rows):
+    each part's complement gives one shrunk fit, and the deployed weights are their mean."""
+    from scipy.optimize import minimize
+    x, y = _xy(seed=5, n=120)
+    k, lam = 3, 0.1
+    parts = np.arange(len(y)) % 5
+    rms, w = fit_shrunk_bagged(x, y, lam, k, parts)
+    np.testing.assert_array_equal(rms, training_rms(x))
+    xs, e, fits = x / rms, mean_direction(k, x.shape[1]), []
+    for f in range(5):
+        xf, yf = xs[parts != f], y[parts != f]
+        c = fit_odd_logistic((xf @ e)[:, None], yf, MEAN_SCALE_LAMBDA)[0]
+
+        def obj(v):
+            m = yf * (xf @ v)
+            return np.mean(np.logaddexp(0.0, -m)) + 0.5 * lam * np.sum((v - c * e) ** 2)
+
+        def grad(v):
+            return -(xf * (yf / (1.0 + np.exp(yf * (xf @ v))))[:, None]).mean(axis=0) + lam * (v - c * e)
+        fits.append(minimize(obj, c * e, jac=grad, method="BFGS", options={"gtol": 1e-10}).x)
+    np.testing.assert_allclose(w, np.mean(fits, axis=0), atol=1e-6)
+    _, plain = fit_shrunk_weights(x, y, lam, k)
+    assert np.max(np.abs(w - plain)) > 1e-4       # subagging is not the plain fit in disguise
+
+
+def test_bagged_shrunk_with_one_part_is_the_plain_fit():
+    x, y = _xy(seed=6, n=40)
+    rms, w = fit_shrunk_bagged(x, y, 0.1, 3, np.zeros(len(y), np.int64))
+    rms0, w0 = fit_shrunk_weights(x, y, 0.1, 3)
+    np.testing.assert_array_equal(rms, rms0)
+    np.testing.assert_allclose(w, w0, atol=1e-12)
+
+
+def test_the_deployed_shrunk_head_is_subagged_over_the_id_hashed_parts():
+    from baer_fast.selection.budget import labelled_rows
+    from baer_fast.selection.nested import BAG_PARTS, bag_parts
+    from baer_fast.io.splits import SplitSpec
+    rows = specialist_signals(200, seed=1)
+    art = fit_condition(rows, condition="t", head="shrunk")
+    head = head_class("shrunk").from_json(art["heads"]["shrunk"])
+    rep = art["fit_report"]["shrunk"]
+    assert rep["bagged"]["parts"] == BAG_PARTS == 5
+    train, _, y = labelled_rows(rows, SplitSpec())
+    phi = head.features(train)
+    rms, w = fit_shrunk_bagged(phi, y, rep["lambda"], len(head.experts), bag_parts([r.id for r in train]))
+    np.testing.assert_allclose(head.weights, w, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(head.rms, rms, rtol=0, atol=0)
 
 
 def test_shrunk_lambda_choice_is_deterministic_and_by_log_loss():
