@@ -13,8 +13,8 @@ trim_half; vote_hard: the vote on signs; svote: the shrunk stack pulled toward t
 acc (svote_acc, smean_acc: pulled toward the vote / the mean, lambda incl. 1e6 by inner CV
 accuracy, ties to the larger); dec (vote_dec, svote_dec: accuracy among decided rows only);
 lda (lda_diag, lda_lw, slda_lw: Fisher directions, diagonal or Ledoit-Wolf covariance);
-bag (shrunk_proto: the shrunk stack re-implemented here; bshrunk: the same lambda, weights averaged
-over the fits on the 5 four-fifths of an id-hashed split of the training rows).
+bag (shrunk_proto: the shrunk stack re-implemented here; bshrunk: the same lambda, subagged as `fit`
+deploys it, heads.stack.fit_shrunk_weights over selection.nested.bag_parts).
 `vote_a1` is the library's `vote` head (same numbers). Output feeds
 `candidate_study.py replay`. A study tool: never asserts, never runs in the tests.
 """
@@ -26,10 +26,11 @@ import numpy as np
 import robustness as rb
 from baer_fast.features.evidence import EPS, evidence, runs_tensor, stack_features
 from baer_fast.heads.logistic import newton_logistic
-from baer_fast.heads.stack import training_rms, fit_odd_logistic, mean_direction, SHRUNK_LAMBDAS, MEAN_SCALE_LAMBDA
+from baer_fast.heads.stack import (training_rms, fit_odd_logistic, fit_shrunk_weights, mean_direction, SHRUNK_LAMBDAS,
+                                   MEAN_SCALE_LAMBDA)
 from baer_fast.io.splits import SplitSpec, roles
 from baer_fast.selection.fit import training_rows, resolve_expert
-from baer_fast.selection.nested import fold_assignments, SALT, N_FOLDS, N_REPEATS, INNER_FOLDS
+from baer_fast.selection.nested import bag_parts, fold_assignments, SALT, N_FOLDS, N_REPEATS, INNER_FOLDS
 
 def setup(c, i):
     spec = SplitSpec(seed=f"robust-{i}")
@@ -147,21 +148,6 @@ def lda_dir(x, y, K, mode):
     d = np.zeros(x.shape[1]); d[1:2 * K:2] = w
     return d
 
-def bag_path(phi_tr, y_tr, phi_te, dirf, lam_j, parts):
-    """Subagging: the shrunk fit at lambda index lam_j on each of the `parts` complements of an id-hashed
-    split of the training rows (the rms of all of them), weights averaged (odd: a mean of odd models)."""
-    rms = training_rms(phi_tr)
-    w = np.zeros(phi_tr.shape[1])
-    for f in np.unique(parts):
-        keep = parts != f
-        x = phi_tr[keep] / rms
-        prior, off = prior_fit(x, y_tr[keep], dirf(x, y_tr[keep]))
-        v = None
-        for j in range(lam_j + 1):      # the same warm-started path, stopped at the chosen lambda
-            v = newton_logistic(x, y_tr[keep], SHRUNK_LAMBDAS[j], intercept=False, w0=v, offset=off)
-        w += prior + v
-    return (phi_te / rms) @ (w / len(np.unique(parts)))
-
 def make_variants(K):
     V = {}
     if SET == "bag":
@@ -206,8 +192,8 @@ def scores(kind, f, phi_tr, y_tr, ids_tr, phi_te, K, cvfolds):
         return out[j], {"lam": BIG[j]}
     if kind == "bag":
         j = cv_shrunk(phi_tr, y_tr, cvfolds, f)
-        parts = fold_assignments(ids_tr, N_FOLDS, 1, SALT + ":bag")[0]
-        return bag_path(phi_tr, y_tr, phi_te, f, j, parts), {"lam": SHRUNK_LAMBDAS[j]}
+        bag_rms, w = fit_shrunk_weights(phi_tr, y_tr, SHRUNK_LAMBDAS[j], K, bag_parts(ids_tr))   # what fit deploys
+        return (phi_te / bag_rms) @ w, {"lam": SHRUNK_LAMBDAS[j]}
     if kind == "shrunk":
         j = cv_shrunk(phi_tr, y_tr, cvfolds, f)
         out, _ = shrunk_path(phi_tr, y_tr, phi_te, f)

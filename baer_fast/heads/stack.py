@@ -7,7 +7,7 @@ passes (`cv_lambda`). Three degenerate stacks share the class (any weights on ph
 are odd): `mean`, equal weights on the zt columns (no label read); `vote`, weights
 logit(acc_k) on them, acc_k each expert's smoothed training accuracy (`vote_weights`);
 and `shrunk`, whose ridge pulls toward c times the equal weights instead of toward 0
-(`fit_shrunk_weights`), subagged over the parts the caller passes (`fit_shrunk_bagged`).
+(`fit_shrunk_weights`), subagged over the parts the caller passes.
 Knows nothing about files or splits: callers pass the rows.
 """
 from __future__ import annotations
@@ -177,35 +177,27 @@ def _shrunk_prior(x: np.ndarray, y: np.ndarray, n_experts: int) -> tuple[np.ndar
 
 
 def fit_shrunk_weights(phi: np.ndarray, y: np.ndarray, lam: float, n_experts: int,
-                       w0: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+                       parts: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """-> (rms, w) with w = argmin mean_i log(1 + exp(-y_i w.x_i)) + lam/2 |w - c e|^2, x = phi / rms.
 
     Written as w = c e + v: v is a plain odd ridge fit with the prior score as an offset.
     Large lam returns the scaled mean, small lam the unpenalised stack.
-    """
-    rms = training_rms(phi)
-    return rms, _shrunk_on(phi / rms, y, lam, n_experts, w0)
-
-
-def _shrunk_on(x: np.ndarray, y: np.ndarray, lam: float, n_experts: int, w0: np.ndarray | None = None) -> np.ndarray:
-    """The shrunk weights on already scaled features x: c e + the odd ridge fit with c e . x as offset."""
-    prior, off = _shrunk_prior(x, y, n_experts)
-    return prior + newton_logistic(x, y, lam, intercept=False, w0=w0, offset=off)
-
-
-def fit_shrunk_bagged(phi: np.ndarray, y: np.ndarray, lam: float, n_experts: int,
-                      parts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """-> (rms, w): the shrunk stack subagged. For each part f of `parts` ([N] part of each row), the
-    shrunk fit (`fit_shrunk_weights`: prior c e and ridge toward it) on the rows outside f; the weights
-    are the mean of those fits. rms is that of all rows, so every fit sees the same features. A mean of
-    odd models is odd; averaging fits on overlapping four-fifths lowers the weights' sampling noise.
+    parts ([N] part of each row; None or a single part: the plain fit) subags it: the fit on the rows
+    outside each part, weights averaged. rms is that of all rows, so every fit sees the same features;
+    a mean of odd models is odd, and averaging fits on overlapping four-fifths lowers the weights'
+    sampling noise.
     """
     rms = training_rms(phi)
     x = phi / rms
-    if len(np.unique(parts)) < 2:             # one part has no complement: the plain fit
-        return rms, _shrunk_on(x, y, lam, n_experts)
-    ws = [_shrunk_on(x[parts != f], y[parts != f], lam, n_experts) for f in np.unique(parts)]
-    return rms, np.mean(ws, axis=0)
+
+    def fit(keep):
+        prior, off = _shrunk_prior(x[keep], y[keep], n_experts)
+        return prior + newton_logistic(x[keep], y[keep], lam, intercept=False, offset=off)
+
+    names = np.unique(parts) if parts is not None else ()
+    if len(names) < 2:                        # one part has no complement: the plain fit
+        return rms, fit(slice(None))
+    return rms, np.mean([fit(parts != f) for f in names], axis=0)
 
 
 def shrunk_path_scores(phi_tr, y_tr, phi_te, n_experts: int, lambdas=SHRUNK_LAMBDAS) -> np.ndarray:

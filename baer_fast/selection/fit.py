@@ -25,7 +25,7 @@ from baer_fast.features.evidence import EPS
 from baer_fast.heads.reference import ReferenceHead
 from baer_fast.heads.router import CV_TREES, RouterHead, choose_model, fit_model
 from baer_fast.heads.single import ConstantHead, baseline_pool, native_credit, strict_correct
-from baer_fast.heads.stack import (LAMBDAS, StackHead, cv_lambda, cv_shrunk_lambda, fit_shrunk_bagged,
+from baer_fast.heads.stack import (LAMBDAS, StackHead, cv_lambda, cv_shrunk_lambda, fit_shrunk_weights,
                                    fit_stack_weights, mean_weights, vote_weights, expert_accuracy)
 from baer_fast.heads.tiebreak import fit_tiebreak
 from baer_fast.selection.gates import HEAD_CHOICES, decide, head_correct, reference_gate
@@ -136,7 +136,7 @@ def _final_heads(data: DevData, ids: list[str], *, categories, task_categories, 
     rms, w = vote_weights(data.phi, data.y, n_exp)
     heads["vote"] = StackHead(data.stack_experts, rms=rms, weights=w, lam=0.0, kind="vote", **common)
     lam_s, table_s = cv_shrunk_lambda(data.phi, data.y, folds, n_exp)
-    rms, w = fit_shrunk_bagged(data.phi, data.y, lam_s, n_exp, bag_parts(ids))
+    rms, w = fit_shrunk_weights(data.phi, data.y, lam_s, n_exp, bag_parts(ids))
     heads["shrunk"] = StackHead(data.stack_experts, rms=rms, weights=w, lam=lam_s, kind="shrunk", **common)
     lam, lam_table = cv_lambda(data.phi, data.y, folds, lambdas)
     rms, w = fit_stack_weights(data.phi, data.y, lam)

@@ -24,7 +24,7 @@ import numpy as np
 from baer_fast.features.evidence import EPS, evidence, runs_tensor, stack_features
 from baer_fast.features.reliability import reliability_features
 from baer_fast.heads.router import CV_TREES, choose_model, fit_model, routing_targets
-from baer_fast.heads.stack import (LAMBDAS, cv_lambda, cv_shrunk_lambda, fit_shrunk_bagged, fit_stack_weights,
+from baer_fast.heads.stack import (LAMBDAS, cv_lambda, cv_shrunk_lambda, fit_shrunk_weights, fit_stack_weights,
                                    mean_weights, vote_weights)
 
 N_FOLDS = 5
@@ -99,14 +99,14 @@ def vote_scores(data: DevData, tr: np.ndarray, te: np.ndarray) -> tuple[np.ndarr
 
 
 def bag_parts(ids: Sequence[str]) -> np.ndarray:
-    """[N] the shrunk stack's subagging parts: BAG_PARTS id-hashed blocks (heads.stack.fit_shrunk_bagged)."""
+    """[N] the shrunk stack's subagging parts: BAG_PARTS id-hashed blocks (heads.stack.fit_shrunk_weights)."""
     return fold_assignments(ids, BAG_PARTS, 1, SALT + ":bag")[0]
 
 
 def shrunk_scores(data: DevData, tr: np.ndarray, te: np.ndarray) -> tuple[np.ndarray, dict]:
     k = data.z.shape[1]
     lam, _ = cv_shrunk_lambda(data.phi[tr], data.y[tr], inner_folds(data, tr), k)
-    rms, w = fit_shrunk_bagged(data.phi[tr], data.y[tr], lam, k, bag_parts([data.ids[i] for i in tr]))
+    rms, w = fit_shrunk_weights(data.phi[tr], data.y[tr], lam, k, bag_parts([data.ids[i] for i in tr]))
     return (data.phi[te] / rms) @ w, {"lambda": lam}
 
 

@@ -10,7 +10,7 @@ from baer_fast.features.evidence import EPS
 from baer_fast.heads import head_class
 from baer_fast.heads.logistic import TOL
 from baer_fast.heads.stack import (MEAN_SCALE_LAMBDA, VOTE_PRIOR, StackHead, cv_shrunk_lambda, expert_accuracy,
-                                   fit_odd_logistic, fit_shrunk_bagged, fit_shrunk_weights, mean_direction,
+                                   fit_odd_logistic, fit_shrunk_weights, mean_direction,
                                    mean_weights, training_rms, vote_weights)
 from baer_fast.io.records import Signals
 from baer_fast.selection.fit import fit_condition
@@ -128,7 +128,7 @@ def test_bagged_shrunk_is_the_mean_of_the_shrunk_fits_on_each_complement():
     x, y = _xy(seed=5, n=120)
     k, lam = 3, 0.1
     parts = np.arange(len(y)) % 5
-    rms, w = fit_shrunk_bagged(x, y, lam, k, parts)
+    rms, w = fit_shrunk_weights(x, y, lam, k, parts)
     np.testing.assert_array_equal(rms, training_rms(x))
     xs, e, fits = x / rms, mean_direction(k, x.shape[1]), []
     for f in range(5):
@@ -149,7 +149,7 @@ def test_bagged_shrunk_is_the_mean_of_the_shrunk_fits_on_each_complement():
 
 def test_bagged_shrunk_with_one_part_is_the_plain_fit():
     x, y = _xy(seed=6, n=40)
-    rms, w = fit_shrunk_bagged(x, y, 0.1, 3, np.zeros(len(y), np.int64))
+    rms, w = fit_shrunk_weights(x, y, 0.1, 3, np.zeros(len(y), np.int64))
     rms0, w0 = fit_shrunk_weights(x, y, 0.1, 3)
     np.testing.assert_array_equal(rms, rms0)
     np.testing.assert_allclose(w, w0, atol=1e-12)
@@ -166,7 +166,7 @@ def test_the_deployed_shrunk_head_is_subagged_over_the_id_hashed_parts():
     assert rep["bagged"]["parts"] == BAG_PARTS == 5
     train, _, y = labelled_rows(rows, SplitSpec())
     phi = head.features(train)
-    rms, w = fit_shrunk_bagged(phi, y, rep["lambda"], len(head.experts), bag_parts([r.id for r in train]))
+    rms, w = fit_shrunk_weights(phi, y, rep["lambda"], len(head.experts), bag_parts([r.id for r in train]))
     np.testing.assert_allclose(head.weights, w, rtol=0, atol=1e-12)
     np.testing.assert_allclose(head.rms, rms, rtol=0, atol=0)
 
