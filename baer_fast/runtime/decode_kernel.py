@@ -72,22 +72,28 @@ def masked_sdpa(q, k_buf, v_buf, slots, lengths, *, scale: float):
     return torch.nn.functional.scaled_dot_product_attention(q[:, :, None], k, v, attn_mask=mask, scale=scale)[:, :, 0]
 
 
-def attention_error(q, k_buf, v_buf, slots, lengths, *, scale: float, kernels: str) -> tuple[float, float]:
-    """(the dispatched decode attention's largest error against float64, the bound it must meet):
-    twice the masked path's own error in the same dtype, plus the dtype's rounding of the output
-    (flash-attention's rule, as tests/kernels state it). Columns past a row's length may hold NaN:
-    a kernel that reads them errs by NaN, which meets no bound."""
+def sdpa_reference(q, k_buf, v_buf, slots, lengths, *, scale: float):
+    """-> (the decode attention in float64 [B, Hq, Dv], the masked path's error against it in q's dtype,
+    the bound a kernel must meet): twice the masked path's own error plus the dtype's rounding of the
+    output (flash-attention's rule, as tests/kernels state it). NaN past a row's length is allowed: the
+    masked path reads every column, so it gets them as 0."""
     import torch
 
     from baer_fast.kernels.decode_attention import decode_attention_ref
-    from baer_fast.kernels.dispatch import decode_attention
     exact = decode_attention_ref(q.double(), k_buf.double(), v_buf.double(), slots, lengths, scale=scale)
+    clean = [t.nan_to_num(0.0) for t in (k_buf, v_buf)]
+    sdpa_err = float((masked_sdpa(q, *clean, slots, lengths, scale=scale).double() - exact).abs().max())
+    return exact, sdpa_err, 2 * sdpa_err + torch.finfo(q.dtype).eps * float(exact.abs().max())
+
+
+def attention_error(q, k_buf, v_buf, slots, lengths, *, scale: float, kernels: str) -> tuple[float, float]:
+    """(the dispatched decode attention's largest error against float64, the bound it must meet:
+    `sdpa_reference`'s). A kernel that reads columns past a row's length (NaN there) errs by NaN,
+    which meets no bound."""
+    from baer_fast.kernels.dispatch import decode_attention
+    exact, _, bound = sdpa_reference(q, k_buf, v_buf, slots, lengths, scale=scale)
     got = decode_attention(q, k_buf, v_buf, slots, lengths, scale=scale, kernels=kernels)
-    clean = [t.nan_to_num(0.0) for t in (k_buf, v_buf)]          # the masked path reads every column
-    sdpa = masked_sdpa(q, *clean, slots, lengths, scale=scale)
-    err = float((got.double() - exact).abs().max())
-    sdpa_err = float((sdpa.double() - exact).abs().max())
-    return err, 2 * sdpa_err + torch.finfo(q.dtype).eps * float(exact.abs().max())
+    return float((got.double() - exact).abs().max()), bound
 
 
 def probe(loaded, kernels: str) -> bool:
