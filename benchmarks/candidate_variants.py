@@ -120,7 +120,6 @@ def cv_shrunk_acc(phi, y, folds, dirf, lambdas):
         tr, te = folds != f, folds == f
         s[:, te], _ = shrunk_path(phi[tr], y[tr], phi[te], dirf, lambdas)
     acc = [acc_of(s[j], y) for j in range(len(lambdas))]
-    ll = [round(float(np.mean(np.logaddexp(0, -y * s[j]))), 12) for j in range(len(lambdas))]
     return min(range(len(lambdas)), key=lambda j: (-acc[j], -lambdas[j]))
 
 BIG = (1e6, 100.0, 10.0, 1.0, 0.1, 0.01, 0.001)

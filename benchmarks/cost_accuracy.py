@@ -80,6 +80,20 @@ def study_arguments(description: str) -> argparse.ArgumentParser:
     return ap
 
 
+def gap_figures(gaps) -> dict:
+    """Test-accuracy gaps (points) of a study's cells -> cells, mean, worst, cells more than 3 points below."""
+    gaps = np.asarray(gaps, dtype=np.float64)
+    if not len(gaps):
+        return {"cells": 0}
+    return {"cells": len(gaps), "mean_gap_points": float(gaps.mean()), "worst_gap_points": float(gaps.min()),
+            "cells_below_minus_3": int(np.sum(gaps < -3 - 1e-9))}
+
+
+def ups_downs(pairs) -> tuple[int, int]:
+    """(cells where a beats b, cells where b beats a) over (a, b) test accuracies."""
+    return sum(a > b + 1e-12 for a, b in pairs), sum(a < b - 1e-12 for a, b in pairs)
+
+
 def accuracy(scores, records) -> float:
     y = np.array([1.0 if r.label == "a" else -1.0 for r in records])
     s = np.asarray(scores, dtype=np.float64)

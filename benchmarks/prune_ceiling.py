@@ -25,7 +25,7 @@ for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from cost_accuracy import accuracy, data_root, iter_cells, study_arguments, test_rows  # noqa: E402
+from cost_accuracy import accuracy, data_root, gap_figures, iter_cells, study_arguments, test_rows  # noqa: E402
 
 
 def cell(records, spec, budget: float, max_subsets: int) -> dict:
@@ -80,11 +80,9 @@ def main(argv=None) -> int:
         print(f"{c['condition']:<30} {spec.seed} experts={c['experts']:<2} affordable={c['affordable']:<5} "
               f"full={100 * c['full']:.1f} {gap}", file=sys.stderr, flush=True)
     gaps = np.array([100 * (c["ceiling"] - c["full"]) for c in cells if c["ceiling"] is not None])
-    summary = {"cells": len(gaps), "infeasible": sum(c["ceiling"] is None for c in cells),
-               "greedy": sum(c.get("search") == "greedy" for c in cells)}
-    if len(gaps):
-        summary.update({"mean_gap_points": float(gaps.mean()), "worst_gap_points": float(gaps.min()),
-                        "cells_below_minus_3": int(np.sum(gaps < -3 - 1e-9))})
+    figures = gap_figures(gaps)
+    summary = {"cells": figures.pop("cells"), "infeasible": sum(c["ceiling"] is None for c in cells),
+               "greedy": sum(c.get("search") == "greedy" for c in cells), **figures}
     print(json.dumps({"benchmark": "prune_ceiling", "budget": args.budget, "splits": args.splits,
                       "first_split": args.first, "summary": summary}))
     return 0

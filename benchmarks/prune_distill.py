@@ -32,7 +32,8 @@ for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from cost_accuracy import accuracy, data_root, iter_cells, study_arguments, test_rows  # noqa: E402
+from cost_accuracy import (accuracy, data_root, gap_figures, iter_cells, study_arguments, test_rows,  # noqa: E402
+                           ups_downs)
 
 MODES = ("label", "mix", "soft", "trans")
 
@@ -97,9 +98,9 @@ def cell(records, spec, budget: float) -> dict:
     out["experts"], out["cost"] = sub, sum(costs[e] for e in sub) / sum(costs.values())
     ids = [r.id for r in rows]
     phi_t = teacher.features(rows)
-    s_oof = np.zeros(len(rows))
-    for f, te in enumerate(fold_assignments(ids, 5, 1, "baer-distill")[0][None, :] == np.arange(5)[:, None]):
-        s_oof[te] = fit_scores(phi_t, y, ids, np.flatnonzero(~te), np.flatnonzero(te))
+    s_oof, teach = np.zeros(len(rows)), fold_assignments(ids, 5, 1, "baer-distill")[0]
+    for f in range(5):
+        s_oof[teach == f] = fit_scores(phi_t, y, ids, np.flatnonzero(teach != f), np.flatnonzero(teach == f))
     probe = StackHead(sub, cats, np.ones(1), np.zeros(1), 0.0)
     phi_s, phi_test = probe.features(rows), probe.features(test)
     hard = (y > 0).astype(float)
@@ -114,9 +115,7 @@ def cell(records, spec, budget: float) -> dict:
 
 
 def summary(cells: list[dict], mode: str) -> dict:
-    gaps = np.array([100 * (c[mode] - c["full"]) for c in cells if mode in c])
-    return {"cells": len(gaps), "mean_gap_points": float(gaps.mean()), "worst_gap_points": float(gaps.min()),
-            "cells_below_minus_3": int(np.sum(gaps < -3 - 1e-9))} if len(gaps) else {"cells": 0}
+    return gap_figures([100 * (c[mode] - c["full"]) for c in cells if mode in c])
 
 
 def main(argv=None) -> int:
@@ -132,8 +131,7 @@ def main(argv=None) -> int:
     out = {m: summary(cells, m) for m in MODES}
     for m in MODES[1:]:
         pairs = [(c[m], c["label"]) for c in cells if m in c]
-        out[m]["cells_up_vs_label"] = sum(a > b + 1e-12 for a, b in pairs)
-        out[m]["cells_down_vs_label"] = sum(a < b - 1e-12 for a, b in pairs)
+        out[m]["cells_up_vs_label"], out[m]["cells_down_vs_label"] = ups_downs(pairs)
     print(json.dumps({"benchmark": "prune_distill", "budget": args.budget, "splits": args.splits,
                       "first_split": args.first, "summary": out}))
     return 0

@@ -30,10 +30,10 @@ import sys
 for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_var, "1")
 
-import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from cost_accuracy import accuracy, data_root, iter_cells, stack_art, study_arguments, test_rows  # noqa: E402
+from cost_accuracy import (accuracy, data_root, gap_figures, iter_cells, stack_art, study_arguments,  # noqa: E402
+                           test_rows, ups_downs)
 
 MODES = ("base", "both", "half")
 
@@ -95,12 +95,8 @@ def cell(records, spec, budget: float, salt: str) -> dict:
 
 def summary(cells: list[dict], mode: str) -> dict:
     """Over the cells where base is feasible (the ones cost_accuracy.py counts)."""
-    gaps = np.array([100 * (c[mode]["test"] - c["full"]) for c in cells
-                     if "test" in c["base"] and "test" in c[mode]])
-    if not len(gaps):
-        return {"cells": 0}
-    return {"cells": len(gaps), "mean_gap_points": float(gaps.mean()), "worst_gap_points": float(gaps.min()),
-            "cells_below_minus_3": int(np.sum(gaps < -3 - 1e-9))}
+    return gap_figures([100 * (c[mode]["test"] - c["full"]) for c in cells
+                        if "test" in c["base"] and "test" in c[mode]])
 
 
 def main(argv=None) -> int:
@@ -120,8 +116,7 @@ def main(argv=None) -> int:
     out = {m: summary(cells, m) for m in MODES}
     for m in MODES[1:]:
         pairs = [(c[m]["test"], c["base"]["test"]) for c in cells if "test" in c["base"] and "test" in c[m]]
-        out[m]["cells_up_vs_base"] = sum(a > b + 1e-12 for a, b in pairs)
-        out[m]["cells_down_vs_base"] = sum(a < b - 1e-12 for a, b in pairs)
+        out[m]["cells_up_vs_base"], out[m]["cells_down_vs_base"] = ups_downs(pairs)
     print(json.dumps({"benchmark": "prune_single_order", "budget": args.budget, "splits": args.splits, "salt": args.salt,
                       "first_split": args.first, "summary": out}))
     return 0
