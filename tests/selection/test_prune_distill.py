@@ -17,14 +17,18 @@ def test_soft_targets_of_zero_and_one_give_the_stacks_own_fit(pd):
     x = rng.normal(size=(80, 5))
     y = np.where(x @ np.array([1.0, -0.5, 0.0, 0.3, 0.8]) + rng.normal(size=80) > 0, 1.0, -1.0)
     for lam in (1.0, 0.01):
-        assert pd.soft_logistic(x, (y > 0).astype(float), lam) == pytest.approx(fit_odd_logistic(x, y, lam), abs=1e-7)
+        # both stop with every gradient coordinate below 1e-10 on a lam-strongly convex objective:
+        # each is within sqrt(D) 1e-10 / lam of the minimiser
+        abs_tol = 2 * np.sqrt(x.shape[1]) * 1e-10 / lam
+        assert pd.soft_logistic(x, (y > 0).astype(float), lam) == pytest.approx(fit_odd_logistic(x, y, lam), abs=abs_tol)
 
 
 def test_soft_targets_move_the_fit_toward_the_teacher(pd):
-    """Half-way targets on every row pull the weights to 0; the fit is not a hard-label one in disguise."""
+    """Half-way targets on every row: the gradient at w = 0 is exactly 0 (sigma(0) = 1/2), so the fit
+    stays at 0; a hard-label fit in disguise would not."""
     rng = np.random.default_rng(4)
     x = rng.normal(size=(60, 3))
-    assert np.abs(pd.soft_logistic(x, np.full(60, 0.5), 0.01)).max() < 1e-8
+    np.testing.assert_array_equal(pd.soft_logistic(x, np.full(60, 0.5), 0.01), np.zeros(3))
 
 
 def test_cell_reads_no_test_label_to_fit(pd):
@@ -39,4 +43,4 @@ def test_cell_reads_no_test_label_to_fit(pd):
     a, b = pd.cell(records, spec, 0.5), pd.cell(flipped, spec, 0.5)
     assert a["experts"] == b["experts"]
     for mode in pd.MODES + ("full",):
-        assert a[mode] + b[mode] == pytest.approx(1.0)
+        assert a[mode] + b[mode] == pytest.approx(1.0, abs=2 * np.finfo(float).eps)   # k/n + (n - k)/n, each rounded
