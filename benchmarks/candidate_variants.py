@@ -14,7 +14,8 @@ acc (svote_acc, smean_acc: pulled toward the vote / the mean, lambda incl. 1e6 b
 accuracy, ties to the larger); dec (vote_dec, svote_dec: accuracy among decided rows only);
 lda (lda_diag, lda_lw, slda_lw: Fisher directions, diagonal or Ledoit-Wolf covariance);
 bag (shrunk_proto: the shrunk stack re-implemented here; bshrunk: the same lambda, subagged as `fit`
-deploys it, heads.stack.fit_shrunk_weights over selection.nested.bag_parts).
+deploys it, heads.stack.fit_shrunk_weights over selection.nested.bag_parts); rcv (rbshrunk: bshrunk with
+lambda chosen by CV log-loss averaged over CV_REPEATS fold assignments instead of one, inner and final).
 `vote_a1` is the library's `vote` head (same numbers). Output feeds
 `candidate_study.py replay`. A study tool: never asserts, never runs in the tests.
 """
@@ -147,8 +148,23 @@ def lda_dir(x, y, K, mode):
     d = np.zeros(x.shape[1]); d[1:2 * K:2] = w
     return d
 
+def cv_shrunk_repeated(phi, y, folds_r, K, lambdas=SHRUNK_LAMBDAS):
+    """lambda index by CV log-loss averaged over the rows of folds_r ([R, N] assignments); ties to the larger."""
+    ll = np.zeros(len(lambdas))
+    for folds in folds_r:
+        s = np.zeros((len(lambdas), len(y)))
+        for f in np.unique(folds):
+            tr, te = folds != f, folds == f
+            s[:, te], _ = shrunk_path(phi[tr], y[tr], phi[te], lambda x, yy: mean_direction(K, x.shape[1]), lambdas)
+        ll += [np.mean(np.logaddexp(0, -y * s[j])) for j in range(len(lambdas))]
+    ll /= len(folds_r)
+    return min(range(len(lambdas)), key=lambda j: (round(float(ll[j]), 12), -lambdas[j]))
+
 def make_variants(K):
     V = {}
+    if SET == "rcv":
+        V["rbshrunk"] = ("rbag", None)
+        return V
     if SET == "bag":
         V["shrunk_proto"] = ("shrunk", lambda x, y: mean_direction(K, x.shape[1]))
         V["bshrunk"] = ("bag", lambda x, y: mean_direction(K, x.shape[1]))
@@ -189,6 +205,10 @@ def scores(kind, f, phi_tr, y_tr, ids_tr, phi_te, K, cvfolds):
         j = cv_shrunk_acc(phi_tr, y_tr, cvfolds, f, BIG)
         out, _ = shrunk_path(phi_tr, y_tr, phi_te, f, BIG)
         return out[j], {"lam": BIG[j]}
+    if kind == "rbag":                      # cvfolds: [R, N] assignments (cell passes them for this set)
+        j = cv_shrunk_repeated(phi_tr, y_tr, cvfolds, K)
+        bag_rms, w = fit_shrunk_weights(phi_tr, y_tr, SHRUNK_LAMBDAS[j], K, bag_parts(ids_tr))
+        return (phi_te / bag_rms) @ w, {"lam": SHRUNK_LAMBDAS[j]}
     if kind == "bag":
         j = cv_shrunk(phi_tr, y_tr, cvfolds, f)
         bag_rms, w = fit_shrunk_weights(phi_tr, y_tr, SHRUNK_LAMBDAS[j], K, bag_parts(ids_tr))   # what fit deploys
@@ -202,6 +222,8 @@ def cell(c, name, i):
     ids, phi, y, phi_t, y_t, K = setup(c, i)
     folds = fold_assignments(ids, N_FOLDS, N_REPEATS)
     ffold = fold_assignments(ids, N_FOLDS, 1, SALT + ":final")[0]
+    if SET == "rcv":
+        ffold = fold_assignments(ids, N_FOLDS, CV_REPEATS, SALT + ":final")
     res = {"condition": name, "split": i, "fold_acc": {}, "test_acc": {}, "info": {}}
     for vname, (kind, f) in make_variants(K).items():
         fa = []
@@ -210,7 +232,9 @@ def cell(c, name, i):
             for fo in range(N_FOLDS):
                 tr, te = np.flatnonzero(folds[r] != fo), np.flatnonzero(folds[r] == fo)
                 ids_tr = [ids[t] for t in tr]
-                s, _ = scores(kind, f, phi[tr], y[tr], ids_tr, phi[te], K, inner(ids_tr))
+                cvf = (fold_assignments(ids_tr, INNER_FOLDS, CV_REPEATS, SALT + ":inner") if SET == "rcv"
+                       else inner(ids_tr))
+                s, _ = scores(kind, f, phi[tr], y[tr], ids_tr, phi[te], K, cvf)
                 row.append(acc_of(s, y[te]))
             fa.append(row)
         s, info = scores(kind, f, phi, y, ids, phi_t, K, ffold)
@@ -220,6 +244,7 @@ def cell(c, name, i):
     return res
 
 SET = "plain"
+CV_REPEATS = 5      # rcv: fold assignments whose CV log-loss is averaged to choose the shrunk stack's lambda
 
 if __name__ == "__main__":
     argv = sys.argv[1:]
