@@ -33,25 +33,33 @@ from baer_fast.io.splits import SplitSpec, roles
 from baer_fast.selection.fit import training_rows, resolve_expert
 from baer_fast.selection.nested import bag_parts, fold_assignments, SALT, N_FOLDS, N_REPEATS, INNER_FOLDS
 
-def setup(c, i):
+def cond_rows(c, i):
+    """Split i of condition c as `fit_condition` prepares it: non-test rows in id order, their labels, the
+    labelled test records and labels, and the stack's experts (reference / pointwise set aside)."""
     spec = SplitSpec(seed=f"robust-{i}")
-    rows, rl = training_rows(c["signals"], spec)
-    order = sorted(range(len(rows)), key=lambda j: rows[j].id)
-    rows = [rows[j] for j in order]
+    rows, _ = training_rows(c["signals"], spec)
+    rows = sorted(rows, key=lambda r: r.id)
     present = {k for r in rows for k in r.experts}
     ref = resolve_expert(None, "reference", present, "reference")
     pnt = resolve_expert(None, "pointwise", present, "pointwise")
     experts = sorted(present - {ref, pnt})
-    cats = sorted({r.subset for r in rows})
-    tcats = sorted({r.category for r in rows if getattr(r, "category", None)})
     y = np.array([1.0 if r.label == "a" else -1.0 for r in rows])
-    allrl = np.asarray(roles(c["signals"], spec))
-    test = (allrl == "test") & (c["y"] != 0)
+    test = (np.asarray(roles(c["signals"], spec)) == "test") & (c["y"] != 0)
     trec = [r for r, k in zip(c["signals"], test) if k]
-    def phi_of(recs):
-        _, _, z, zt = evidence(runs_tensor(recs, experts), EPS)
-        return stack_features(z, zt, [r.subset for r in recs], cats, [getattr(r, "category", None) for r in recs], tcats)
-    return [r.id for r in rows], phi_of(rows), y, phi_of(trec), c["y"][test], len(experts)
+    return rows, y, trec, c["y"][test], experts
+
+def cats_of(rows):
+    """(subsets, task categories) seen in these rows: the stack's interaction blocks."""
+    return sorted({r.subset for r in rows}), sorted({r.category for r in rows if getattr(r, "category", None)})
+
+def phi_of(recs, experts, cats, tcats):
+    _, _, z, zt = evidence(runs_tensor(recs, experts), EPS)
+    return stack_features(z, zt, [r.subset for r in recs], cats, [getattr(r, "category", None) for r in recs], tcats)
+
+def setup(c, i):
+    rows, y, trec, yt, experts = cond_rows(c, i)
+    cats, tcats = cats_of(rows)
+    return [r.id for r in rows], phi_of(rows, experts, cats, tcats), y, phi_of(trec, experts, cats, tcats), yt, len(experts)
 
 # ---- candidate weight fitters: (x_tr = phi_tr/rms, y_tr, K, ids_tr) -> w
 def accs(x, y, K, a):
