@@ -90,8 +90,15 @@ def trim_dir(x, y, K, m, a=1.0):
     d = np.zeros(x.shape[1]); d[[1 + 2 * k for k in top]] = 1.0 / m
     return d
 
-def inner(ids, n=INNER_FOLDS):
-    return fold_assignments(ids, n, 1, SALT + ":inner")[0]
+def inner(ids, n=INNER_FOLDS, repeats=1):
+    """The inner folds that choose a hyper-parameter inside a training fold: [N], or [repeats, N] when repeats > 1."""
+    a = fold_assignments(ids, n, repeats, SALT + ":inner")
+    return a[0] if repeats == 1 else a
+
+def final(ids, repeats=1):
+    """`fit`'s final-refit folds ([N], or [repeats, N] when repeats > 1)."""
+    a = fold_assignments(ids, N_FOLDS, repeats, SALT + ":final")
+    return a[0] if repeats == 1 else a
 
 def acc_of(s, y):
     return float(np.mean(np.where(s >= 0, 1, -1) == y))
@@ -134,12 +141,17 @@ def cv_shrunk_acc(phi, y, folds, dirf, lambdas):
 BIG = (1e6, 100.0, 10.0, 1.0, 0.1, 0.01, 0.001)
 
 def cv_shrunk(phi, y, folds, dirf, lambdas=SHRUNK_LAMBDAS):
-    s = np.zeros((len(lambdas), len(y)))
-    for f in np.unique(folds):
-        tr, te = folds != f, folds == f
-        s[:, te], _ = shrunk_path(phi[tr], y[tr], phi[te], dirf, lambdas)
-    ll = [round(float(np.mean(np.logaddexp(0, -y * s[j]))), 12) for j in range(len(lambdas))]
-    return min(range(len(lambdas)), key=lambda j: (ll[j], -lambdas[j]))
+    """lambda index by CV log-loss over folds ([N], or [R, N]: averaged over the R assignments); ties to the larger."""
+    folds_r = np.atleast_2d(folds)
+    ll = np.zeros(len(lambdas))
+    for assignment in folds_r:
+        s = np.zeros((len(lambdas), len(y)))
+        for f in np.unique(assignment):
+            tr, te = assignment != f, assignment == f
+            s[:, te], _ = shrunk_path(phi[tr], y[tr], phi[te], dirf, lambdas)
+        ll += [np.mean(np.logaddexp(0, -y * s[j])) for j in range(len(lambdas))]
+    ll /= len(folds_r)
+    return min(range(len(lambdas)), key=lambda j: (round(float(ll[j]), 12), -lambdas[j]))
 
 def lda_dir(x, y, K, mode):
     xz = x[:, 1:2 * K:2]
@@ -156,22 +168,10 @@ def lda_dir(x, y, K, mode):
     d = np.zeros(x.shape[1]); d[1:2 * K:2] = w
     return d
 
-def cv_shrunk_repeated(phi, y, folds_r, K, lambdas=SHRUNK_LAMBDAS):
-    """lambda index by CV log-loss averaged over the rows of folds_r ([R, N] assignments); ties to the larger."""
-    ll = np.zeros(len(lambdas))
-    for folds in folds_r:
-        s = np.zeros((len(lambdas), len(y)))
-        for f in np.unique(folds):
-            tr, te = folds != f, folds == f
-            s[:, te], _ = shrunk_path(phi[tr], y[tr], phi[te], lambda x, yy: mean_direction(K, x.shape[1]), lambdas)
-        ll += [np.mean(np.logaddexp(0, -y * s[j])) for j in range(len(lambdas))]
-    ll /= len(folds_r)
-    return min(range(len(lambdas)), key=lambda j: (round(float(ll[j]), 12), -lambdas[j]))
-
 def make_variants(K):
     V = {}
     if SET == "rcv":
-        V["rbshrunk"] = ("rbag", None)
+        V["rbshrunk"] = ("bag", lambda x, y: mean_direction(K, x.shape[1]))   # cell passes CV_REPEATS assignments
         return V
     if SET == "bag":
         V["shrunk_proto"] = ("shrunk", lambda x, y: mean_direction(K, x.shape[1]))
@@ -213,10 +213,6 @@ def scores(kind, f, phi_tr, y_tr, ids_tr, phi_te, K, cvfolds):
         j = cv_shrunk_acc(phi_tr, y_tr, cvfolds, f, BIG)
         out, _ = shrunk_path(phi_tr, y_tr, phi_te, f, BIG)
         return out[j], {"lam": BIG[j]}
-    if kind == "rbag":                      # cvfolds: [R, N] assignments (cell passes them for this set)
-        j = cv_shrunk_repeated(phi_tr, y_tr, cvfolds, K)
-        bag_rms, w = fit_shrunk_weights(phi_tr, y_tr, SHRUNK_LAMBDAS[j], K, bag_parts(ids_tr))
-        return (phi_te / bag_rms) @ w, {"lam": SHRUNK_LAMBDAS[j]}
     if kind == "bag":
         j = cv_shrunk(phi_tr, y_tr, cvfolds, f)
         bag_rms, w = fit_shrunk_weights(phi_tr, y_tr, SHRUNK_LAMBDAS[j], K, bag_parts(ids_tr))   # what fit deploys
@@ -229,9 +225,8 @@ def scores(kind, f, phi_tr, y_tr, ids_tr, phi_te, K, cvfolds):
 def cell(c, name, i):
     ids, phi, y, phi_t, y_t, K = setup(c, i)
     folds = fold_assignments(ids, N_FOLDS, N_REPEATS)
-    ffold = fold_assignments(ids, N_FOLDS, 1, SALT + ":final")[0]
-    if SET == "rcv":
-        ffold = fold_assignments(ids, N_FOLDS, CV_REPEATS, SALT + ":final")
+    reps = CV_REPEATS if SET == "rcv" else 1
+    ffold = final(ids, reps)
     res = {"condition": name, "split": i, "fold_acc": {}, "test_acc": {}, "info": {}}
     for vname, (kind, f) in make_variants(K).items():
         fa = []
@@ -240,9 +235,7 @@ def cell(c, name, i):
             for fo in range(N_FOLDS):
                 tr, te = np.flatnonzero(folds[r] != fo), np.flatnonzero(folds[r] == fo)
                 ids_tr = [ids[t] for t in tr]
-                cvf = (fold_assignments(ids_tr, INNER_FOLDS, CV_REPEATS, SALT + ":inner") if SET == "rcv"
-                       else inner(ids_tr))
-                s, _ = scores(kind, f, phi[tr], y[tr], ids_tr, phi[te], K, cvf)
+                s, _ = scores(kind, f, phi[tr], y[tr], ids_tr, phi[te], K, inner(ids_tr, repeats=reps))
                 row.append(acc_of(s, y[te]))
             fa.append(row)
         s, info = scores(kind, f, phi, y, ids, phi_t, K, ffold)

@@ -30,10 +30,11 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import numpy as np
 import robustness as rb
 from candidate_variants import acc_of, cats_of, cond_rows, inner, phi_of
+from candidate_variants import final as final_folds
 from baer_fast.heads.logistic import newton_logistic
 from baer_fast.heads.stack import (MEAN_SCALE_LAMBDA, mean_direction, SHRUNK_LAMBDAS, cv_shrunk_lambda, fit_odd_logistic,
                                    fit_shrunk_weights, training_rms)
-from baer_fast.selection.nested import N_FOLDS, N_REPEATS, SALT, bag_parts, fold_assignments
+from baer_fast.selection.nested import N_FOLDS, N_REPEATS, bag_parts, fold_assignments
 
 
 class Member:
@@ -88,7 +89,7 @@ def offset_fit(x, y, p, lam, e=None):
 
 def lam_folds(ids_tr, final):
     """The folds that choose lambda: fit's final 5-fold assignment for the refit, the inner 3-fold one in a fold."""
-    return fold_assignments(ids_tr, N_FOLDS, 1, SALT + ":final")[0] if final else inner(ids_tr)
+    return final_folds(ids_tr) if final else inner(ids_tr)
 
 
 def xshrunk_scores(phi, y, ids_all, members, tr, te, k=None, bag=True, final=False):
