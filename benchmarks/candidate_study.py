@@ -1,9 +1,9 @@
 """Candidate heads on the robustness cells: out-of-fold fold accuracies and test accuracies, rules replayed offline.
 
-    python benchmarks/candidate_study.py base --first 0 --splits 20 --out BASE.jsonl
+    python benchmarks/candidate_study.py base --first 0 --splits 20 --out BASE.jsonl [--oof]
     python benchmarks/candidate_variants.py 0 20 VARIANTS.jsonl            # prototype candidates, same folds
     python benchmarks/candidate_study.py replay BASE.jsonl [VARIANTS.jsonl ...] \
-        [--grid shrunk,vote,...] [--order shrunk,stack,constant,route ...] [-v]
+        [--grid shrunk,vote,...] [--order [mcnemar@2:]shrunk,stack,constant,route ...] [-v]
 
 `base`: per (condition, split) cell of benchmarks/robustness.py, one `fit_condition` (so the
 deployed head and every candidate's nested fold accuracies are exactly what `fit` computes),
@@ -11,7 +11,9 @@ then every candidate head of the artifact scored on test. One JSON line per cell
 cells already in FILE are skipped). `replay`: merges the files by cell (fold and test accuracies of
 every candidate), then prints win rate / mean / worst gain per condition and pooled for
 each head deployed everywhere (`--grid`) and for rule orders replayed on the stored fold
-accuracies (`selection.rule.se_choice`, the same function `fit` calls). An order whose
+accuracies (`selection.rule.se_choice`, the same function `fit` calls); `base --oof` also stores each
+candidate's out-of-fold correctness per repeat, and an order prefixed `mcnemar@BAR:` replays the rule
+with the noise of paired pairs (McNemar's form) instead of folds. An order whose
 first item is `a|b` starts from whichever of a and b has the higher mean out-of-fold
 accuracy (ties to a). Never asserts.
 """
@@ -31,12 +33,26 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import robustness as rb  # noqa: E402
 
 
-def base_cell(name: str, i: int) -> dict:
+def base_cell(name: str, i: int, oof: bool = False) -> dict:
     import numpy as np
 
+    import baer_fast.selection.fit as fit_mod
     from baer_fast.heads import head_class
     from baer_fast.io.splits import SplitSpec, roles
     from baer_fast.selection.fit import fit_condition
+
+    right = {}
+    orig = getattr(fit_mod, "_unrecorded_oof_scores", fit_mod.oof_scores)
+    fit_mod._unrecorded_oof_scores = orig
+
+    def recording(data, candidate, folds):
+        """`fit`'s oof_scores, also keeping each candidate's out-of-fold correctness per repeat (Eq. 1)."""
+        scores, chosen = orig(data, candidate, folds)
+        ok = np.where(scores >= 0, 1, -1) == data.y[None, :]
+        right[candidate] = ["".join("1" if b else "0" for b in row) for row in ok]
+        return scores, chosen
+
+    fit_mod.oof_scores = recording if oof else orig
 
     c = rb._CONDITIONS[name]
     spec = SplitSpec(seed=f"robust-{i}")
@@ -53,6 +69,8 @@ def base_cell(name: str, i: int) -> dict:
         out["test_acc"][kind] = float(np.mean(np.where(s >= 0, 1, -1) == yt))
         if "fold_accuracy" in cands.get(kind, {}):
             out["fold_acc"][kind] = cands[kind]["fold_accuracy"]
+    if oof:
+        out["oof_right"] = right
     return out
 
 
@@ -68,13 +86,30 @@ def run_base(args) -> None:
             for i in range(args.first, args.first + args.splits):
                 if (name, i) in done:
                     continue
-                cell = base_cell(name, i)
+                cell = base_cell(name, i, args.oof)
                 fh.write(json.dumps(cell, sort_keys=True) + "\n")
                 fh.flush()
                 print(f"[{time.perf_counter() - t0:.0f}s] {name} {i} {cell['head']}", file=sys.stderr, flush=True)
 
 
-def rule_pick(cell: dict, order: tuple, bar: float = 2.0) -> str:
+def mcnemar_choice(right: dict, order: tuple, bar: float) -> str:
+    """The rule's sequential comparisons with the noise of paired pairs instead of folds: per repeat r,
+    w_r / l_r = pairs only the candidate / only the current choice gets right out of fold; the candidate
+    advances if mean_r (w_r - l_r) > bar * sqrt(mean_r (w_r + l_r)) (McNemar's normal form under no difference)."""
+    import numpy as np
+
+    bits = {k: np.array([[c == "1" for c in row] for row in v]) for k, v in right.items()}
+    names = [c for c in order if c in bits]
+    current = names[0]
+    for c in names[1:]:
+        w = (bits[c] & ~bits[current]).sum(axis=1)
+        l = (bits[current] & ~bits[c]).sum(axis=1)
+        if (w - l).mean() > bar * np.sqrt((w + l).mean()):
+            current = c
+    return current
+
+
+def rule_pick(cell: dict, order: tuple, bar: float = 2.0, rule: str = "se") -> str:
     import numpy as np
 
     from baer_fast.selection.rule import se_choice
@@ -82,6 +117,8 @@ def rule_pick(cell: dict, order: tuple, bar: float = 2.0) -> str:
     fa = {k: np.asarray(v) for k, v in cell["fold_acc"].items()}
     first = order[0].split("|")
     start = max(first, key=lambda k: (fa[k].mean(), -first.index(k)))
+    if rule == "mcnemar":
+        return mcnemar_choice(cell["oof_right"], (start,) + tuple(order[1:]), bar)
     pick, _ = se_choice(fa, (start,) + tuple(order[1:]), bar)
     return pick
 
@@ -91,11 +128,25 @@ def head_acc(cell: dict, head: str) -> float:
     return cell["test_acc"][head if head in cell["test_acc"] or head != "route" else "constant"]
 
 
-def replay(cells: list[dict], order: tuple, bar: float = 2.0) -> list[dict]:
+def parse_order(spec) -> tuple[tuple, str, float]:
+    """'shrunk,stack,...' (the deployed rule, bar 2) or 'mcnemar@BAR:shrunk,stack,...' -> (order, rule, bar)."""
+    if isinstance(spec, tuple):
+        return spec, "se", 2.0
+    rule, bar = "se", 2.0
+    if ":" in spec:
+        head, spec = spec.split(":", 1)
+        rule, _, b = head.partition("@")
+        bar = float(b) if b else 2.0
+    return tuple(spec.split(",")), rule, bar
+
+
+def replay(cells: list[dict], order, bar: float | None = None) -> list[dict]:
     """Cells with 'baer' set to the test accuracy of the head the rule picks (the reference gate kept)."""
+    order, rule, parsed_bar = parse_order(order)
+    bar = parsed_bar if bar is None else bar
     out = []
     for c in cells:
-        pick = "reference" if c["head"] == "reference" else rule_pick(c, order, bar)
+        pick = "reference" if c["head"] == "reference" else rule_pick(c, order, bar, rule)
         out.append({**c, "pick": pick, "baer": c["test_acc"][pick]})
     return out
 
@@ -129,7 +180,7 @@ def summary(cells: list[dict]) -> dict:
     return res
 
 
-def paired(cells: list[dict], orders: list[tuple], grid: list[str]) -> None:
+def paired(cells: list[dict], orders: list[str], grid: list[str]) -> None:
     """Cell-by-cell changes of each order against the first: picks changed, wins gained / lost, test
     accuracy higher / lower (exact two-sided sign test); then the share of cells that SOME grid head
     wins, were the head chosen on test (a ceiling no rule on non-test rows can pass)."""
@@ -142,7 +193,7 @@ def paired(cells: list[dict], orders: list[tuple], grid: list[str]) -> None:
         up = sum(a["baer"] > b["baer"] for a, b in zip(alt, ref))
         down = sum(a["baer"] < b["baer"] for a, b in zip(alt, ref))
         p = binomtest(up, up + down).pvalue if up + down else 1.0
-        print(f"paired {' < '.join(order):<48} picks changed {sum(a['pick'] != b['pick'] for a, b in zip(alt, ref)):3d}"
+        print(f"paired {order.replace(',', ' < '):<48} picks changed {sum(a['pick'] != b['pick'] for a, b in zip(alt, ref)):3d}"
               f"  wins +{sum(a and not b for a, b in won)}/-{sum(b and not a for a, b in won)}"
               f"  test accuracy higher {up} lower {down} (sign test p = {p:.2f})")
     if grid:
@@ -162,9 +213,11 @@ def main(argv=None) -> int:
     b.add_argument("--data", default=str(rb.default_root()))
     b.add_argument("--only")
     b.add_argument("--out", required=True)
+    b.add_argument("--oof", action="store_true", help="also store each candidate's out-of-fold correctness (oof_right)")
     r = sub.add_parser("replay")
     r.add_argument("files", nargs="+")
-    r.add_argument("--order", action="append", help="comma-separated rule order (repeatable)")
+    r.add_argument("--order", action="append",
+                   help="comma-separated rule order (repeatable); prefix 'mcnemar@BAR:' for the paired-pair noise rule")
     r.add_argument("--grid", help="comma-separated heads, each deployed everywhere")
     r.add_argument("-v", action="store_true", help="per condition as well as pooled")
     r.add_argument("--paired", action="store_true",
@@ -179,10 +232,9 @@ def main(argv=None) -> int:
     print(f"{len(cells)} cells; columns: win rate, mean gain, worst gain (points), heads picked")
     runs = [(f"always {h}", [{**c, "pick": h, "baer": head_acc(c, h)} for c in cells])
             for h in (args.grid.split(",") if args.grid else [])]
-    runs += [(" < ".join(o.split(",")), replay(cells, tuple(o.split(","))))
-             for o in (args.order or ["shrunk,stack,constant,route"])]
+    runs += [(o.replace(",", " < "), replay(cells, o)) for o in (args.order or ["shrunk,stack,constant,route"])]
     if args.paired:
-        paired(cells, [tuple(o.split(",")) for o in (args.order or [])], args.grid.split(",") if args.grid else [])
+        paired(cells, args.order or [], args.grid.split(",") if args.grid else [])
     for label, cs in runs:
         s = summary(cs)
         for name, r in s.items():
