@@ -1,6 +1,6 @@
 """Prototype candidate heads on the robustness cells, through the same nested folds as `fit`.
 
-    python benchmarks/candidate_variants.py FIRST N OUT.jsonl [ONLY] [--set plain|acc|dec|lda]
+    python benchmarks/candidate_variants.py FIRST N OUT.jsonl [ONLY] [--set plain|acc|dec|lda|bag|rcv|1se]
 
 For each (condition, split i) with FIRST <= i < FIRST + N: the non-test rows exactly as
 `fit_condition` prepares them (id order, same experts, same phi), the same outer folds
@@ -15,7 +15,9 @@ accuracy, ties to the larger); dec (vote_dec, svote_dec: accuracy among decided 
 lda (lda_diag, lda_lw, slda_lw: Fisher directions, diagonal or Ledoit-Wolf covariance);
 bag (shrunk_proto: the shrunk stack re-implemented here; bshrunk: the same lambda, subagged as `fit`
 deploys it, heads.stack.fit_shrunk_weights over selection.nested.bag_parts); rcv (rbshrunk: bshrunk with
-lambda chosen by CV log-loss averaged over CV_REPEATS fold assignments instead of one, inner and final).
+lambda chosen by CV log-loss averaged over CV_REPEATS fold assignments instead of one, inner and final);
+1se (bshrunk_1se: bshrunk with lambda by the one-standard-error rule, the largest lambda within one SE of
+the minimum CV log-loss).
 `vote_a1` is the library's `vote` head (same numbers). Output feeds
 `candidate_study.py replay`. A study tool: never asserts, never runs in the tests.
 """
@@ -153,6 +155,20 @@ def cv_shrunk(phi, y, folds, dirf, lambdas=SHRUNK_LAMBDAS):
     ll /= len(folds_r)
     return min(range(len(lambdas)), key=lambda j: (round(float(ll[j]), 12), -lambdas[j]))
 
+def cv_shrunk_1se(phi, y, folds, dirf, lambdas=SHRUNK_LAMBDAS):
+    """lambda index by the one-standard-error rule on the CV log-loss path: the largest lambda whose
+    CV log-loss is within one SE (sd of the per-row losses / sqrt N, at the minimum) of the minimum."""
+    s = np.zeros((len(lambdas), len(y)))
+    for f in np.unique(folds):
+        tr, te = folds != f, folds == f
+        s[:, te], _ = shrunk_path(phi[tr], y[tr], phi[te], dirf, lambdas)
+    loss = np.logaddexp(0, -y[None, :] * s)
+    ll = loss.mean(axis=1)
+    best = min(range(len(lambdas)), key=lambda j: (round(float(ll[j]), 12), -lambdas[j]))
+    se = loss[best].std(ddof=1) / np.sqrt(len(y))
+    ok = [j for j in range(len(lambdas)) if ll[j] <= ll[best] + se]
+    return max(ok, key=lambda j: lambdas[j])
+
 def lda_dir(x, y, K, mode):
     xz = x[:, 1:2 * K:2]
     u = y[:, None] * xz
@@ -172,6 +188,9 @@ def make_variants(K):
     V = {}
     if SET == "rcv":
         V["rbshrunk"] = ("bag", lambda x, y: mean_direction(K, x.shape[1]))   # cell passes CV_REPEATS assignments
+        return V
+    if SET == "1se":
+        V["bshrunk_1se"] = ("bag1se", lambda x, y: mean_direction(K, x.shape[1]))
         return V
     if SET == "bag":
         V["shrunk_proto"] = ("shrunk", lambda x, y: mean_direction(K, x.shape[1]))
@@ -216,6 +235,10 @@ def scores(kind, f, phi_tr, y_tr, ids_tr, phi_te, K, cvfolds):
     if kind == "bag":
         j = cv_shrunk(phi_tr, y_tr, cvfolds, f)
         bag_rms, w = fit_shrunk_weights(phi_tr, y_tr, SHRUNK_LAMBDAS[j], K, bag_parts(ids_tr))   # what fit deploys
+        return (phi_te / bag_rms) @ w, {"lam": SHRUNK_LAMBDAS[j]}
+    if kind == "bag1se":
+        j = cv_shrunk_1se(phi_tr, y_tr, cvfolds, f)
+        bag_rms, w = fit_shrunk_weights(phi_tr, y_tr, SHRUNK_LAMBDAS[j], K, bag_parts(ids_tr))
         return (phi_te / bag_rms) @ w, {"lam": SHRUNK_LAMBDAS[j]}
     if kind == "shrunk":
         j = cv_shrunk(phi_tr, y_tr, cvfolds, f)
