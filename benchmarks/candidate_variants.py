@@ -1,6 +1,6 @@
 """Prototype candidate heads on the robustness cells, through the same nested folds as `fit`.
 
-    python benchmarks/candidate_variants.py FIRST N OUT.jsonl [ONLY] [--set plain|acc|dec|lda|bag|rcv|1se]
+    python benchmarks/candidate_variants.py FIRST N OUT.jsonl [ONLY] [--set plain|acc|dec|lda|bag|rcv|1se|tcv]
 
 For each (condition, split i) with FIRST <= i < FIRST + N: the non-test rows exactly as
 `fit_condition` prepares them (id order, same experts, same phi), the same outer folds
@@ -17,7 +17,8 @@ bag (shrunk_proto: the shrunk stack re-implemented here; bshrunk: the same lambd
 deploys it, heads.stack.fit_shrunk_weights over selection.nested.bag_parts); rcv (rbshrunk: bshrunk with
 lambda chosen by CV log-loss averaged over CV_REPEATS fold assignments instead of one, inner and final);
 1se (bshrunk_1se: bshrunk with lambda by the one-standard-error rule, the largest lambda within one SE of
-the minimum CV log-loss).
+the minimum CV log-loss); tcv (bshrunk_tcv: bshrunk with lambda by scale-free CV log-loss, each lambda's
+out-of-fold scores given their own fitted temperature first).
 `vote_a1` is the library's `vote` head (same numbers). Output feeds
 `candidate_study.py replay`. A study tool: never asserts, never runs in the tests.
 """
@@ -169,6 +170,20 @@ def cv_shrunk_1se(phi, y, folds, dirf, lambdas=SHRUNK_LAMBDAS):
     ok = [j for j in range(len(lambdas)) if ll[j] <= ll[best] + se]
     return max(ok, key=lambda j: lambdas[j])
 
+def cv_shrunk_tcv(phi, y, folds, dirf, lambdas=SHRUNK_LAMBDAS):
+    """lambda index by scale-free CV log-loss: each lambda's out-of-fold scores get their own temperature
+    (a 1-D odd logistic fit, ridge MEAN_SCALE_LAMBDA) before the log-loss, so the choice rewards the
+    direction of the weights, not their size; ties (to 12 decimals) to the larger lambda."""
+    s = np.zeros((len(lambdas), len(y)))
+    for f in np.unique(folds):
+        tr, te = folds != f, folds == f
+        s[:, te], _ = shrunk_path(phi[tr], y[tr], phi[te], dirf, lambdas)
+    ll = []
+    for j in range(len(lambdas)):
+        t = fit_odd_logistic(s[j][:, None], y, MEAN_SCALE_LAMBDA)[0]
+        ll.append(float(np.mean(np.logaddexp(0, -y * t * s[j]))))
+    return min(range(len(lambdas)), key=lambda j: (round(ll[j], 12), -lambdas[j]))
+
 def lda_dir(x, y, K, mode):
     xz = x[:, 1:2 * K:2]
     u = y[:, None] * xz
@@ -188,6 +203,9 @@ def make_variants(K):
     V = {}
     if SET == "rcv":
         V["rbshrunk"] = ("bag", lambda x, y: mean_direction(K, x.shape[1]))   # cell passes CV_REPEATS assignments
+        return V
+    if SET == "tcv":
+        V["bshrunk_tcv"] = ("bagtcv", lambda x, y: mean_direction(K, x.shape[1]))
         return V
     if SET == "1se":
         V["bshrunk_1se"] = ("bag1se", lambda x, y: mean_direction(K, x.shape[1]))
@@ -236,8 +254,8 @@ def scores(kind, f, phi_tr, y_tr, ids_tr, phi_te, K, cvfolds):
         j = cv_shrunk(phi_tr, y_tr, cvfolds, f)
         bag_rms, w = fit_shrunk_weights(phi_tr, y_tr, SHRUNK_LAMBDAS[j], K, bag_parts(ids_tr))   # what fit deploys
         return (phi_te / bag_rms) @ w, {"lam": SHRUNK_LAMBDAS[j]}
-    if kind == "bag1se":
-        j = cv_shrunk_1se(phi_tr, y_tr, cvfolds, f)
+    if kind in ("bag1se", "bagtcv"):
+        j = (cv_shrunk_1se if kind == "bag1se" else cv_shrunk_tcv)(phi_tr, y_tr, cvfolds, f)
         bag_rms, w = fit_shrunk_weights(phi_tr, y_tr, SHRUNK_LAMBDAS[j], K, bag_parts(ids_tr))
         return (phi_te / bag_rms) @ w, {"lam": SHRUNK_LAMBDAS[j]}
     if kind == "shrunk":
