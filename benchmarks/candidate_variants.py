@@ -1,6 +1,6 @@
 """Prototype candidate heads on the robustness cells, through the same nested folds as `fit`.
 
-    python benchmarks/candidate_variants.py FIRST N OUT.jsonl [ONLY] [--set plain|acc|dec|lda|bag|rcv|1se|tcv]
+    python benchmarks/candidate_variants.py FIRST N OUT.jsonl [ONLY] [--set plain|acc|dec|lda|bag|rcv|1se|tcv|lampath]
 
 For each (condition, split i) with FIRST <= i < FIRST + N: the non-test rows exactly as
 `fit_condition` prepares them (id order, same experts, same phi), the same outer folds
@@ -18,7 +18,9 @@ deploys it, heads.stack.fit_shrunk_weights over selection.nested.bag_parts); rcv
 lambda chosen by CV log-loss averaged over CV_REPEATS fold assignments instead of one, inner and final);
 1se (bshrunk_1se: bshrunk with lambda by the one-standard-error rule, the largest lambda within one SE of
 the minimum CV log-loss); tcv (bshrunk_tcv: bshrunk with lambda by scale-free CV log-loss, each lambda's
-out-of-fold scores given their own fitted temperature first).
+out-of-fold scores given their own fitted temperature first); lampath (bshrunk_l<lambda>: bshrunk at each
+fixed lambda of the grid, test accuracy only, no folds: the best of them on test is a ceiling for any
+lambda rule).
 `vote_a1` is the library's `vote` head (same numbers). Output feeds
 `candidate_study.py replay`. A study tool: never asserts, never runs in the tests.
 """
@@ -204,6 +206,10 @@ def make_variants(K):
     if SET == "rcv":
         V["rbshrunk"] = ("bag", lambda x, y: mean_direction(K, x.shape[1]))   # cell passes CV_REPEATS assignments
         return V
+    if SET == "lampath":   # test accuracy only, one variant per fixed lambda: a ceiling for any lambda rule
+        for lam in SHRUNK_LAMBDAS:
+            V[f"bshrunk_l{lam:g}"] = ("bagfixed", (lam, lambda x, y: mean_direction(K, x.shape[1])))
+        return V
     if SET == "tcv":
         V["bshrunk_tcv"] = ("bagtcv", lambda x, y: mean_direction(K, x.shape[1]))
         return V
@@ -254,6 +260,9 @@ def scores(kind, f, phi_tr, y_tr, ids_tr, phi_te, K, cvfolds):
         j = cv_shrunk(phi_tr, y_tr, cvfolds, f)
         bag_rms, w = fit_shrunk_weights(phi_tr, y_tr, SHRUNK_LAMBDAS[j], K, bag_parts(ids_tr))   # what fit deploys
         return (phi_te / bag_rms) @ w, {"lam": SHRUNK_LAMBDAS[j]}
+    if kind == "bagfixed":
+        bag_rms, w = fit_shrunk_weights(phi_tr, y_tr, f[0], K, bag_parts(ids_tr))
+        return (phi_te / bag_rms) @ w, {"lam": f[0]}
     if kind in ("bag1se", "bagtcv"):
         j = (cv_shrunk_1se if kind == "bag1se" else cv_shrunk_tcv)(phi_tr, y_tr, cvfolds, f)
         bag_rms, w = fit_shrunk_weights(phi_tr, y_tr, SHRUNK_LAMBDAS[j], K, bag_parts(ids_tr))
@@ -271,7 +280,7 @@ def cell(c, name, i):
     res = {"condition": name, "split": i, "fold_acc": {}, "test_acc": {}, "info": {}}
     for vname, (kind, f) in make_variants(K).items():
         fa = []
-        for r in range(folds.shape[0]):
+        for r in range(folds.shape[0] if kind != "bagfixed" else 0):
             row = []
             for fo in range(N_FOLDS):
                 tr, te = np.flatnonzero(folds[r] != fo), np.flatnonzero(folds[r] == fo)
