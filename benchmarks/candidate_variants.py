@@ -1,6 +1,6 @@
 """Prototype candidate heads on the robustness cells, through the same nested folds as `fit`.
 
-    python benchmarks/candidate_variants.py FIRST N OUT.jsonl [ONLY] [--set plain|acc|dec|lda|bag|rcv|1se|tcv|lampath]
+    python benchmarks/candidate_variants.py FIRST N OUT.jsonl [ONLY] [--set plain|acc|dec|lda|bag|rcv|1se|tcv|lampath|pbma]
 
 For each (condition, split i) with FIRST <= i < FIRST + N: the non-test rows exactly as
 `fit_condition` prepares them (id order, same experts, same phi), the same outer folds
@@ -20,7 +20,8 @@ lambda chosen by CV log-loss averaged over CV_REPEATS fold assignments instead o
 the minimum CV log-loss); tcv (bshrunk_tcv: bshrunk with lambda by scale-free CV log-loss, each lambda's
 out-of-fold scores given their own fitted temperature first); lampath (bshrunk_l<lambda>: bshrunk at each
 fixed lambda of the grid, test accuracy only, no folds: the best of them on test is a ceiling for any
-lambda rule).
+lambda rule); pbma (bshrunk_pbma: no lambda chosen, the bagged fits at every lambda averaged with pseudo-BMA
+weights, exp of each lambda's out-of-fold log-likelihood).
 `vote_a1` is the library's `vote` head (same numbers). Output feeds
 `candidate_study.py replay`. A study tool: never asserts, never runs in the tests.
 """
@@ -186,6 +187,17 @@ def cv_shrunk_tcv(phi, y, folds, dirf, lambdas=SHRUNK_LAMBDAS):
         ll.append(float(np.mean(np.logaddexp(0, -y * t * s[j]))))
     return min(range(len(lambdas)), key=lambda j: (round(ll[j], 12), -lambdas[j]))
 
+def cv_shrunk_pbma(phi, y, folds, dirf, lambdas=SHRUNK_LAMBDAS):
+    """Pseudo-BMA weights over the lambda grid: w_j proportional to exp(-sum_i loss_ij), the out-of-fold
+    log-likelihood of lambda j (Yao et al. 2018), instead of one chosen lambda."""
+    s = np.zeros((len(lambdas), len(y)))
+    for f in np.unique(folds):
+        tr, te = folds != f, folds == f
+        s[:, te], _ = shrunk_path(phi[tr], y[tr], phi[te], dirf, lambdas)
+    tot = np.logaddexp(0, -y[None, :] * s).sum(axis=1)
+    w = np.exp(-(tot - tot.min()))
+    return w / w.sum()
+
 def lda_dir(x, y, K, mode):
     xz = x[:, 1:2 * K:2]
     u = y[:, None] * xz
@@ -209,6 +221,9 @@ def make_variants(K):
     if SET == "lampath":   # test accuracy only, one variant per fixed lambda: a ceiling for any lambda rule
         for lam in SHRUNK_LAMBDAS:
             V[f"bshrunk_l{lam:g}"] = ("bagfixed", (lam, lambda x, y: mean_direction(K, x.shape[1])))
+        return V
+    if SET == "pbma":
+        V["bshrunk_pbma"] = ("bagpbma", lambda x, y: mean_direction(K, x.shape[1]))
         return V
     if SET == "tcv":
         V["bshrunk_tcv"] = ("bagtcv", lambda x, y: mean_direction(K, x.shape[1]))
@@ -260,6 +275,14 @@ def scores(kind, f, phi_tr, y_tr, ids_tr, phi_te, K, cvfolds):
         j = cv_shrunk(phi_tr, y_tr, cvfolds, f)
         bag_rms, w = fit_shrunk_weights(phi_tr, y_tr, SHRUNK_LAMBDAS[j], K, bag_parts(ids_tr))   # what fit deploys
         return (phi_te / bag_rms) @ w, {"lam": SHRUNK_LAMBDAS[j]}
+    if kind == "bagpbma":
+        a = cv_shrunk_pbma(phi_tr, y_tr, cvfolds, f)
+        out = 0.0
+        for lam, aj in zip(SHRUNK_LAMBDAS, a):
+            if aj > 1e-6:   # a lambda with under 1e-6 of the weight changes no score that matters; skip its fit
+                bag_rms, w = fit_shrunk_weights(phi_tr, y_tr, lam, K, bag_parts(ids_tr))
+                out = out + aj * ((phi_te / bag_rms) @ w)
+        return out, {"lam_weights": [round(float(v), 4) for v in a]}
     if kind == "bagfixed":
         bag_rms, w = fit_shrunk_weights(phi_tr, y_tr, f[0], K, bag_parts(ids_tr))
         return (phi_te / bag_rms) @ w, {"lam": f[0]}
