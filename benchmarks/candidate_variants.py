@@ -1,6 +1,6 @@
 """Prototype candidate heads on the robustness cells, through the same nested folds as `fit`.
 
-    python benchmarks/candidate_variants.py FIRST N OUT.jsonl [ONLY] [--set plain|acc|dec|lda|bag|rcv|1se|tcv|lampath|pbma]
+    python benchmarks/candidate_variants.py FIRST N OUT.jsonl [ONLY] [--set plain|acc|dec|lda|bag|rcv|1se|tcv|lampath|pbma|free]
 
 For each (condition, split i) with FIRST <= i < FIRST + N: the non-test rows exactly as
 `fit_condition` prepares them (id order, same experts, same phi), the same outer folds
@@ -21,7 +21,8 @@ the minimum CV log-loss); tcv (bshrunk_tcv: bshrunk with lambda by scale-free CV
 out-of-fold scores given their own fitted temperature first); lampath (bshrunk_l<lambda>: bshrunk at each
 fixed lambda of the grid, test accuracy only, no folds: the best of them on test is a ceiling for any
 lambda rule); pbma (bshrunk_pbma: no lambda chosen, the bagged fits at every lambda averaged with pseudo-BMA
-weights, exp of each lambda's out-of-fold log-likelihood).
+weights, exp of each lambda's out-of-fold log-likelihood); free (bfree: bshrunk with the mean's scale c fitted
+jointly with the deviation, ridge MEAN_SCALE_LAMBDA on c, instead of fixed first as an offset).
 `vote_a1` is the library's `vote` head (same numbers). Output feeds
 `candidate_study.py replay`. A study tool: never asserts, never runs in the tests.
 """
@@ -198,6 +199,32 @@ def cv_shrunk_pbma(phi, y, folds, dirf, lambdas=SHRUNK_LAMBDAS):
     w = np.exp(-(tot - tot.min()))
     return w / w.sum()
 
+def free_fit(x, y, lam, e, w0=None):
+    """argmin mean_i log(1 + exp(-y_i (c e + v).x_i)) + lam/2 |v|^2 + MEAN_SCALE_LAMBDA/2 c^2, jointly in (c, v):
+    the mean's scale is fitted with the deviation instead of fixed first. The mean score gets its own column,
+    scaled so that lam's penalty on its coefficient is MEAN_SCALE_LAMBDA's on c. -> (weights on x, [v, c'])."""
+    S = np.sqrt(lam / MEAN_SCALE_LAMBDA)
+    xa = np.concatenate([x, (x @ e)[:, None] * S], axis=1)
+    u = newton_logistic(xa, y, lam, intercept=False, w0=w0)
+    return u[:-1] + u[-1] * S * e, u
+
+def free_path(phi_tr, y_tr, phi_te, K, lambdas=SHRUNK_LAMBDAS):
+    rms = training_rms(phi_tr); x = phi_tr / rms
+    e = mean_direction(K, x.shape[1])
+    out, u = np.zeros((len(lambdas), len(phi_te))), None
+    for j in range(len(lambdas)):   # strongest pull first; warm start only within the same column scale
+        w, _ = free_fit(x, y_tr, lambdas[j], e)
+        out[j] = (phi_te / rms) @ w
+    return out
+
+def cv_free(phi, y, folds, K, lambdas=SHRUNK_LAMBDAS):
+    s = np.zeros((len(lambdas), len(y)))
+    for f in np.unique(folds):
+        tr, te = folds != f, folds == f
+        s[:, te] = free_path(phi[tr], y[tr], phi[te], K, lambdas)
+    ll = [np.mean(np.logaddexp(0, -y * s[j])) for j in range(len(lambdas))]
+    return min(range(len(lambdas)), key=lambda j: (round(float(ll[j]), 12), -lambdas[j]))
+
 def lda_dir(x, y, K, mode):
     xz = x[:, 1:2 * K:2]
     u = y[:, None] * xz
@@ -221,6 +248,9 @@ def make_variants(K):
     if SET == "lampath":   # test accuracy only, one variant per fixed lambda: a ceiling for any lambda rule
         for lam in SHRUNK_LAMBDAS:
             V[f"bshrunk_l{lam:g}"] = ("bagfixed", (lam, lambda x, y: mean_direction(K, x.shape[1])))
+        return V
+    if SET == "free":
+        V["bfree"] = ("bagfree", None)
         return V
     if SET == "pbma":
         V["bshrunk_pbma"] = ("bagpbma", lambda x, y: mean_direction(K, x.shape[1]))
@@ -275,6 +305,11 @@ def scores(kind, f, phi_tr, y_tr, ids_tr, phi_te, K, cvfolds):
         j = cv_shrunk(phi_tr, y_tr, cvfolds, f)
         bag_rms, w = fit_shrunk_weights(phi_tr, y_tr, SHRUNK_LAMBDAS[j], K, bag_parts(ids_tr))   # what fit deploys
         return (phi_te / bag_rms) @ w, {"lam": SHRUNK_LAMBDAS[j]}
+    if kind == "bagfree":
+        j = cv_free(phi_tr, y_tr, cvfolds, K)
+        parts = bag_parts(ids_tr); e = mean_direction(K, x.shape[1])
+        w = np.mean([free_fit(x[parts != q], y_tr[parts != q], SHRUNK_LAMBDAS[j], e)[0] for q in np.unique(parts)], axis=0)
+        return (phi_te / rms) @ w, {"lam": SHRUNK_LAMBDAS[j]}
     if kind == "bagpbma":
         a = cv_shrunk_pbma(phi_tr, y_tr, cvfolds, f)
         out = 0.0
