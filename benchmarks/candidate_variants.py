@@ -137,11 +137,29 @@ def shrunk_path(phi_tr, y_tr, phi_te, dirf, lambdas=SHRUNK_LAMBDAS):
         ws.append(prior + v)
     return out, ws
 
-def cv_shrunk_acc(phi, y, folds, dirf, lambdas):
-    s = np.zeros((len(lambdas), len(y)))
+def oof_path(phi, y, folds, path):
+    """[L, N] out-of-fold scores along a lambda path: path(phi_tr, y_tr, phi_te) -> [L, N_te]."""
+    s = None
     for f in np.unique(folds):
         tr, te = folds != f, folds == f
-        s[:, te], _ = shrunk_path(phi[tr], y[tr], phi[te], dirf, lambdas)
+        p = path(phi[tr], y[tr], phi[te])
+        s = np.zeros((len(p), len(y))) if s is None else s
+        s[:, te] = p
+    return s
+
+def shrunk_oof(phi, y, folds, dirf, lambdas=SHRUNK_LAMBDAS):
+    return oof_path(phi, y, folds, lambda a, b, c: shrunk_path(a, b, c, dirf, lambdas)[0])
+
+def row_loss(s, y):
+    """[L, N] per-row log-loss of scores s [L, N]."""
+    return np.logaddexp(0, -y[None, :] * s)
+
+def argmin_larger(ll, lambdas, digits=12):
+    """Index of the smallest value (rounded), ties to the larger lambda."""
+    return min(range(len(lambdas)), key=lambda j: (round(float(ll[j]), digits), -lambdas[j]))
+
+def cv_shrunk_acc(phi, y, folds, dirf, lambdas):
+    s = shrunk_oof(phi, y, folds, dirf, lambdas)
     acc = [acc_of(s[j], y) for j in range(len(lambdas))]
     return min(range(len(lambdas)), key=lambda j: (-acc[j], -lambdas[j]))
 
@@ -150,26 +168,15 @@ BIG = (1e6, 100.0, 10.0, 1.0, 0.1, 0.01, 0.001)
 def cv_shrunk(phi, y, folds, dirf, lambdas=SHRUNK_LAMBDAS):
     """lambda index by CV log-loss over folds ([N], or [R, N]: averaged over the R assignments); ties to the larger."""
     folds_r = np.atleast_2d(folds)
-    ll = np.zeros(len(lambdas))
-    for assignment in folds_r:
-        s = np.zeros((len(lambdas), len(y)))
-        for f in np.unique(assignment):
-            tr, te = assignment != f, assignment == f
-            s[:, te], _ = shrunk_path(phi[tr], y[tr], phi[te], dirf, lambdas)
-        ll += [np.mean(np.logaddexp(0, -y * s[j])) for j in range(len(lambdas))]
-    ll /= len(folds_r)
-    return min(range(len(lambdas)), key=lambda j: (round(float(ll[j]), 12), -lambdas[j]))
+    ll = sum(row_loss(shrunk_oof(phi, y, a, dirf, lambdas), y).mean(axis=1) for a in folds_r) / len(folds_r)
+    return argmin_larger(ll, lambdas)
 
 def cv_shrunk_1se(phi, y, folds, dirf, lambdas=SHRUNK_LAMBDAS):
     """lambda index by the one-standard-error rule on the CV log-loss path: the largest lambda whose
     CV log-loss is within one SE (sd of the per-row losses / sqrt N, at the minimum) of the minimum."""
-    s = np.zeros((len(lambdas), len(y)))
-    for f in np.unique(folds):
-        tr, te = folds != f, folds == f
-        s[:, te], _ = shrunk_path(phi[tr], y[tr], phi[te], dirf, lambdas)
-    loss = np.logaddexp(0, -y[None, :] * s)
+    loss = row_loss(shrunk_oof(phi, y, folds, dirf, lambdas), y)
     ll = loss.mean(axis=1)
-    best = min(range(len(lambdas)), key=lambda j: (round(float(ll[j]), 12), -lambdas[j]))
+    best = argmin_larger(ll, lambdas)
     se = loss[best].std(ddof=1) / np.sqrt(len(y))
     ok = [j for j in range(len(lambdas)) if ll[j] <= ll[best] + se]
     return max(ok, key=lambda j: lambdas[j])
@@ -178,24 +185,15 @@ def cv_shrunk_tcv(phi, y, folds, dirf, lambdas=SHRUNK_LAMBDAS):
     """lambda index by scale-free CV log-loss: each lambda's out-of-fold scores get their own temperature
     (a 1-D odd logistic fit, ridge MEAN_SCALE_LAMBDA) before the log-loss, so the choice rewards the
     direction of the weights, not their size; ties (to 12 decimals) to the larger lambda."""
-    s = np.zeros((len(lambdas), len(y)))
-    for f in np.unique(folds):
-        tr, te = folds != f, folds == f
-        s[:, te], _ = shrunk_path(phi[tr], y[tr], phi[te], dirf, lambdas)
-    ll = []
-    for j in range(len(lambdas)):
-        t = fit_odd_logistic(s[j][:, None], y, MEAN_SCALE_LAMBDA)[0]
-        ll.append(float(np.mean(np.logaddexp(0, -y * t * s[j]))))
-    return min(range(len(lambdas)), key=lambda j: (round(ll[j], 12), -lambdas[j]))
+    s = shrunk_oof(phi, y, folds, dirf, lambdas)
+    ll = [float(np.mean(np.logaddexp(0, -y * fit_odd_logistic(s[j][:, None], y, MEAN_SCALE_LAMBDA)[0] * s[j])))
+          for j in range(len(lambdas))]
+    return argmin_larger(ll, lambdas)
 
 def cv_shrunk_pbma(phi, y, folds, dirf, lambdas=SHRUNK_LAMBDAS):
     """Pseudo-BMA weights over the lambda grid: w_j proportional to exp(-sum_i loss_ij), the out-of-fold
     log-likelihood of lambda j (Yao et al. 2018), instead of one chosen lambda."""
-    s = np.zeros((len(lambdas), len(y)))
-    for f in np.unique(folds):
-        tr, te = folds != f, folds == f
-        s[:, te], _ = shrunk_path(phi[tr], y[tr], phi[te], dirf, lambdas)
-    tot = np.logaddexp(0, -y[None, :] * s).sum(axis=1)
+    tot = row_loss(shrunk_oof(phi, y, folds, dirf, lambdas), y).sum(axis=1)
     w = np.exp(-(tot - tot.min()))
     return w / w.sum()
 
@@ -211,19 +209,11 @@ def free_fit(x, y, lam, e, w0=None):
 def free_path(phi_tr, y_tr, phi_te, K, lambdas=SHRUNK_LAMBDAS):
     rms = training_rms(phi_tr); x = phi_tr / rms
     e = mean_direction(K, x.shape[1])
-    out, u = np.zeros((len(lambdas), len(phi_te))), None
-    for j in range(len(lambdas)):   # strongest pull first; warm start only within the same column scale
-        w, _ = free_fit(x, y_tr, lambdas[j], e)
-        out[j] = (phi_te / rms) @ w
-    return out
+    return np.stack([(phi_te / rms) @ free_fit(x, y_tr, lam, e)[0] for lam in lambdas])
 
 def cv_free(phi, y, folds, K, lambdas=SHRUNK_LAMBDAS):
-    s = np.zeros((len(lambdas), len(y)))
-    for f in np.unique(folds):
-        tr, te = folds != f, folds == f
-        s[:, te] = free_path(phi[tr], y[tr], phi[te], K, lambdas)
-    ll = [np.mean(np.logaddexp(0, -y * s[j])) for j in range(len(lambdas))]
-    return min(range(len(lambdas)), key=lambda j: (round(float(ll[j]), 12), -lambdas[j]))
+    s = oof_path(phi, y, folds, lambda a, b, c: free_path(a, b, c, K, lambdas))
+    return argmin_larger(row_loss(s, y).mean(axis=1), lambdas)
 
 def lda_dir(x, y, K, mode):
     xz = x[:, 1:2 * K:2]
