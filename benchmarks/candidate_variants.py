@@ -230,30 +230,21 @@ def lda_dir(x, y, K, mode):
     d = np.zeros(x.shape[1]); d[1:2 * K:2] = w
     return d
 
+ONE_VARIANT = {"rcv": ("rbshrunk", "bag"),          # cell passes CV_REPEATS fold assignments
+               "1se": ("bshrunk_1se", "bag1se"), "tcv": ("bshrunk_tcv", "bagtcv"),
+               "pbma": ("bshrunk_pbma", "bagpbma"), "free": ("bfree", "bagfree")}
+
 def make_variants(K):
     V = {}
-    if SET == "rcv":
-        V["rbshrunk"] = ("bag", lambda x, y: mean_direction(K, x.shape[1]))   # cell passes CV_REPEATS assignments
-        return V
+    mean_dir = lambda x, y: mean_direction(K, x.shape[1])
+    if SET in ONE_VARIANT:     # one prototype of the subagged shrunk stack (mean prior) per set
+        name, kind = ONE_VARIANT[SET]
+        return {name: (kind, mean_dir)}
     if SET == "lampath":   # test accuracy only, one variant per fixed lambda: a ceiling for any lambda rule
-        for lam in SHRUNK_LAMBDAS:
-            V[f"bshrunk_l{lam:g}"] = ("bagfixed", (lam, lambda x, y: mean_direction(K, x.shape[1])))
-        return V
-    if SET == "free":
-        V["bfree"] = ("bagfree", None)
-        return V
-    if SET == "pbma":
-        V["bshrunk_pbma"] = ("bagpbma", lambda x, y: mean_direction(K, x.shape[1]))
-        return V
-    if SET == "tcv":
-        V["bshrunk_tcv"] = ("bagtcv", lambda x, y: mean_direction(K, x.shape[1]))
-        return V
-    if SET == "1se":
-        V["bshrunk_1se"] = ("bag1se", lambda x, y: mean_direction(K, x.shape[1]))
-        return V
+        return {f"bshrunk_l{lam:g}": ("bagfixed", (lam, mean_dir)) for lam in SHRUNK_LAMBDAS}
     if SET == "bag":
-        V["shrunk_proto"] = ("shrunk", lambda x, y: mean_direction(K, x.shape[1]))
-        V["bshrunk"] = ("bag", lambda x, y: mean_direction(K, x.shape[1]))
+        V["shrunk_proto"] = ("shrunk", mean_dir)
+        V["bshrunk"] = ("bag", mean_dir)
         return V
     if SET == "lda":
         V["lda_diag"] = ("dir", lambda x, y: lda_dir(x, y, K, "diag"))
