@@ -34,6 +34,9 @@ import robustness as rb  # noqa: E402
 
 
 def base_cell(name: str, i: int, oof: bool = False) -> dict:
+    from contextlib import nullcontext
+    from unittest.mock import patch
+
     import numpy as np
 
     import baer_fast.selection.fit as fit_mod
@@ -42,23 +45,20 @@ def base_cell(name: str, i: int, oof: bool = False) -> dict:
     from baer_fast.selection.fit import fit_condition
 
     right = {}
-    orig = getattr(fit_mod, "_unrecorded_oof_scores", fit_mod.oof_scores)
-    fit_mod._unrecorded_oof_scores = orig
 
-    def recording(data, candidate, folds):
+    def recording(data, candidate, folds, _orig=fit_mod.oof_scores):
         """`fit`'s oof_scores, also keeping each candidate's out-of-fold correctness per repeat (Eq. 1)."""
-        scores, chosen = orig(data, candidate, folds)
+        scores, chosen = _orig(data, candidate, folds)
         ok = np.where(scores >= 0, 1, -1) == data.y[None, :]
         right[candidate] = ["".join("1" if b else "0" for b in row) for row in ok]
         return scores, chosen
-
-    fit_mod.oof_scores = recording if oof else orig
 
     c = rb._CONDITIONS[name]
     spec = SplitSpec(seed=f"robust-{i}")
     rl = np.asarray(roles(c["signals"], spec))
     test = (rl == "test") & (c["y"] != 0)
-    art = fit_condition(c["signals"], condition=name, spec=spec)
+    with patch.object(fit_mod, "oof_scores", recording) if oof else nullcontext():
+        art = fit_condition(c["signals"], condition=name, spec=spec)
     recs = [r for r, keep in zip(c["signals"], test) if keep]
     yt = c["y"][test]
     cands = art["selection"]["candidates"]

@@ -35,7 +35,7 @@ import robustness as rb
 from baer_fast.features.evidence import EPS, evidence, runs_tensor, stack_features
 from baer_fast.heads.logistic import newton_logistic
 from baer_fast.heads.stack import (training_rms, fit_odd_logistic, fit_shrunk_weights, mean_direction, SHRUNK_LAMBDAS,
-                                   MEAN_SCALE_LAMBDA)
+                                   MEAN_SCALE_LAMBDA, oof_path_scores)
 from baer_fast.io.splits import SplitSpec, roles
 from baer_fast.selection.fit import training_rows, resolve_expert
 from baer_fast.selection.nested import bag_parts, fold_assignments, SALT, N_FOLDS, N_REPEATS, INNER_FOLDS
@@ -137,18 +137,9 @@ def shrunk_path(phi_tr, y_tr, phi_te, dirf, lambdas=SHRUNK_LAMBDAS):
         ws.append(prior + v)
     return out, ws
 
-def oof_path(phi, y, folds, path):
-    """[L, N] out-of-fold scores along a lambda path: path(phi_tr, y_tr, phi_te) -> [L, N_te]."""
-    s = None
-    for f in np.unique(folds):
-        tr, te = folds != f, folds == f
-        p = path(phi[tr], y[tr], phi[te])
-        s = np.zeros((len(p), len(y))) if s is None else s
-        s[:, te] = p
-    return s
-
 def shrunk_oof(phi, y, folds, dirf, lambdas=SHRUNK_LAMBDAS):
-    return oof_path(phi, y, folds, lambda a, b, c: shrunk_path(a, b, c, dirf, lambdas)[0])
+    """[L, N] out-of-fold scores of the shrunk path toward dirf's direction (heads.stack.oof_path_scores)."""
+    return oof_path_scores(phi, y, folds, lambdas, lambda a, b, c, lams: shrunk_path(a, b, c, dirf, lams)[0])
 
 def row_loss(s, y):
     """[L, N] per-row log-loss of scores s [L, N]."""
@@ -212,7 +203,7 @@ def free_path(phi_tr, y_tr, phi_te, K, lambdas=SHRUNK_LAMBDAS):
     return np.stack([(phi_te / rms) @ free_fit(x, y_tr, lam, e)[0] for lam in lambdas])
 
 def cv_free(phi, y, folds, K, lambdas=SHRUNK_LAMBDAS):
-    s = oof_path(phi, y, folds, lambda a, b, c: free_path(a, b, c, K, lambdas))
+    s = oof_path_scores(phi, y, folds, lambdas, lambda a, b, c, lams: free_path(a, b, c, K, lams))
     return argmin_larger(row_loss(s, y).mean(axis=1), lambdas)
 
 def lda_dir(x, y, K, mode):
@@ -268,6 +259,8 @@ def make_variants(K):
     V["svote"] = ("shrunk", lambda x, y: vote_dir(x, y, K, 1.0))
     return V
 
+BAG_LAMBDA = {"bag": cv_shrunk, "bag1se": cv_shrunk_1se, "bagtcv": cv_shrunk_tcv}   # kind -> its lambda rule
+
 def scores(kind, f, phi_tr, y_tr, ids_tr, phi_te, K, cvfolds):
     rms = training_rms(phi_tr); x = phi_tr / rms
     if kind == "dir":
@@ -282,10 +275,10 @@ def scores(kind, f, phi_tr, y_tr, ids_tr, phi_te, K, cvfolds):
         j = cv_shrunk_acc(phi_tr, y_tr, cvfolds, f, BIG)
         out, _ = shrunk_path(phi_tr, y_tr, phi_te, f, BIG)
         return out[j], {"lam": BIG[j]}
-    if kind == "bag":
-        j = cv_shrunk(phi_tr, y_tr, cvfolds, f)
-        bag_rms, w = fit_shrunk_weights(phi_tr, y_tr, SHRUNK_LAMBDAS[j], K, bag_parts(ids_tr))   # what fit deploys
-        return (phi_te / bag_rms) @ w, {"lam": SHRUNK_LAMBDAS[j]}
+    if kind in BAG_LAMBDA or kind == "bagfixed":   # the subagged shrunk stack as fit deploys it, at one lambda
+        lam = f[0] if kind == "bagfixed" else SHRUNK_LAMBDAS[BAG_LAMBDA[kind](phi_tr, y_tr, cvfolds, f)]
+        bag_rms, w = fit_shrunk_weights(phi_tr, y_tr, lam, K, bag_parts(ids_tr))
+        return (phi_te / bag_rms) @ w, {"lam": lam}
     if kind == "bagfree":
         j = cv_free(phi_tr, y_tr, cvfolds, K)
         parts = bag_parts(ids_tr); e = mean_direction(K, x.shape[1])
@@ -299,13 +292,6 @@ def scores(kind, f, phi_tr, y_tr, ids_tr, phi_te, K, cvfolds):
                 bag_rms, w = fit_shrunk_weights(phi_tr, y_tr, lam, K, bag_parts(ids_tr))
                 out = out + aj * ((phi_te / bag_rms) @ w)
         return out, {"lam_weights": [round(float(v), 4) for v in a]}
-    if kind == "bagfixed":
-        bag_rms, w = fit_shrunk_weights(phi_tr, y_tr, f[0], K, bag_parts(ids_tr))
-        return (phi_te / bag_rms) @ w, {"lam": f[0]}
-    if kind in ("bag1se", "bagtcv"):
-        j = (cv_shrunk_1se if kind == "bag1se" else cv_shrunk_tcv)(phi_tr, y_tr, cvfolds, f)
-        bag_rms, w = fit_shrunk_weights(phi_tr, y_tr, SHRUNK_LAMBDAS[j], K, bag_parts(ids_tr))
-        return (phi_te / bag_rms) @ w, {"lam": SHRUNK_LAMBDAS[j]}
     if kind == "shrunk":
         j = cv_shrunk(phi_tr, y_tr, cvfolds, f)
         out, _ = shrunk_path(phi_tr, y_tr, phi_te, f)

@@ -16,7 +16,6 @@ import json, os, sys, time
 for v in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(v, "1")
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import numpy as np
 import robustness as rb
 from candidate_variants import acc_of, argmin_larger, final, row_loss, setup, shrunk_oof
 from baer_fast.heads.stack import SHRUNK_LAMBDAS, fit_shrunk_weights, mean_direction

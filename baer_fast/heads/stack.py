@@ -118,13 +118,19 @@ def cv_lambda(phi: np.ndarray, y: np.ndarray, folds: np.ndarray, lambdas=LAMBDAS
     return best["lambda"], table
 
 
-def _cv_table(phi, y, folds, lambdas, path) -> list[dict]:
-    """Per lambda, CV accuracy (Eq. 1) and log-loss of `path(phi_tr, y_tr, phi_te, lambdas)`'s
-    held-out scores over `folds`."""
+def oof_path_scores(phi, y, folds, lambdas, path) -> np.ndarray:
+    """[len(lambdas), N] held-out scores over `folds` of `path(phi_tr, y_tr, phi_te, lambdas)` -> [L, N_te]."""
     s = np.zeros((len(lambdas), len(y)))
     for f in np.unique(folds):
         tr, te = folds != f, folds == f
         s[:, te] = path(phi[tr], y[tr], phi[te], lambdas)
+    return s
+
+
+def _cv_table(phi, y, folds, lambdas, path) -> list[dict]:
+    """Per lambda, CV accuracy (Eq. 1) and log-loss of `path(phi_tr, y_tr, phi_te, lambdas)`'s
+    held-out scores over `folds`."""
+    s = oof_path_scores(phi, y, folds, lambdas, path)
     return [{"lambda": lam, "cv_accuracy": float(np.mean(np.where(s[j] >= 0, 1, -1) == y)),
              "cv_logloss": float(np.mean(np.logaddexp(0.0, -y * s[j])))} for j, lam in enumerate(lambdas)]
 
