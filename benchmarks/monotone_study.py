@@ -1,0 +1,124 @@
+"""Does a monotone shrunk stack hold better? (#18 screen)
+
+    python benchmarks/monotone_study.py FIRST N OUT.jsonl
+
+The shrunk stack's weights are free in sign: on small dev sets a ridge fit over 5-15 correlated
+protocols gives some of them negative weight, so that the head's score *falls* when that protocol's
+evidence for A rises. Stacking's classic remedy (Breiman 1996, "Stacked regressions"; the
+non-negative meta-learner of the super learner) is to forbid that. Here it is stated for the stack
+map: expert k enters the score as z_k (a / r_z + b / (r_zt (1 + 4 d_k))), d_k in [0, 1] its run
+spread, so the score is non-decreasing in every expert's z at every spread iff
+a / r_z + b / r_zt >= 0 and a / r_z + b / (5 r_zt) >= 0. The interaction columns (the subset /
+category x mean-z blocks) stay free. Fitted by L-BFGS-B on the two monotone coordinates per expert
+(bounds >= 0), the same objective, prior (c times the mean) and subagging as deployed; when the
+unconstrained Newton fit already satisfies the bounds it is the answer (convexity). lambda by CV
+log-loss on the monotone path over `fit`'s final folds, ties to the larger.
+
+A screen: test accuracy of the deployed head (bshrunk_own, as `bag-*`) and the monotone one
+(bshrunk_mono), no nested folds, so `candidate_study.py replay --grid` compares them deployed
+everywhere. A study tool: never asserts, never runs in the tests.
+"""
+import json, os, sys, time
+for v in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(v, "1")
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import numpy as np
+from scipy.optimize import minimize
+import robustness as rb
+from candidate_variants import acc_of, argmin_larger, final, row_loss, setup, shrunk_oof
+from baer_fast.heads.logistic import newton_logistic
+from baer_fast.heads.stack import (SHRUNK_LAMBDAS, MEAN_SCALE_LAMBDA, fit_odd_logistic, fit_shrunk_weights,
+                                   mean_direction, oof_path_scores, training_rms)
+from baer_fast.selection.nested import bag_parts
+
+SPREAD_MAX = 4.0     # zt = z / (1 + 4 d), d <= 1
+
+
+def monotone_map(rms, K):
+    """A [D, D]: w = A theta, theta's expert coordinates (2k, 2k+1) = the raw z-coefficients at d = 0 and d = 1."""
+    D = len(rms)
+    A = np.eye(D)
+    for k in range(K):
+        rz, rt = rms[2 * k], rms[2 * k + 1]
+        # raw coefficients alpha = w_z / rz, beta = w_zt / rt; u0 = alpha + beta, u1 = alpha + beta / 5
+        # beta = (u0 - u1) * 5 / 4, alpha = (5 u1 - u0) / 4
+        f = 1.0 + SPREAD_MAX
+        blk = np.array([[-1.0 / (f - 1) * rz, f / (f - 1) * rz],       # w_z  = rz * (f u1 - u0) / (f - 1)
+                        [f / (f - 1) * rt, -f / (f - 1) * rt]])        # w_zt = rt * f (u0 - u1) / (f - 1)
+        A[2 * k:2 * k + 2, 2 * k:2 * k + 2] = blk
+    return A
+
+
+def monotone_fit(x, y, lam, K, rms, prior, off):
+    """argmin mean log(1 + exp(-y x.w)) + lam/2 |w - prior|^2 subject to monotonicity (w = prior + v)."""
+    v = newton_logistic(x, y, lam, intercept=False, offset=off)
+    w = prior + v
+    A = monotone_map(rms, K)
+    theta0 = np.linalg.solve(A, w)
+    if np.all(theta0[:2 * K] >= -1e-12):
+        return w
+    xa = x @ A
+    n = len(y)
+
+    def fg(th):
+        m = y * (xa @ th)
+        loss = float(np.mean(np.logaddexp(0.0, -m)))
+        s = 0.5 * (1.0 - np.tanh(0.5 * m))
+        r = A @ th - prior
+        return loss + 0.5 * lam * float(r @ r), -(xa.T @ (y * s)) / n + lam * (A.T @ r)
+
+    bounds = [(0.0, None)] * (2 * K) + [(None, None)] * (len(w) - 2 * K)
+    th = minimize(fg, np.maximum(theta0, np.r_[np.zeros(2 * K), np.full(len(w) - 2 * K, -np.inf)]),
+                  jac=True, method="L-BFGS-B", bounds=bounds,
+                  options={"ftol": 1e-15, "gtol": 1e-10, "maxiter": 5000, "maxcor": 30}).x
+    return A @ th
+
+
+def mono_weights(phi, y, lam, K, parts=None):
+    rms = training_rms(phi)
+    x = phi / rms
+    e = mean_direction(K, x.shape[1])
+
+    def fit(keep):
+        c = fit_odd_logistic((x[keep] @ e)[:, None], y[keep], MEAN_SCALE_LAMBDA)[0]
+        return monotone_fit(x[keep], y[keep], lam, K, rms, c * e, x[keep] @ (c * e))
+
+    names = np.unique(parts) if parts is not None else ()
+    if len(names) < 2:
+        return rms, fit(slice(None))
+    return rms, np.mean([fit(parts != f) for f in names], axis=0)
+
+
+def mono_path(phi_tr, y_tr, phi_te, K, lambdas=SHRUNK_LAMBDAS):
+    rms, out = training_rms(phi_tr), []
+    for lam in lambdas:
+        _, w = mono_weights(phi_tr, y_tr, lam, K)
+        out.append((phi_te / rms) @ w)
+    return np.stack(out)
+
+
+def cells(c, name, i):
+    ids, phi, y, phi_t, y_t, K = setup(c, i)
+    folds = final(ids)
+    own = argmin_larger(row_loss(shrunk_oof(phi, y, folds, lambda x, yy: mean_direction(K, x.shape[1])), y).mean(axis=1),
+                        SHRUNK_LAMBDAS)
+    mono = argmin_larger(row_loss(oof_path_scores(phi, y, folds, SHRUNK_LAMBDAS,
+                                                  lambda a, b, cc, lams: mono_path(a, b, cc, K, lams)), y).mean(axis=1),
+                         SHRUNK_LAMBDAS)
+    res = {"condition": name, "split": i, "fold_acc": {}, "test_acc": {}, "info": {}}
+    for tag, fitter, j in (("own", fit_shrunk_weights, own), ("mono", mono_weights, mono)):
+        rms, w = fitter(phi, y, SHRUNK_LAMBDAS[j], K, bag_parts(ids))
+        res["test_acc"][f"bshrunk_{tag}"] = acc_of((phi_t / rms) @ w, y_t)
+        res["info"][f"bshrunk_{tag}"] = {"lam": SHRUNK_LAMBDAS[j]}
+    return res
+
+
+if __name__ == "__main__":
+    first, n, out = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
+    rb._init(str(rb.default_root()), sys.argv[4] if len(sys.argv) > 4 else None)
+    t0 = time.perf_counter()
+    with open(out, "w") as fh:
+        for name, c in rb._CONDITIONS.items():
+            for i in range(first, first + n):
+                fh.write(json.dumps(cells(c, name, i)) + "\n"); fh.flush()
+            print(f"[{time.perf_counter() - t0:.0f}s] {name}", file=sys.stderr, flush=True)
