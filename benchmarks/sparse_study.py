@@ -1,0 +1,113 @@
+"""Does a sparse deviation from the mean hold better than a ridge one? (#18 screen)
+
+    python benchmarks/sparse_study.py FIRST N OUT.jsonl [ONLY]
+
+The deployed shrunk stack pulls its weights toward c times the mean with a ridge penalty, which
+spreads any deviation over correlated protocols. Where one protocol of a strong backbone is better
+than the rest (the GPT-4 conditions, where most lost cells are) the natural prior is the opposite:
+the mean, plus a few protocols moved. Here the deviation v = w - c e gets an L1 penalty
+(lam_1 |v|_1, plus a ridge of RIDGE so separable rows stay finite), with lam_1 on a grid relative to
+lam_max (the smallest lam_1 at which v = 0 is optimal: the largest gradient at the prior), chosen by
+CV log-loss over `fit`'s final folds (ties to the larger), then subagged as deployed. Solved by
+L-BFGS-B on v = v+ - v-, v+/- >= 0 (a smooth bound-constrained form of the same convex problem).
+
+A screen: test accuracy of the deployed head (bshrunk_own, as `bag-*`) and the sparse one
+(bshrunk_l1), no nested folds; `candidate_study.py replay --grid` compares them deployed everywhere.
+A study tool: never asserts, never runs in the tests.
+"""
+import json, os, sys, time
+for v in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(v, "1")
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import numpy as np
+from scipy.optimize import minimize
+import robustness as rb
+from candidate_variants import acc_of, argmin_larger, final, row_loss, setup, shrunk_oof
+from baer_fast.heads.stack import (SHRUNK_LAMBDAS, MEAN_SCALE_LAMBDA, fit_odd_logistic, fit_shrunk_weights,
+                                   mean_direction, oof_path_scores, training_rms)
+from baer_fast.selection.nested import bag_parts
+
+RIDGE = 1e-3                                   # keeps the fit finite on separable rows
+FRACTIONS = (1.0, 0.5, 0.25, 0.1, 0.05, 0.02, 0.01)   # lam_1 / lam_max, strongest first
+
+
+def prior_of(x, y, K):
+    e = mean_direction(K, x.shape[1])
+    c = fit_odd_logistic((x @ e)[:, None], y, MEAN_SCALE_LAMBDA)[0]
+    return c * e
+
+
+def lam_max(x, y, prior):
+    m = y * (x @ prior)
+    s = 0.5 * (1.0 - np.tanh(0.5 * m))
+    return float(np.max(np.abs(x.T @ (y * s)) / len(y)))
+
+
+def l1_fit(x, y, prior, lam1, v0=None):
+    """argmin mean log(1 + exp(-y x.(prior + v))) + lam1 |v|_1 + RIDGE/2 |v|^2 -> v."""
+    n, d = x.shape
+    yx = x * y[:, None]
+    off = yx @ prior
+
+    def fg(t):
+        v = t[:d] - t[d:]
+        m = off + yx @ v
+        s = 0.5 * (1.0 - np.tanh(0.5 * m))
+        g = -(yx.T @ s) / n + RIDGE * v
+        f = float(np.mean(np.logaddexp(0.0, -m))) + lam1 * float(t.sum()) + 0.5 * RIDGE * float(v @ v)
+        return f, np.concatenate([g + lam1, -g + lam1])
+
+    t0 = np.zeros(2 * d) if v0 is None else np.concatenate([np.maximum(v0, 0), np.maximum(-v0, 0)])
+    t = minimize(fg, t0, jac=True, method="L-BFGS-B", bounds=[(0.0, None)] * (2 * d),
+                 options={"ftol": 1e-15, "gtol": 1e-10, "maxiter": 5000, "maxcor": 30}).x
+    return t[:d] - t[d:]
+
+
+def l1_path(phi_tr, y_tr, phi_te, K, fractions=FRACTIONS):
+    rms = training_rms(phi_tr)
+    x = phi_tr / rms
+    prior = prior_of(x, y_tr, K)
+    top, v, out = lam_max(x, y_tr, prior), None, []
+    for f in fractions:
+        v = l1_fit(x, y_tr, prior, f * top, v)
+        out.append((phi_te / rms) @ (prior + v))
+    return np.stack(out)
+
+
+def l1_weights(phi, y, frac, K, parts):
+    rms = training_rms(phi)
+    x = phi / rms
+
+    def fit(keep):
+        prior = prior_of(x[keep], y[keep], K)
+        return prior + l1_fit(x[keep], y[keep], prior, frac * lam_max(x[keep], y[keep], prior))
+
+    return rms, np.mean([fit(parts != f) for f in np.unique(parts)], axis=0)
+
+
+def cells(c, name, i):
+    ids, phi, y, phi_t, y_t, K = setup(c, i)
+    folds = final(ids)
+    own = argmin_larger(row_loss(shrunk_oof(phi, y, folds, lambda x, yy: mean_direction(K, x.shape[1])), y).mean(axis=1),
+                        SHRUNK_LAMBDAS)
+    j = argmin_larger(row_loss(oof_path_scores(phi, y, folds, FRACTIONS,
+                                               lambda a, b, cc, fr: l1_path(a, b, cc, K, fr)), y).mean(axis=1), FRACTIONS)
+    res = {"condition": name, "split": i, "fold_acc": {}, "test_acc": {}, "info": {}}
+    rms, w = fit_shrunk_weights(phi, y, SHRUNK_LAMBDAS[own], K, bag_parts(ids))
+    res["test_acc"]["bshrunk_own"] = acc_of((phi_t / rms) @ w, y_t)
+    res["info"]["bshrunk_own"] = {"lam": SHRUNK_LAMBDAS[own]}
+    rms, w = l1_weights(phi, y, FRACTIONS[j], K, bag_parts(ids))
+    res["test_acc"]["bshrunk_l1"] = acc_of((phi_t / rms) @ w, y_t)
+    res["info"]["bshrunk_l1"] = {"frac": FRACTIONS[j]}
+    return res
+
+
+if __name__ == "__main__":
+    first, n, out = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
+    rb._init(str(rb.default_root()), sys.argv[4] if len(sys.argv) > 4 else None)
+    t0 = time.perf_counter()
+    with open(out, "w") as fh:
+        for name, c in rb._CONDITIONS.items():
+            for i in range(first, first + n):
+                fh.write(json.dumps(cells(c, name, i)) + "\n"); fh.flush()
+            print(f"[{time.perf_counter() - t0:.0f}s] {name}", file=sys.stderr, flush=True)
