@@ -319,6 +319,25 @@ def cell(c, name, i):
         res["info"][vname] = info
     return res
 
+def deployed_cell(name, i, ids, phi, y, phi_t, y_t, K):
+    """A cell holding the deployed head's test accuracy and lambda as `bshrunk_own` (identical to `bag-*`'s
+    bshrunk): lambda by CV log-loss over `fit`'s final folds, the subagged fit on all non-test rows."""
+    j = cv_shrunk(phi, y, final(ids), lambda x, yy: mean_direction(K, x.shape[1]))
+    rms, w = fit_shrunk_weights(phi, y, SHRUNK_LAMBDAS[j], K, bag_parts(ids))
+    return {"condition": name, "split": i, "fold_acc": {}, "test_acc": {"bshrunk_own": acc_of((phi_t / rms) @ w, y_t)},
+            "info": {"bshrunk_own": {"lam": SHRUNK_LAMBDAS[j]}}}
+
+def write_cells(argv, cell_of):
+    """FIRST N OUT [ONLY] -> one JSON line per (condition, split) from cell_of(c, name, i), progress on stderr."""
+    first, n, out = int(argv[0]), int(argv[1]), argv[2]
+    rb._init(str(rb.default_root()), argv[3] if len(argv) > 3 else None)
+    t0 = time.perf_counter()
+    with open(out, "w") as fh:
+        for name, c in rb._CONDITIONS.items():
+            for i in range(first, first + n):
+                fh.write(json.dumps(cell_of(c, name, i)) + "\n"); fh.flush()
+            print(f"[{time.perf_counter() - t0:.0f}s] {name}", file=sys.stderr, flush=True)
+
 SET = "plain"
 CV_REPEATS = 5      # rcv: fold assignments whose CV log-loss is averaged to choose the shrunk stack's lambda
 
@@ -328,12 +347,4 @@ if __name__ == "__main__":
         j = argv.index("--set")
         SET = argv[j + 1]
         argv = argv[:j] + argv[j + 2:]
-    first, n, out = int(argv[0]), int(argv[1]), argv[2]
-    only = argv[3] if len(argv) > 3 else None
-    rb._init(str(rb.default_root()), only)
-    t0 = time.perf_counter()
-    with open(out, "w") as fh:
-        for name, c in rb._CONDITIONS.items():
-            for i in range(first, first + n):
-                fh.write(json.dumps(cell(c, name, i)) + "\n"); fh.flush()
-            print(f"[{time.perf_counter()-t0:.0f}s] {name}", file=sys.stderr, flush=True)
+    write_cells(argv, cell)

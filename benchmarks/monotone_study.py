@@ -1,6 +1,6 @@
 """Does a monotone shrunk stack hold better? (#18 screen)
 
-    python benchmarks/monotone_study.py FIRST N OUT.jsonl
+    python benchmarks/monotone_study.py FIRST N OUT.jsonl [ONLY]
 
 The shrunk stack's weights are free in sign: on small dev sets a ridge fit over 5-15 correlated
 protocols gives some of them negative weight, so that the head's score *falls* when that protocol's
@@ -18,16 +18,15 @@ A screen: test accuracy of the deployed head (bshrunk_own, as `bag-*`) and the m
 (bshrunk_mono), no nested folds, so `candidate_study.py replay --grid` compares them deployed
 everywhere. A study tool: never asserts, never runs in the tests.
 """
-import json, os, sys, time
+import os, sys
 for v in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(v, "1")
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import numpy as np
 from scipy.optimize import minimize
-import robustness as rb
-from candidate_variants import acc_of, argmin_larger, final, row_loss, setup, shrunk_oof
+from candidate_variants import acc_of, argmin_larger, deployed_cell, final, row_loss, setup, write_cells
 from baer_fast.heads.logistic import newton_logistic
-from baer_fast.heads.stack import (SHRUNK_LAMBDAS, MEAN_SCALE_LAMBDA, fit_odd_logistic, fit_shrunk_weights,
+from baer_fast.heads.stack import (SHRUNK_LAMBDAS, MEAN_SCALE_LAMBDA, fit_odd_logistic,
                                    mean_direction, oof_path_scores, training_rms)
 from baer_fast.selection.nested import bag_parts
 
@@ -99,26 +98,15 @@ def mono_path(phi_tr, y_tr, phi_te, K, lambdas=SHRUNK_LAMBDAS):
 
 def cells(c, name, i):
     ids, phi, y, phi_t, y_t, K = setup(c, i)
-    folds = final(ids)
-    own = argmin_larger(row_loss(shrunk_oof(phi, y, folds, lambda x, yy: mean_direction(K, x.shape[1])), y).mean(axis=1),
-                        SHRUNK_LAMBDAS)
-    mono = argmin_larger(row_loss(oof_path_scores(phi, y, folds, SHRUNK_LAMBDAS,
-                                                  lambda a, b, cc, lams: mono_path(a, b, cc, K, lams)), y).mean(axis=1),
-                         SHRUNK_LAMBDAS)
-    res = {"condition": name, "split": i, "fold_acc": {}, "test_acc": {}, "info": {}}
-    for tag, fitter, j in (("own", fit_shrunk_weights, own), ("mono", mono_weights, mono)):
-        rms, w = fitter(phi, y, SHRUNK_LAMBDAS[j], K, bag_parts(ids))
-        res["test_acc"][f"bshrunk_{tag}"] = acc_of((phi_t / rms) @ w, y_t)
-        res["info"][f"bshrunk_{tag}"] = {"lam": SHRUNK_LAMBDAS[j]}
+    res = deployed_cell(name, i, ids, phi, y, phi_t, y_t, K)
+    j = argmin_larger(row_loss(oof_path_scores(phi, y, final(ids), SHRUNK_LAMBDAS,
+                                               lambda a, b, cc, lams: mono_path(a, b, cc, K, lams)), y).mean(axis=1),
+                      SHRUNK_LAMBDAS)
+    rms, w = mono_weights(phi, y, SHRUNK_LAMBDAS[j], K, bag_parts(ids))
+    res["test_acc"]["bshrunk_mono"] = acc_of((phi_t / rms) @ w, y_t)
+    res["info"]["bshrunk_mono"] = {"lam": SHRUNK_LAMBDAS[j]}
     return res
 
 
 if __name__ == "__main__":
-    first, n, out = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
-    rb._init(str(rb.default_root()), sys.argv[4] if len(sys.argv) > 4 else None)
-    t0 = time.perf_counter()
-    with open(out, "w") as fh:
-        for name, c in rb._CONDITIONS.items():
-            for i in range(first, first + n):
-                fh.write(json.dumps(cells(c, name, i)) + "\n"); fh.flush()
-            print(f"[{time.perf_counter() - t0:.0f}s] {name}", file=sys.stderr, flush=True)
+    write_cells(sys.argv[1:], cells)

@@ -15,15 +15,14 @@ A screen: test accuracy of the deployed head (bshrunk_own, as `bag-*`) and the s
 (bshrunk_l1), no nested folds; `candidate_study.py replay --grid` compares them deployed everywhere.
 A study tool: never asserts, never runs in the tests.
 """
-import json, os, sys, time
+import os, sys
 for v in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(v, "1")
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import numpy as np
 from scipy.optimize import minimize
-import robustness as rb
-from candidate_variants import acc_of, argmin_larger, final, row_loss, setup, shrunk_oof
-from baer_fast.heads.stack import (SHRUNK_LAMBDAS, MEAN_SCALE_LAMBDA, fit_odd_logistic, fit_shrunk_weights,
+from candidate_variants import acc_of, argmin_larger, deployed_cell, final, row_loss, setup, write_cells
+from baer_fast.heads.stack import (MEAN_SCALE_LAMBDA, fit_odd_logistic,
                                    mean_direction, oof_path_scores, training_rms)
 from baer_fast.selection.nested import bag_parts
 
@@ -87,15 +86,9 @@ def l1_weights(phi, y, frac, K, parts):
 
 def cells(c, name, i):
     ids, phi, y, phi_t, y_t, K = setup(c, i)
-    folds = final(ids)
-    own = argmin_larger(row_loss(shrunk_oof(phi, y, folds, lambda x, yy: mean_direction(K, x.shape[1])), y).mean(axis=1),
-                        SHRUNK_LAMBDAS)
-    j = argmin_larger(row_loss(oof_path_scores(phi, y, folds, FRACTIONS,
+    res = deployed_cell(name, i, ids, phi, y, phi_t, y_t, K)
+    j = argmin_larger(row_loss(oof_path_scores(phi, y, final(ids), FRACTIONS,
                                                lambda a, b, cc, fr: l1_path(a, b, cc, K, fr)), y).mean(axis=1), FRACTIONS)
-    res = {"condition": name, "split": i, "fold_acc": {}, "test_acc": {}, "info": {}}
-    rms, w = fit_shrunk_weights(phi, y, SHRUNK_LAMBDAS[own], K, bag_parts(ids))
-    res["test_acc"]["bshrunk_own"] = acc_of((phi_t / rms) @ w, y_t)
-    res["info"]["bshrunk_own"] = {"lam": SHRUNK_LAMBDAS[own]}
     rms, w = l1_weights(phi, y, FRACTIONS[j], K, bag_parts(ids))
     res["test_acc"]["bshrunk_l1"] = acc_of((phi_t / rms) @ w, y_t)
     res["info"]["bshrunk_l1"] = {"frac": FRACTIONS[j]}
@@ -103,11 +96,4 @@ def cells(c, name, i):
 
 
 if __name__ == "__main__":
-    first, n, out = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
-    rb._init(str(rb.default_root()), sys.argv[4] if len(sys.argv) > 4 else None)
-    t0 = time.perf_counter()
-    with open(out, "w") as fh:
-        for name, c in rb._CONDITIONS.items():
-            for i in range(first, first + n):
-                fh.write(json.dumps(cells(c, name, i)) + "\n"); fh.flush()
-            print(f"[{time.perf_counter() - t0:.0f}s] {name}", file=sys.stderr, flush=True)
+    write_cells(sys.argv[1:], cells)
