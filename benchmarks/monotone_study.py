@@ -24,11 +24,10 @@ for v in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import numpy as np
 from scipy.optimize import minimize
-from candidate_variants import acc_of, argmin_larger, deployed_cell, final, row_loss, setup, write_cells
+from candidate_variants import screen_cell, write_cells
 from baer_fast.heads.logistic import newton_logistic
 from baer_fast.heads.stack import (SHRUNK_LAMBDAS, MEAN_SCALE_LAMBDA, fit_odd_logistic,
-                                   mean_direction, oof_path_scores, training_rms)
-from baer_fast.selection.nested import bag_parts
+                                   mean_direction, training_rms)
 
 SPREAD_MAX = 4.0     # zt = z / (1 + 4 d), d <= 1
 
@@ -96,17 +95,5 @@ def mono_path(phi_tr, y_tr, phi_te, K, lambdas=SHRUNK_LAMBDAS):
     return np.stack(out)
 
 
-def cells(c, name, i):
-    ids, phi, y, phi_t, y_t, K = setup(c, i)
-    res = deployed_cell(name, i, ids, phi, y, phi_t, y_t, K)
-    j = argmin_larger(row_loss(oof_path_scores(phi, y, final(ids), SHRUNK_LAMBDAS,
-                                               lambda a, b, cc, lams: mono_path(a, b, cc, K, lams)), y).mean(axis=1),
-                      SHRUNK_LAMBDAS)
-    rms, w = mono_weights(phi, y, SHRUNK_LAMBDAS[j], K, bag_parts(ids))
-    res["test_acc"]["bshrunk_mono"] = acc_of((phi_t / rms) @ w, y_t)
-    res["info"]["bshrunk_mono"] = {"lam": SHRUNK_LAMBDAS[j]}
-    return res
-
-
 if __name__ == "__main__":
-    write_cells(sys.argv[1:], cells)
+    write_cells(sys.argv[1:], lambda c, name, i: screen_cell(c, name, i, "bshrunk_mono", SHRUNK_LAMBDAS, mono_path, mono_weights, "lam"))

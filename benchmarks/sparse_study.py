@@ -21,10 +21,9 @@ for v in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import numpy as np
 from scipy.optimize import minimize
-from candidate_variants import acc_of, argmin_larger, deployed_cell, final, row_loss, setup, write_cells
+from candidate_variants import screen_cell, write_cells
 from baer_fast.heads.stack import (MEAN_SCALE_LAMBDA, fit_odd_logistic,
-                                   mean_direction, oof_path_scores, training_rms)
-from baer_fast.selection.nested import bag_parts
+                                   mean_direction, training_rms)
 
 RIDGE = 1e-3                                   # keeps the fit finite on separable rows
 FRACTIONS = (1.0, 0.5, 0.25, 0.1, 0.05, 0.02, 0.01)   # lam_1 / lam_max, strongest first
@@ -84,16 +83,5 @@ def l1_weights(phi, y, frac, K, parts):
     return rms, np.mean([fit(parts != f) for f in np.unique(parts)], axis=0)
 
 
-def cells(c, name, i):
-    ids, phi, y, phi_t, y_t, K = setup(c, i)
-    res = deployed_cell(name, i, ids, phi, y, phi_t, y_t, K)
-    j = argmin_larger(row_loss(oof_path_scores(phi, y, final(ids), FRACTIONS,
-                                               lambda a, b, cc, fr: l1_path(a, b, cc, K, fr)), y).mean(axis=1), FRACTIONS)
-    rms, w = l1_weights(phi, y, FRACTIONS[j], K, bag_parts(ids))
-    res["test_acc"]["bshrunk_l1"] = acc_of((phi_t / rms) @ w, y_t)
-    res["info"]["bshrunk_l1"] = {"frac": FRACTIONS[j]}
-    return res
-
-
 if __name__ == "__main__":
-    write_cells(sys.argv[1:], cells)
+    write_cells(sys.argv[1:], lambda c, name, i: screen_cell(c, name, i, "bshrunk_l1", FRACTIONS, l1_path, l1_weights, "frac"))
