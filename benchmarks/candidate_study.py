@@ -232,9 +232,10 @@ def main(argv=None) -> int:
     print(f"{len(cells)} cells; columns: win rate, mean gain, worst gain (points), heads picked")
     runs = [(f"always {h}", [{**c, "pick": h, "baer": head_acc(c, h)} for c in cells])
             for h in (args.grid.split(",") if args.grid else [])]
-    runs += [(o.replace(",", " < "), replay(cells, o)) for o in (args.order or ["shrunk,stack,constant,route"])]
+    orders = args.order or ["shrunk,stack,constant,route"]
+    runs += [(o.replace(",", " < "), replay(cells, o)) for o in orders]
     if args.paired:
-        paired(cells, args.order or [], args.grid.split(",") if args.grid else [])
+        paired(cells, orders, args.grid.split(",") if args.grid else [])
     for label, cs in runs:
         s = summary(cs)
         for name, r in s.items():
