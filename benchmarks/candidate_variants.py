@@ -330,11 +330,14 @@ def deployed_cell(name, i, ids, phi, y, phi_t, y_t, K):
 def screen_cell(c, name, i, tag, grid, path, weights, key="lam"):
     """A screen's cell: the deployed head (`deployed_cell`) and, as `tag`, a variant whose hyper-parameter is
     chosen from `grid` by CV log-loss over `fit`'s final folds (ties to the earlier, stronger entry) with
-    path(phi_tr, y_tr, phi_te, K, grid) -> [len(grid), N_te], then fitted by weights(phi, y, g, K, parts)
+    path(phi_tr, y_tr, phi_te, K, grid, ids_tr) -> [len(grid), N_te], then fitted by weights(phi, y, g, K, parts)
     -> (rms, w) on all non-test rows, subagged over `bag_parts`."""
     ids, phi, y, phi_t, y_t, K = setup(c, i)
     res = deployed_cell(name, i, ids, phi, y, phi_t, y_t, K)
-    s = oof_path_scores(phi, y, final(ids), grid, lambda a, b, cc, g: path(a, b, cc, K, g))
+    folds, s = final(ids), np.zeros((len(grid), len(y)))
+    for f in np.unique(folds):
+        tr, te = folds != f, folds == f
+        s[:, te] = path(phi[tr], y[tr], phi[te], K, grid, [ids[t] for t in np.flatnonzero(tr)])
     j = argmin_larger(row_loss(s, y).mean(axis=1), grid)
     rms, w = weights(phi, y, grid[j], K, bag_parts(ids))
     res["test_acc"][tag] = acc_of((phi_t / rms) @ w, y_t)

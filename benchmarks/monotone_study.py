@@ -87,7 +87,7 @@ def mono_weights(phi, y, lam, K, parts=None):
     return rms, np.mean([fit(parts != f) for f in names], axis=0)
 
 
-def mono_path(phi_tr, y_tr, phi_te, K, lambdas=SHRUNK_LAMBDAS):
+def mono_path(phi_tr, y_tr, phi_te, K, lambdas=SHRUNK_LAMBDAS, ids_tr=None):
     rms, out = training_rms(phi_tr), []
     for lam in lambdas:
         _, w = mono_weights(phi_tr, y_tr, lam, K)

@@ -61,7 +61,7 @@ def l1_fit(x, y, prior, lam1, v0=None):
     return t[:d] - t[d:]
 
 
-def l1_path(phi_tr, y_tr, phi_te, K, fractions=FRACTIONS):
+def l1_path(phi_tr, y_tr, phi_te, K, fractions=FRACTIONS, ids_tr=None):
     rms = training_rms(phi_tr)
     x = phi_tr / rms
     prior = prior_of(x, y_tr, K)
