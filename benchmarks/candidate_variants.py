@@ -31,11 +31,12 @@ for v in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(v, "1")
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import numpy as np
+from scipy.optimize import minimize
 import robustness as rb
 from baer_fast.features.evidence import EPS, evidence, runs_tensor, stack_features
 from baer_fast.heads.logistic import newton_logistic
 from baer_fast.heads.stack import (training_rms, fit_odd_logistic, fit_shrunk_weights, mean_direction, SHRUNK_LAMBDAS,
-                                   MEAN_SCALE_LAMBDA, oof_path_scores)
+                                   MEAN_SCALE_LAMBDA, cv_shrunk_lambda, oof_path_scores)
 from baer_fast.io.splits import SplitSpec, roles
 from baer_fast.selection.fit import training_rows, resolve_expert
 from baer_fast.selection.nested import bag_parts, fold_assignments, SALT, N_FOLDS, N_REPEATS, INNER_FOLDS
@@ -125,6 +126,19 @@ def cv_trim_m(phi, y, ids, K, folds, a=1.0):
 def prior_fit(x, y, d):
     c = fit_odd_logistic((x @ d)[:, None], y, MEAN_SCALE_LAMBDA)[0]
     return c * d, x @ (c * d)
+
+def subagged(x, y, parts, fit):
+    """The mean of fit(x_keep, y_keep) over the rows outside each part, as heads.stack.fit_shrunk_weights subags;
+    parts None or a single part: the plain fit."""
+    names = np.unique(parts) if parts is not None else ()
+    if len(names) < 2:
+        return fit(x, y)
+    return np.mean([fit(x[parts != q], y[parts != q]) for q in names], axis=0)
+
+def bounded_minimize(fg, x0, bounds):
+    """L-BFGS-B on fg(x) -> (value, gradient), tolerances tight enough for the screens' convex fits."""
+    return minimize(fg, x0, jac=True, method="L-BFGS-B", bounds=bounds,
+                    options={"ftol": 1e-15, "gtol": 1e-10, "maxiter": 5000, "maxcor": 30}).x
 
 def shrunk_path(phi_tr, y_tr, phi_te, dirf, lambdas=SHRUNK_LAMBDAS):
     rms = training_rms(phi_tr); x = phi_tr / rms
@@ -281,8 +295,8 @@ def scores(kind, f, phi_tr, y_tr, ids_tr, phi_te, K, cvfolds):
         return (phi_te / bag_rms) @ w, {"lam": lam}
     if kind == "bagfree":
         j = cv_free(phi_tr, y_tr, cvfolds, K)
-        parts = bag_parts(ids_tr); e = mean_direction(K, x.shape[1])
-        w = np.mean([free_fit(x[parts != q], y_tr[parts != q], SHRUNK_LAMBDAS[j], e)[0] for q in np.unique(parts)], axis=0)
+        e = mean_direction(K, x.shape[1])
+        w = subagged(x, y_tr, bag_parts(ids_tr), lambda xk, yk: free_fit(xk, yk, SHRUNK_LAMBDAS[j], e)[0])
         return (phi_te / rms) @ w, {"lam": SHRUNK_LAMBDAS[j]}
     if kind == "bagpbma":
         a = cv_shrunk_pbma(phi_tr, y_tr, cvfolds, f)
@@ -321,11 +335,12 @@ def cell(c, name, i):
 
 def deployed_cell(name, i, ids, phi, y, phi_t, y_t, K):
     """A cell holding the deployed head's test accuracy and lambda as `bshrunk_own` (identical to `bag-*`'s
-    bshrunk): lambda by CV log-loss over `fit`'s final folds, the subagged fit on all non-test rows."""
-    j = cv_shrunk(phi, y, final(ids), lambda x, yy: mean_direction(K, x.shape[1]))
-    rms, w = fit_shrunk_weights(phi, y, SHRUNK_LAMBDAS[j], K, bag_parts(ids))
+    bshrunk): `fit`'s lambda rule (heads.stack.cv_shrunk_lambda) over its final folds, the subagged fit on all
+    non-test rows."""
+    lam, _ = cv_shrunk_lambda(phi, y, final(ids), K)
+    rms, w = fit_shrunk_weights(phi, y, lam, K, bag_parts(ids))
     return {"condition": name, "split": i, "fold_acc": {}, "test_acc": {"bshrunk_own": acc_of((phi_t / rms) @ w, y_t)},
-            "info": {"bshrunk_own": {"lam": SHRUNK_LAMBDAS[j]}}}
+            "info": {"bshrunk_own": {"lam": lam}}}
 
 def screen_cell(c, name, i, tag, grid, path, weights, key="lam"):
     """A screen's cell: the deployed head (`deployed_cell`) and, as `tag`, a variant whose hyper-parameter is
@@ -334,10 +349,8 @@ def screen_cell(c, name, i, tag, grid, path, weights, key="lam"):
     -> (rms, w) on all non-test rows, subagged over `bag_parts`."""
     ids, phi, y, phi_t, y_t, K = setup(c, i)
     res = deployed_cell(name, i, ids, phi, y, phi_t, y_t, K)
-    folds, s = final(ids), np.zeros((len(grid), len(y)))
-    for f in np.unique(folds):
-        tr, te = folds != f, folds == f
-        s[:, te] = path(phi[tr], y[tr], phi[te], K, grid, [ids[t] for t in np.flatnonzero(tr)])
+    s = oof_path_scores(np.arange(len(y)), y, final(ids), grid,      # row indices: the path also gets the fold's ids
+                        lambda r_tr, y_tr, r_te, g: path(phi[r_tr], y_tr, phi[r_te], K, g, [ids[t] for t in r_tr]))
     j = argmin_larger(row_loss(s, y).mean(axis=1), grid)
     rms, w = weights(phi, y, grid[j], K, bag_parts(ids))
     res["test_acc"][tag] = acc_of((phi_t / rms) @ w, y_t)

@@ -23,11 +23,9 @@ for v in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(v, "1")
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import numpy as np
-from scipy.optimize import minimize
-from candidate_variants import screen_cell, write_cells
+from candidate_variants import bounded_minimize, prior_fit, screen_cell, subagged, write_cells
 from baer_fast.heads.logistic import newton_logistic
-from baer_fast.heads.stack import (SHRUNK_LAMBDAS, MEAN_SCALE_LAMBDA, fit_odd_logistic,
-                                   mean_direction, training_rms)
+from baer_fast.heads.stack import SHRUNK_LAMBDAS, mean_direction, training_rms
 
 SPREAD_MAX = 4.0     # zt = z / (1 + 4 d), d <= 1
 
@@ -66,25 +64,14 @@ def monotone_fit(x, y, lam, K, rms, prior, off):
         return loss + 0.5 * lam * float(r @ r), -(xa.T @ (y * s)) / n + lam * (A.T @ r)
 
     bounds = [(0.0, None)] * (2 * K) + [(None, None)] * (len(w) - 2 * K)
-    th = minimize(fg, np.maximum(theta0, np.r_[np.zeros(2 * K), np.full(len(w) - 2 * K, -np.inf)]),
-                  jac=True, method="L-BFGS-B", bounds=bounds,
-                  options={"ftol": 1e-15, "gtol": 1e-10, "maxiter": 5000, "maxcor": 30}).x
+    th = bounded_minimize(fg, np.maximum(theta0, np.r_[np.zeros(2 * K), np.full(len(w) - 2 * K, -np.inf)]), bounds)
     return A @ th
 
 
 def mono_weights(phi, y, lam, K, parts=None):
     rms = training_rms(phi)
-    x = phi / rms
-    e = mean_direction(K, x.shape[1])
-
-    def fit(keep):
-        c = fit_odd_logistic((x[keep] @ e)[:, None], y[keep], MEAN_SCALE_LAMBDA)[0]
-        return monotone_fit(x[keep], y[keep], lam, K, rms, c * e, x[keep] @ (c * e))
-
-    names = np.unique(parts) if parts is not None else ()
-    if len(names) < 2:
-        return rms, fit(slice(None))
-    return rms, np.mean([fit(parts != f) for f in names], axis=0)
+    e = mean_direction(K, phi.shape[1])
+    return rms, subagged(phi / rms, y, parts, lambda xk, yk: monotone_fit(xk, yk, lam, K, rms, *prior_fit(xk, yk, e)))
 
 
 def mono_path(phi_tr, y_tr, phi_te, K, lambdas=SHRUNK_LAMBDAS, ids_tr=None):

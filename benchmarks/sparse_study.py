@@ -20,19 +20,16 @@ for v in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(v, "1")
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import numpy as np
-from scipy.optimize import minimize
-from candidate_variants import screen_cell, write_cells
-from baer_fast.heads.stack import (MEAN_SCALE_LAMBDA, fit_odd_logistic,
-                                   mean_direction, training_rms)
+from candidate_variants import bounded_minimize, prior_fit, screen_cell, subagged, write_cells
+from baer_fast.heads.stack import mean_direction, training_rms
 
 RIDGE = 1e-3                                   # keeps the fit finite on separable rows
 FRACTIONS = (1.0, 0.5, 0.25, 0.1, 0.05, 0.02, 0.01)   # lam_1 / lam_max, strongest first
 
 
 def prior_of(x, y, K):
-    e = mean_direction(K, x.shape[1])
-    c = fit_odd_logistic((x @ e)[:, None], y, MEAN_SCALE_LAMBDA)[0]
-    return c * e
+    """c times the mean's weights, c fitted first (the deployed prior)."""
+    return prior_fit(x, y, mean_direction(K, x.shape[1]))[0]
 
 
 def lam_max(x, y, prior):
@@ -56,8 +53,7 @@ def l1_fit(x, y, prior, lam1, v0=None):
         return f, np.concatenate([g + lam1, -g + lam1])
 
     t0 = np.zeros(2 * d) if v0 is None else np.concatenate([np.maximum(v0, 0), np.maximum(-v0, 0)])
-    t = minimize(fg, t0, jac=True, method="L-BFGS-B", bounds=[(0.0, None)] * (2 * d),
-                 options={"ftol": 1e-15, "gtol": 1e-10, "maxiter": 5000, "maxcor": 30}).x
+    t = bounded_minimize(fg, t0, [(0.0, None)] * (2 * d))
     return t[:d] - t[d:]
 
 
@@ -74,13 +70,12 @@ def l1_path(phi_tr, y_tr, phi_te, K, fractions=FRACTIONS, ids_tr=None):
 
 def l1_weights(phi, y, frac, K, parts):
     rms = training_rms(phi)
-    x = phi / rms
 
-    def fit(keep):
-        prior = prior_of(x[keep], y[keep], K)
-        return prior + l1_fit(x[keep], y[keep], prior, frac * lam_max(x[keep], y[keep], prior))
+    def fit(xk, yk):
+        prior = prior_of(xk, yk, K)
+        return prior + l1_fit(xk, yk, prior, frac * lam_max(xk, yk, prior))
 
-    return rms, np.mean([fit(parts != f) for f in np.unique(parts)], axis=0)
+    return rms, subagged(phi / rms, y, parts, fit)
 
 
 if __name__ == "__main__":
