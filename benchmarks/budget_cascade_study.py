@@ -9,7 +9,7 @@ every pair, and the rest of the bank only on the pairs stage 1 is least sure of,
 pays for. On the cells of `cost_accuracy.py` (public LLMBar and JudgeBench banks, `SplitSpec(seed=
 "cost-<i>")`, the same per-expert costs), everything is chosen on the non-test rows:
 
-- for each b in `--stage1` (fractions of the budget B: 0.3, 0.45, 0.6, 0.75), `plan_with_nested` gives
+- for each b in `STAGE1` (fractions of the budget B: 0.3, 0.45, 0.6, 0.75), `plan_with_nested` gives
   stage 1 and its nested out-of-fold scores s1 (the search re-run inside each outer training fold), and
   the full stack's on the same folds (stage 2's stand-in). With c1 the stage-1 cost share on those rows,
   the pairs that must exit for an average cost of B are `need = 1 - (B - c1) / (1 - c1)`;
