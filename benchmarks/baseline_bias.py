@@ -39,9 +39,7 @@ def cells_of(c: dict, name: str, first: int, splits: int) -> list[dict]:
 
 
 def figures(cells: list[dict]) -> dict:
-    g = np.array([c["gain"] for c in cells])
-    return {"cells": len(g), "win_rate": float(np.mean(g >= -1e-9)), "mean_gain": float(g.mean()),
-            "worst_gain": float(g.min())}
+    return {"cells": len(cells), **robustness.gain_figures([c["gain"] for c in cells])}
 
 
 def main(argv=None) -> int:

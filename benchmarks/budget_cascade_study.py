@@ -34,7 +34,6 @@ a rule. Table to stderr, ONE JSON line to stdout.
 from __future__ import annotations
 
 import concurrent.futures
-import hashlib
 import json
 import os
 import sys
@@ -53,8 +52,9 @@ VARIANTS = {"held": True, "strict": False}   # may a pair with |s1| = 0 exit (bu
 
 
 def uniform(ids) -> np.ndarray:
-    """[N] in [0, 1): a hash of each id (the same for a pair and its swap, which keeps the id)."""
-    return np.array([int(hashlib.sha256(f"{SALT}:{i}".encode()).hexdigest()[:13], 16) / 16.0 ** 13 for i in ids])
+    """[N] in [0, 1): io.splits.hash_unit of each id (the same for a pair and its swap, which keeps the id)."""
+    from baer_fast.io.splits import hash_unit
+    return np.array([hash_unit(i, SALT) for i in ids])
 
 
 def exit_level(conf, need: float) -> tuple[float, float]:
@@ -77,13 +77,15 @@ def exits(conf, ids, tau: float, share: float, zeros: bool = False) -> np.ndarra
 
 
 def cascade_accuracy(s1, s2, ex, y) -> float:
-    s = np.where(ex, s1, s2)
-    return float(np.mean(np.where(s == 0, 0.5, np.sign(s) == y)))
+    """Accuracy of stage 1 where `ex`, the full stack elsewhere, a score of 0 at half credit (as `accuracy`)."""
+    from baer_fast.eval.metrics import head_native_credit
+    return float(np.mean(head_native_credit(np.where(ex, s1, s2), y)))
 
 
 def option(records, spec, b: float, budget: float, name: str, test, costs, s2) -> dict | None:
     """Stage 1 at b x budget: tau, share and the out-of-fold accuracy (non-test rows), then test."""
     from baer_fast.artifact import deployed_head
+    from baer_fast.eval.metrics import label_signs
     from baer_fast.heads.cascade import strength
     from baer_fast.selection.budget import labelled_rows, plan_with_nested
     try:
@@ -99,7 +101,7 @@ def option(records, spec, b: float, budget: float, name: str, test, costs, s2) -
     tau, share = exit_level(conf, need)
     s1 = np.asarray(deployed_head(stack_art(records, spec, plan["experts"], name)).score(test))
     c1t = sum(costs[e] for e in plan["experts"]) / sum(costs.values())
-    yt = np.array([1.0 if r.label == "a" else -1.0 for r in test])
+    yt = label_signs(test)
     out = {"b": b, "stage1": plan["experts"], "c1": c1, "need": need, "tau": tau, "share": share,
            "cv_full": cascade_accuracy(nested.s_sub, nested.s_full, np.zeros(conf.shape, bool), y)}
     for variant, zeros in VARIANTS.items():

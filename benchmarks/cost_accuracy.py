@@ -95,9 +95,9 @@ def ups_downs(pairs) -> tuple[int, int]:
 
 
 def accuracy(scores, records) -> float:
-    y = np.array([1.0 if r.label == "a" else -1.0 for r in records])
-    s = np.asarray(scores, dtype=np.float64)
-    return float(np.mean(np.where(s == 0, 0.5, (np.sign(s) == y).astype(float))))
+    """Eq. 1 on labelled records, a score of exactly 0 at half credit (eval.metrics.head_native_credit)."""
+    from baer_fast.eval.metrics import head_native_credit, label_signs
+    return float(np.mean(head_native_credit(scores, label_signs(records))))
 
 
 def test_rows(records, spec):

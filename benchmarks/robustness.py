@@ -143,6 +143,14 @@ def by_condition(cells: list[dict]) -> dict:
     return groups
 
 
+def gain_figures(gain) -> dict:
+    """Gains in points against the test-best protocol -> win rate (gain >= 0, to rounding), mean, worst."""
+    import numpy as np
+
+    gain = np.asarray(gain, dtype=np.float64)
+    return {"win_rate": float(np.mean(gain >= -1e-9)), "mean_gain": float(gain.mean()), "worst_gain": float(gain.min())}
+
+
 def summarise(cells: list[dict]) -> dict:
     """Per condition and pooled: for each rule, win rate, mean gain and worst gain (points)."""
     import numpy as np
@@ -154,9 +162,8 @@ def summarise(cells: list[dict]) -> dict:
                "best_acc": float(np.mean([c["best"] for c in cs])),
                "tie_share": float(np.mean([c["ties"] / c["n_test"] for c in cs]))}
         for rule in RULES:
-            gain = np.array([100 * (c[rule] - c["best"]) for c in cs])
-            row[rule] = {"win_rate": float(np.mean(gain >= -1e-9)), "mean_gain": float(gain.mean()),
-                         "worst_gain": float(gain.min()), "acc": float(np.mean([c[rule] for c in cs]))}
+            gain = [100 * (c[rule] - c["best"]) for c in cs]
+            row[rule] = {**gain_figures(gain), "acc": float(np.mean([c[rule] for c in cs]))}
         out[name] = row
     return out
 
