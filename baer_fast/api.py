@@ -13,11 +13,13 @@ raising. Knows nothing about files beyond loading the head artifact.
 """
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 from typing import Sequence
 
 from baer_fast.errors import BaerError, InputError
 
+log = logging.getLogger("baer_fast")
 BACKENDS = ("hf", "vllm")
 
 
@@ -54,6 +56,10 @@ class Judge:
                              "artifact ('derived_params'); refit the head from `baer-fast experts` output",
                              field="derived_params")
         self._room = None
+        if art.get("allocation") is not None and "default" not in art["allocation"]:
+            log.warning(
+                "the head was pruned per subset (%s); Judge pairs have the subset 'default', which it has not "
+                "seen, so every expert it chose runs on them (%s)", ", ".join(art["allocation"]), ", ".join(self.experts))
 
     @classmethod
     def from_pretrained(cls, model_path: str, head=None, *, backend: str = "hf", kernels: str = "auto",
@@ -67,7 +73,6 @@ class Judge:
         unless left "auto". Data parallel ranks are spawned processes: call from under an
         `if __name__ == "__main__":` guard. batch_invariant: JudgeOptions.batch_invariant.
         """
-        from baer_fast import artifact as artifact_io
         from baer_fast.runtime.config import EngineConfig
         from baer_fast.runtime.open import HfOptions, open_engine, open_vllm
 
@@ -158,6 +163,9 @@ class Judge:
         def bank(some, experts):
             return run_experts(self.engine, some, experts=experts, derived_params=self.derived_params,
                                generation=self.options.generation, batch_invariant=self.invariant)
+        if self.art.get("allocation") is not None:   # pruned per subset (Judge pairs: subset "default")
+            from baer_fast.selection.allocation import run_allocated
+            return run_allocated(self.art, pairs, lambda some, names, _k: bank(some, names))
         if self.art.get("cascade"):      # early exit: stage 2 only for the pairs stage 1 leaves open
             from baer_fast.selection.cascade import run_staged
             records, self.last_cascade = run_staged(self.art, pairs, bank)

@@ -13,7 +13,7 @@ from baer_fast.errors import ArtifactError
 from baer_fast.io.jsonl import atomic_open
 
 FORMAT = "baer-fast-head"
-SCHEMA_VERSION = 2     # 2: `tiebreak` (a v1 reader would ignore it and score ties differently)
+SCHEMA_VERSION = 3     # 2: `tiebreak`, 3: `allocation` (an older reader would ignore either and score differently)
 # pickle protocol >= 2; zip (torch.save, .npz); protocol 0/1 pickles of a dict or list
 _PICKLE_MAGIC = (b"\x80", b"PK\x03\x04", b"(dp", b"(lp", b"}q", b"]q", b"}(", b"](")
 
@@ -31,7 +31,8 @@ def checksum(d: dict) -> str:
 def save(path: str, artifact: dict) -> None:
     """Write atomically (temp file, fsync, rename) with the checksum filled in."""
     d = dict(artifact)
-    d["format"], d["schema_version"] = FORMAT, SCHEMA_VERSION
+    # the oldest schema that scores it right: a v2 reader can still use an artifact with no allocation
+    d["format"], d["schema_version"] = FORMAT, SCHEMA_VERSION if d.get("allocation") is not None else 2
     d["checksum"] = checksum(d)
     text = json.dumps(d, sort_keys=True, indent=1, ensure_ascii=False, allow_nan=False) + "\n"
     with atomic_open(path) as fh:
@@ -97,6 +98,10 @@ def _validate(d, path: str) -> None:
         raise ArtifactError(f"{path}: field 'experts': expected a list of expert names")
     if d["head"] not in d["heads"]:
         raise ArtifactError(f"{path}: field 'head': deployed head {d['head']!r} has no parameters in 'heads'")
+    alloc = d.get("allocation")
+    if alloc is not None and not (isinstance(alloc, dict) and all(
+            isinstance(es, list) and all(e in d["experts"] for e in es) for es in alloc.values())):
+        raise ArtifactError(f"{path}: field 'allocation': expected {{subset: [experts of 'experts']}}")
 
 
 def default_artifact() -> dict:
@@ -121,6 +126,9 @@ def deployed_head(d: dict):
         if d.get("cascade"):      # early exit (selection/cascade.py): the cheap stage first
             from baer_fast.heads.cascade import CascadeHead
             head = CascadeHead(head_class("stack").from_json(d["cascade"]["stage1"]), head, float(d["cascade"]["tau"]))
+        if d.get("allocation") is not None:     # pruned per subset: a pair's evidence is its subset's experts
+            from baer_fast.heads.allocation import AllocatedHead
+            head = AllocatedHead(head, {str(g): list(es) for g, es in d["allocation"].items()}, list(d["experts"]))
         weight = float((d.get("tiebreak") or {}).get("weight", 0.0))
         if weight:               # exact ties go to a candidate, not a position (heads/tiebreak.py)
             from baer_fast.heads.tiebreak import TieBreakHead

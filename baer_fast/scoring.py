@@ -39,10 +39,12 @@ def score_records(art: dict, records: Sequence, head=None) -> list[dict]:
 
 
 def missing_evidence(art: dict, records: Sequence) -> int:
-    """How many (pair, expert) cells of the artifact's experts have no run at all (p = 0.5)."""
+    """How many (pair, expert) cells of the artifact's experts have no run at all (p = 0.5); under a
+    per-subset allocation, only the experts the pair's subset runs count."""
+    from baer_fast.heads.allocation import experts_for
     n = 0
     for r in records:
-        for e in art["experts"]:
+        for e in experts_for(art["allocation"], art["experts"], r.subset) if art.get("allocation") else art["experts"]:
             runs = r.experts.get(e)
             n += runs is None or all(u is None for u in runs)
     return n

@@ -14,7 +14,9 @@ use fewer experts than the target has, as `fit --transfer-from` allows) pooled w
 labels, scored on the held-out backbone's test rows (the same pairs' non-test labels fitted
 the sources, so only test rows are fair), vs majority vote of the experts and mean z~.
 --head stack (default) fits the stack (Eq. 6) for every head, fast; --head auto runs the gates
-(`fit_condition`, slower). Table to stderr, ONE JSON line (the per-target summary) to stdout.
+(`fit_condition`, slower). --per-subset prunes per pair subset (`fit --budget B --per-subset`,
+selection/allocation.py; the test cost is then each subset's experts on its test pairs); --budgets and
+--parts choose what runs. Table to stderr, ONE JSON line (the per-target summary) to stdout.
 
 --runtime-bank (or --only Runtime) adds the runtime bank (cost_runtime.py): the whole bank
 (`--experts all`, --runtime-tokens per generation) run by the anchor model of random_judge.py on the
@@ -124,22 +126,35 @@ def fit_full(records, spec, mode: str, condition: str) -> dict:
 MODEL = None         # CostModel of the run (--criterion)
 TOLERANCE = 0.0      # the cascade's CV tolerance (--tolerance)
 PARTS = ("pruned", "cascade", "transfer")     # what to run (--parts)
+SPACE = None         # the budget search's space_for (--per-subset: selection/allocation.space_for)
 
 
 def fit_pruned(records, spec, budget: str, mode: str, condition: str) -> dict:
+    from baer_fast.heads.allocation import allocate
     from baer_fast.selection.budget import fit_budget, plan_budget
     if mode == "stack":
-        plan = plan_budget(records, budget, spec=spec, model=MODEL)
-        art = stack_art(records, spec, plan["experts"], condition)
-        art["budget"] = plan
+        plan = plan_budget(records, budget, spec=spec, model=MODEL, space_for=SPACE)
+        alloc = plan.get("allocation")
+        art = stack_art(allocate(records, alloc, plan["experts"]) if alloc else records, spec, plan["experts"], condition)
+        art.update(budget=plan, **({"allocation": alloc} if alloc else {}))
         return art
-    return fit_budget(records, budget, condition=condition, spec=spec, model=MODEL)
+    return fit_budget(records, budget, condition=condition, spec=spec, model=MODEL, space_for=SPACE)
 
 
-def test_cost(records, experts, full_experts) -> float:
+def test_cost(records, experts, full_experts, allocation: dict | None = None) -> float:
+    """Cost per pair of `experts` (or, per subset, of each subset's `allocation`) over the full bank's."""
+    from baer_fast.heads.allocation import experts_for
     from baer_fast.selection.budget import expert_costs
-    costs, _ = expert_costs(records, full_experts)
-    return sum(costs[e] for e in experts) / max(sum(costs.values()), 1e-12)
+    if allocation is None:
+        costs, _ = expert_costs(records, full_experts)
+        return sum(costs[e] for e in experts) / max(sum(costs.values()), 1e-12)
+    spent = full = 0.0
+    for g in sorted({r.subset for r in records}):
+        in_g = [r for r in records if r.subset == g]
+        costs, _ = expert_costs(in_g, full_experts)
+        spent += len(in_g) * sum(costs[e] for e in experts_for(allocation, experts, g))
+        full += len(in_g) * sum(costs.values())
+    return spent / max(full, 1e-12)
 
 
 def decoded_per_pair(records, experts) -> float:
@@ -178,7 +193,8 @@ def run_condition(bench: str, backbone: str, records, spec, mode: str, replay=No
         row["full"]["cv"] = plan["full_cv_accuracy"]
         n = plan.get("nested") or {}
         row[f"pruned_{b}"] = {"test": accuracy(deployed_head(art).score(test), test), "cv": plan["cv_accuracy"],
-                              "cost": test_cost(test, plan["experts"], everyone), "experts": plan["experts"],
+                              "cost": test_cost(test, plan["experts"], everyone, plan.get("allocation")),
+                              "experts": plan["experts"], "allocation": plan.get("allocation"),
                               **units(test, plan["experts"], costs), "plan_cost_per_pair": plan["cost_per_pair"],
                               "plan_full_cost_per_pair": plan["full_cost_per_pair"], "cost_source": plan["cost_source"],
                               **({"runs": units(test, cost_runtime.closure(plan["experts"]), costs)} if replay else {}),
@@ -402,7 +418,7 @@ def runtime_summary(rows: list[dict]) -> dict:
 
 
 def main(argv=None) -> int:
-    global MODEL, TOLERANCE, PARTS
+    global MODEL, TOLERANCE, PARTS, SPACE, BUDGETS
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--data", default=None)
     ap.add_argument("--splits", type=int, default=3)
@@ -415,6 +431,8 @@ def main(argv=None) -> int:
     ap.add_argument("--tolerance", type=float, default=None, help="cascade CV tolerance (default: CascadeSpec's)")
     ap.add_argument("--only", default=None, metavar="NAME", help="only the sources whose name contains NAME")
     ap.add_argument("--parts", default=",".join(PARTS), help="comma-separated subset of pruned,cascade,transfer")
+    ap.add_argument("--per-subset", action="store_true", help="prune per pair subset (`fit --budget B --per-subset`)")
+    ap.add_argument("--budgets", default=",".join(BUDGETS), help="comma-separated fractions for the pruned heads")
     ap.add_argument("--rows", default=None, metavar="JSON", help="write every cell (and transfer cell) there")
     ap.add_argument("--runtime-bank", action="store_true",
                     help=f"also run {cost_runtime.NAME} (also chosen by --only Runtime): the whole runtime bank of "
@@ -430,6 +448,10 @@ def main(argv=None) -> int:
     from baer_fast.selection.cascade import CascadeSpec
     MODEL = CostModel(criterion=args.criterion)
     PARTS = tuple(p for p in args.parts.split(",") if p)
+    BUDGETS = tuple(b for b in args.budgets.split(",") if b)
+    if args.per_subset:
+        from baer_fast.selection.allocation import space_for
+        SPACE = space_for
     TOLERANCE = CascadeSpec().tolerance if args.tolerance is None else args.tolerance
     from baer_fast.io.adapters import load
     from baer_fast.io.splits import SplitSpec

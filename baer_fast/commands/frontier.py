@@ -4,9 +4,11 @@ Prints every subset the budget search visits (selection/budget.py) with its cost
 its share of the full bank's and its CV accuracy on non-test rows, marking the one chosen
 at --budget and whether it is within noise of the full stack (also nested: the search run inside
 each outer training fold); --plot draws them. Also home of the cost options `fit` takes (`add_fit_arguments`,
-`cost_fit`): --budget, --cascade, --costs, --transfer-from.
+`cost_fit`): --budget, --per-subset, --cascade, --costs, --transfer-from.
 """
 from __future__ import annotations
+
+from baer_fast.errors import InputError
 
 
 def add_arguments(p) -> None:
@@ -16,6 +18,7 @@ def add_arguments(p) -> None:
     p.add_argument("--costs", default=None, metavar="FILE", help="JSON {expert: tokens per pair} (overrides meta)")
     p.add_argument("--split-seed", default="baer-v1", help="salt of the id-hash split (default: baer-v1)")
     p.add_argument("--plot", default=None, metavar="PNG", help="write the frontier as a PNG")
+    p.add_argument("--per-subset", action="store_true", help="search expert sets per pair subset (`fit --per-subset`)")
     add_on_error_argument(p)
 
 
@@ -24,6 +27,8 @@ def add_fit_arguments(p) -> None:
     p.add_argument("--budget", default=None, help="prune the bank to this cost: a fraction of the full "
                    "bank's (e.g. 0.33) or tokens=N per pair; the subset is chosen by CV on non-test rows. A fixed "
                    "subset may cost accuracy; fit prints what nested CV expects it to lose")
+    p.add_argument("--per-subset", action="store_true", help="with --budget: choose the experts per pair subset "
+                   "(the budget holds on average over the pairs; a subset unseen in training runs every chosen expert)")
     p.add_argument("--cascade", action="store_true", help="add an early-exit stage: cheap experts first, the rest "
                    "only for the pairs they are unsure of, holding CV accuracy to the full head's "
                    "(--cascade-tolerance)")
@@ -52,13 +57,20 @@ def cost_fit(args, records) -> dict | None:
         arts = [(path, artifact.load(path)) for path in head_paths(args.transfer_from)]
         return fit_transfer(records, arts, condition=args.condition)
     if not (getattr(args, "budget", None) or getattr(args, "cascade", False)):
+        if getattr(args, "per_subset", False):
+            raise InputError("--per-subset chooses the experts of --budget per subset: give --budget", field="--per-subset")
         return None
-    from baer_fast.selection.budget import fit_budget, read_costs_file
+    from baer_fast.selection.budget import fit_budget
+    from baer_fast.selection.costs import read_costs_file
     from baer_fast.selection.fit import fit_condition
+    if args.per_subset and args.cascade:
+        raise InputError("--per-subset and --cascade do not combine (a cascade's stages are expert subsets "
+                         "for every pair); choose one", field="--per-subset")
     costs = read_costs_file(args.costs) if args.costs else None
     kw = fit_kwargs(args)
     spec = kw["spec"]
-    art = fit_budget(records, args.budget, costs_override=costs, **kw) if args.budget else fit_condition(records, **kw)
+    art = (fit_budget(records, args.budget, costs_override=costs, space_for=space_option(args), **kw)
+           if args.budget else fit_condition(records, **kw))
     if args.cascade:
         from baer_fast.selection.cascade import CascadeSpec, fit_cascade
         art = fit_cascade(records, art, spec=spec, costs_override=costs,
@@ -66,6 +78,14 @@ def cost_fit(args, records) -> dict | None:
     for line in cost_lines(art):
         print(line)
     return art
+
+
+def space_option(args):
+    """`budget.plan_with_nested`'s space_for of --per-subset (None: one subset for every pair)."""
+    if not getattr(args, "per_subset", False):
+        return None
+    from baer_fast.selection.allocation import space_for
+    return space_for
 
 
 def cost_lines(art: dict) -> list[str]:
@@ -76,6 +96,8 @@ def cost_lines(art: dict) -> list[str]:
                    f"{b['cost_per_pair']:.1f} of {b['full_cost_per_pair']:.1f} per pair "
                    f"({100 * b['fraction_of_full']:.1f}%, costs: {b['cost_source']}); CV "
                    f"{100 * b['cv_accuracy']:.1f} vs full {100 * b['full_cv_accuracy']:.1f}")
+        for g, es in (b.get("allocation") or {}).items():
+            out.append(f"    subset {g} ({100 * b['subset_shares'][g]:.0f}% of the rows): {', '.join(es) or 'no expert'}")
         out.extend(noise_lines(b))
     if "cascade" in art:
         c = art["cascade"]
@@ -122,7 +144,8 @@ def plot(plan: dict, path: str) -> None:
 def run(args) -> int:
     from baer_fast.io.records import read_signals_many
     from baer_fast.io.rejects import rejects_for, report_rejects
-    from baer_fast.selection.budget import plan_budget, read_costs_file
+    from baer_fast.selection.budget import plan_budget
+    from baer_fast.selection.costs import read_costs_file
     from baer_fast.selection.fit import check_one_condition
     from baer_fast.io.splits import SplitSpec
     rejects = rejects_for(args, out=args.plot or "frontier")
@@ -132,7 +155,7 @@ def run(args) -> int:
         report_rejects(rejects)
     check_one_condition(records, ",".join(args.signals))
     plan = plan_budget(records, args.budget, spec=SplitSpec(seed=args.split_seed),
-                       costs_override=read_costs_file(args.costs) if args.costs else None)
+                       costs_override=read_costs_file(args.costs) if args.costs else None, space_for=space_option(args))
     full = plan["full_cost_per_pair"] or 1.0
     print(f"full bank: {len(plan['expert_costs'])} experts, {plan['full_cost_per_pair']:.1f} per pair "
           f"(costs: {plan['cost_source']}), CV {100 * plan['full_cv_accuracy']:.1f}")

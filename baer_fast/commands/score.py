@@ -64,7 +64,8 @@ def _judge(args, art, pairs) -> list:
     a killed run resumes without redoing finished pairs. Derived experts (PriDe, CalibraEval) use
     the parameters frozen in the artifact, never refitted. A cascade head (early exit) runs its
     cheap stage on every pair and the rest only on the pairs stage 1 leaves open, each stage
-    through its own resumable file (<out>.stage1/.stage2.signals.jsonl)."""
+    through its own resumable file (<out>.stage1/.stage2.signals.jsonl). A head pruned per subset
+    runs each group of subsets with the same experts through <out>.subset<k>.signals.jsonl."""
     from baer_fast.errors import InputError
     from baer_fast.runtime.model.load import check_model_dir
 
@@ -73,6 +74,9 @@ def _judge(args, art, pairs) -> list:
     check_model_dir(args.model)
     args.keep_texts = False
     cascade = art.get("cascade")
+    if art.get("allocation") is not None:    # pruned per subset: each subset's experts on its own pairs
+        from baer_fast.selection.allocation import run_allocated
+        return run_allocated(art, pairs, lambda some, names, k: _bank(args, art, some, names, f"subset{k}"))
     if not cascade:
         return _bank(args, art, pairs, art["experts"], "")
     from baer_fast.selection.cascade import run_staged

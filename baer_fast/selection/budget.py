@@ -1,8 +1,7 @@
 """Expert pruning under a cost budget: choose the subset by cross-validated accuracy on non-test rows.
 
-Costs per (pair, expert) come from `meta.expert_cost`, a `--costs FILE` override (expert ->
-tokens per pair), or one unit per expert (docs/cost.md). A subset costs the sum of its experts' plus
-that of the bank experts they are computed from and lack (`subset_cost`).
+Costs: selection/costs.py. The search runs over a space of units:
+experts (`ExpertSpace`) or, per pair subset, (subset, expert) moves (selection/allocation.py).
 
 Search (deterministic): greedy forward and backward passes, each step scored by the stack's (Eq. 6)
 out-of-fold log-loss (or accuracy) over repeated id-hashed folds at the full bank's lambda. Among the
@@ -13,7 +12,6 @@ outer training fold, scored on the held-out fold) and the honest gap recorded. T
 """
 from __future__ import annotations
 
-import json
 import logging
 import math
 from dataclasses import dataclass, replace
@@ -22,106 +20,13 @@ from typing import Sequence
 import numpy as np
 
 from baer_fast.errors import InputError
+from baer_fast.selection.costs import CostModel, expert_costs, expert_sources, parse_budget, subset_cost
 from baer_fast.features.evidence import EPS, evidence, runs_tensor, stack_features
 from baer_fast.heads.stack import LAMBDAS, StackHead, cv_lambda, fit_stack_weights, training_rms
 from baer_fast.selection.nested import fold_assignments
 from baer_fast.io.splits import SplitSpec
 
 log = logging.getLogger("baer_fast")
-
-
-@dataclass(frozen=True)
-class CostModel:
-    decode_weight: float = 1.0     # a decoded token counts this many prefilled tokens
-    default_unit: float = 1.0      # cost per pair of an expert when nothing records its cost
-    repeats: int = 3               # fold assignments averaged by the subset search
-    rounding: int = 9              # CV accuracies compared after rounding (ties are real ties)
-    criterion: str = "logloss"     # what the search ranks first: CV "logloss" (smoother on small dev sets) or "accuracy"
-    tolerance: float = 0.01        # CV accuracy a subset may lose against the full stack and still count as near it
-    noise_z: float = 1.0           # margin for fold noise, in standard errors of the paired CV gap
-    outer_repeats: int = 2         # repeats of the outer 5-fold CV that measures the search itself (0: skip)
-
-
-def parse_budget(text: str) -> tuple[str, float]:
-    """'0.33' -> ('fraction', 0.33); 'tokens=N' -> ('tokens', N)."""
-    raw = str(text).strip()
-    kind, _, value = raw.partition("=") if "=" in raw else ("fraction", "", raw)
-    try:
-        x = float(value)
-    except ValueError:
-        x = math.nan
-    if kind not in ("fraction", "tokens") or not math.isfinite(x) or x <= 0 or (kind == "fraction" and x > 1):
-        raise InputError(f"--budget {raw!r}: expected a fraction in (0, 1] of the full bank's cost "
-                         "(e.g. 0.33) or tokens=N per pair", field="--budget")
-    return kind, x
-
-
-def read_costs_file(path: str) -> dict:
-    """--costs FILE: {"expert": tokens per pair, ...}."""
-    try:
-        with open(path, encoding="utf-8") as fh:
-            d = json.load(fh)
-    except OSError as e:
-        raise InputError(f"cannot read: {e.strerror or e}", path=path) from None
-    except ValueError as e:
-        raise InputError(f"not valid JSON: {e}", path=path) from None
-    if not isinstance(d, dict):
-        raise InputError("expected an object {expert: tokens per pair}", path=path)
-    for k, v in d.items():
-        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0:
-            raise InputError("expected a non-negative number of tokens per pair", path=path, field=k)
-    return {k: float(v) for k, v in d.items()}
-
-
-def record_cost(rec, expert: str, model: CostModel = CostModel()) -> float | None:
-    c = (rec.meta.get("expert_cost") or {}).get(expert)
-    if not isinstance(c, dict):
-        return None
-    return float(c.get("prefilled", 0)) + model.decode_weight * float(c.get("decoded", 0))
-
-
-def expert_sources(records: Sequence, experts: Sequence[str]) -> dict:
-    """{expert: the expert its runs are computed from}, as the runtime recorded it (`from` in
-    meta.expert_cost: a native verdict is read from its generative expert's texts, PriDe and
-    CalibraEval transform their source's runs); only sources that are in `experts`."""
-    out = {}
-    for r in records:
-        for e, c in (r.meta.get("expert_cost") or {}).items():
-            if e in experts and isinstance(c, dict) and c.get("from") in experts and e not in out:
-                out[e] = c["from"]
-    return out
-
-
-def subset_cost(costs: dict, subset: Sequence[str], sources: dict | None = None) -> float:
-    """Cost per pair of running `subset`: its experts' costs plus, once each, those of the experts
-    they are computed from (`sources`). A native or derived expert records 0 when its source runs
-    in the same bank, so alone it would look free."""
-    need = set(subset) | {sources[e] for e in subset if sources and e in sources}
-    return float(sum(costs[e] for e in sorted(need)))
-
-
-def expert_costs(records: Sequence, experts: Sequence[str], override: dict | None = None,
-                 model: CostModel = CostModel()) -> tuple[dict, str]:
-    """-> ({expert: mean cost per pair}, source): override > meta.expert_cost > one unit each."""
-    override = override or {}
-    measured = {}
-    for e in experts:
-        vals = [c for c in (record_cost(r, e, model) for r in records) if c is not None]
-        if vals:
-            measured[e] = float(np.mean(vals))
-    if not measured and not override:
-        return {e: model.default_unit for e in experts}, "unit"
-    out = {}
-    for e in experts:
-        if e in override:
-            out[e] = override[e]
-        elif e in measured:
-            out[e] = measured[e]
-        else:
-            raise InputError(f"expert {e!r} has no cost: the signals record none for it and --costs "
-                             "does not name it", field=f"meta.expert_cost.{e}")
-    source = "+".join(name for name, used in (("file", override), ("measured", measured)) if used)
-    return out, source
 
 
 def newton_odd_logistic(x: np.ndarray, y: np.ndarray, lam: float, iters: int = 50) -> np.ndarray:
@@ -190,6 +95,7 @@ class SubsetCV:
                  lam: float, eps: float = EPS, model: CostModel = CostModel()):
         _, _, self.z, self.zt = evidence(runs_tensor(rows, experts), eps)
         self.index = {e: k for k, e in enumerate(experts)}
+        self.full = tuple(sorted(experts))        # the whole bank's key (selection/allocation.py: every move)
         self.subsets, self.categories, self.y, self.lam = [r.subset for r in rows], list(categories), y, lam
         ids = [r.id for r in rows]
         self.folds = list(fold_assignments(ids, 5, model.repeats, "baer-budget"))
@@ -228,7 +134,7 @@ class SubsetCV:
         """The paired CV gap of this subset's stack to the full bank's (`paired_gap`), rounded."""
         key = tuple(sorted(subset))
         if key not in self._gap:
-            g = paired_gap(self.scores(key), self.scores(sorted(self.index)), self.y)
+            g = paired_gap(self.scores(key), self.scores(self.full), self.y)
             self._gap[key] = {k: round(v, self.rounding) for k, v in g.items()}
         return self._gap[key]
 
@@ -241,36 +147,62 @@ class SubsetCV:
         return (acc, -loss) if self.criterion == "accuracy" else (-loss, acc)
 
 
-def _visit(cv: SubsetCV, costs: dict, subset, how: str, seen: dict, sources: dict | None = None) -> None:
-    key = tuple(sorted(subset))
+class ExpertSpace:
+    """What the search chooses: one expert subset for every pair (selection/allocation.py: one per pair subset).
+    A unit is an expert; a set of units costs `subset_cost`; `label` names a unit in the plan's records."""
+
+    def __init__(self, costs: dict, sources: dict | None = None):
+        self.units, self.costs, self.sources = sorted(costs), costs, sources
+
+    def cost(self, units) -> float:
+        return subset_cost(self.costs, units, self.sources)
+
+    def own(self, unit) -> float:
+        return self.costs[unit]
+
+    def label(self, unit) -> str:
+        return unit
+
+    def units_of(self, labels) -> list:
+        return list(labels)
+
+    def cv(self, rows, y, experts, categories, *, lam: float, eps: float, model: CostModel) -> SubsetCV:
+        return SubsetCV(rows, y, experts, categories, lam=lam, eps=eps, model=model)
+
+    def describe(self, units) -> dict:
+        return {"experts": list(units)}
+
+
+def _visit(cv: SubsetCV, space, units, how: str, seen: dict) -> None:
+    key = tuple(sorted(units))
     if key not in seen:
         acc, loss = cv.figures(key)
         g = cv.gap(key)
-        seen[key] = {"experts": list(key), "cost": subset_cost(costs, key, sources),
+        seen[key] = {"experts": [space.label(u) for u in key], "cost": space.cost(key),
                      "cv_accuracy": acc, "cv_logloss": loss, "cv_gap": g["gap"], "cv_gap_se": g["se"],
                      "found_by": how}
 
 
-def search(cv: SubsetCV, costs: dict, limit: float, sources: dict | None = None) -> list[dict]:
-    """Every subset the greedy forward (within `limit`) and backward passes visit, in visiting order.
-    Costs are `subset_cost`s: adding a native expert whose source is not chosen pays for the source."""
-    experts, seen = sorted(costs), {}
-    chosen: list[str] = []
+def search(cv: SubsetCV, space, limit: float) -> list[dict]:
+    """Every unit set the greedy forward (within `limit`) and backward passes visit, in visiting order.
+    Costs are the space's: adding a native expert whose source is not chosen pays for the source."""
+    seen, chosen = {}, []
+
+    def name(u) -> list:
+        return [-ord(c) for c in space.label(u)]
     while True:
-        cands = [e for e in experts if e not in chosen and subset_cost(costs, chosen + [e], sources) <= limit]
+        cands = [u for u in space.units if u not in chosen and space.cost(chosen + [u]) <= limit]
         if not cands:
             break
-        best = max(cands, key=lambda e: (cv.rank(chosen + [e]), -subset_cost(costs, chosen + [e], sources),
-                                         [-ord(c) for c in e]))
+        best = max(cands, key=lambda u: (cv.rank(chosen + [u]), -space.cost(chosen + [u]), name(u)))
         chosen = chosen + [best]
-        _visit(cv, costs, chosen, "forward", seen, sources)
-    current = list(experts)
-    _visit(cv, costs, current, "backward", seen, sources)
+        _visit(cv, space, chosen, "forward", seen)
+    current = list(space.units)
+    _visit(cv, space, current, "backward", seen)
     while len(current) > 1:
-        drop = max(current, key=lambda e: (cv.rank([x for x in current if x != e]), costs[e],
-                                           [-ord(c) for c in e]))
+        drop = max(current, key=lambda u: (cv.rank([x for x in current if x != u]), space.own(u), name(u)))
         current = [x for x in current if x != drop]
-        _visit(cv, costs, current, "backward", seen, sources)
+        _visit(cv, space, current, "backward", seen)
     return list(seen.values())
 
 
@@ -279,13 +211,13 @@ def near_full(v: dict, model: CostModel = CostModel()) -> bool:
     return v["cv_gap"] + model.noise_z * v["cv_gap_se"] >= -model.tolerance - 1e-12
 
 
-def check_feasible(costs: dict, limit: float, sources: dict | None = None) -> None:
-    """A located error unless the cheapest single expert (with what it is computed from) fits."""
-    name = min(sorted(costs), key=lambda e: subset_cost(costs, [e], sources))
-    cheapest = subset_cost(costs, [name], sources)
+def check_feasible(space, limit: float) -> None:
+    """A located error unless the cheapest single unit (with what it is computed from) fits."""
+    unit = min(space.units, key=lambda u: (space.cost([u]), space.label(u)))
+    cheapest = space.cost([unit])
     if cheapest > limit * (1 + 1e-12):
         raise InputError(f"no expert subset fits the budget of {limit:g} per pair (the cheapest expert, "
-                         f"{name}, costs {cheapest:g})", field="--budget")
+                         f"{space.label(unit)}, costs {cheapest:g})", field="--budget")
 
 
 def choose(visited: list[dict], limit: float, model: CostModel = CostModel()) -> dict:
@@ -344,25 +276,24 @@ class Nested:
     s_full: np.ndarray        # [R, N] out-of-fold scores of the full stack, same folds
 
 
-def nested_search(rows: Sequence, y: np.ndarray, experts: Sequence[str], costs: dict, limit: float,
-                  categories: Sequence[str], *, model: CostModel = CostModel(), eps: float = EPS,
-                  sources: dict | None = None) -> Nested:
+def nested_search(rows: Sequence, y: np.ndarray, experts: Sequence[str], space, limit: float,
+                  categories: Sequence[str], *, model: CostModel = CostModel(), eps: float = EPS) -> Nested:
     """The whole search cross-validated: inside each outer training fold, lambda, search and choice run
     exactly as on all rows; the chosen subset's stack and the full stack are scored on the held-out fold."""
     ids = [r.id for r in rows]
     folds = fold_assignments(ids, 5, model.outer_repeats, "baer-budget:outer")
-    whole = SubsetCV(rows, y, experts, categories, lam=1.0, eps=eps, model=model)     # features of every row
-    phi_full = whole.phi(experts)
+    whole = space.cv(rows, y, experts, categories, lam=1.0, eps=eps, model=model)     # features of every row
+    phi_full = whole.phi(whole.full)
     s_sub, s_full, picks = np.zeros(folds.shape), np.zeros(folds.shape), {}
     for r in range(folds.shape[0]):
         for f in np.unique(folds[r]):
             tr, te = np.flatnonzero(folds[r] != f), np.flatnonzero(folds[r] == f)
             lam, _ = cv_lambda(phi_full[tr], y[tr], fold_assignments([ids[i] for i in tr], 5, 1,
                                                                      "baer-budget:lambda")[0])
-            cv = SubsetCV([rows[i] for i in tr], y[tr], experts, categories, lam=lam, eps=eps, model=model)
-            pick = choose(search(cv, costs, limit, sources), limit, model)["experts"]
+            cv = space.cv([rows[i] for i in tr], y[tr], experts, categories, lam=lam, eps=eps, model=model)
+            pick = choose(search(cv, space, limit), limit, model)["experts"]
             picks[", ".join(pick)] = picks.get(", ".join(pick), 0) + 1
-            s_sub[r, te] = fit_scores(whole.phi(pick), y, ids, tr, te)
+            s_sub[r, te] = fit_scores(whole.phi(space.units_of(pick)), y, ids, tr, te)
             s_full[r, te] = fit_scores(phi_full, y, ids, tr, te, lam)
     g = {k: round(v, model.rounding) for k, v in paired_gap(s_sub, s_full, y).items()}
     g["near_full"] = near_full({"cv_gap": g["gap"], "cv_gap_se": g["se"]}, model)
@@ -371,26 +302,32 @@ def nested_search(rows: Sequence, y: np.ndarray, experts: Sequence[str], costs: 
 
 
 def plan_with_nested(records: Sequence, budget: str, *, spec: SplitSpec = SplitSpec(), costs_override=None,
-                     model: CostModel = CostModel(), eps: float = EPS, warn: bool = True) -> tuple[dict, Nested | None]:
+                     model: CostModel = CostModel(), eps: float = EPS, warn: bool = True,
+                     space_for=None) -> tuple[dict, Nested | None]:
     """-> (the budget record: chosen subset, its cost, the full bank's, every visited subset, the nested
     figures; the nested out-of-fold scores, None when model.outer_repeats is 0). warn: log when the
     subset is likely to cost accuracy (`warn_if_far`); off for a cascade's cheap stage, which never
-    decides alone (its exits are held to the full head's accuracy by tau)."""
+    decides alone (its exits are held to the full head's accuracy by tau). space_for(rows, experts, costs,
+    sources, costs_override, model): another search space (selection/allocation.py); None: ExpertSpace."""
     kind, value = parse_budget(budget)
     cv, rows = subset_cv_for(records, spec, sorted({k for r in records for k in r.experts}), eps, model)
     experts = sorted(cv.index)
     costs, source = expert_costs(rows, experts, costs_override, model)
     sources = expert_sources(rows, experts)
-    full = float(sum(costs.values()))
+    space = ExpertSpace(costs, sources)
+    if space_for is not None:
+        space = space_for(rows, experts, costs, sources, costs_override, model)
+        cv = space.cv(rows, cv.y, experts, cv.categories, lam=cv.lam, eps=eps, model=model)
+    full = space.cost(space.units)
     limit = value * full if kind == "fraction" else value
-    check_feasible(costs, limit, sources)
-    visited = search(cv, costs, limit, sources)
+    check_feasible(space, limit)
+    visited = search(cv, space, limit)
     best = choose(visited, limit, model)
-    nested = (nested_search(rows, cv.y, experts, costs, limit, cv.categories, model=model, eps=eps, sources=sources)
+    nested = (nested_search(rows, cv.y, experts, space, limit, cv.categories, model=model, eps=eps)
               if model.outer_repeats > 0 else None)
     plan = {"budget": str(budget), "limit_per_pair": limit, "cost_source": source,
-            "expert_costs": costs, "expert_sources": sources, "full_cost_per_pair": full, "full_cv_accuracy": cv.accuracy(experts),
-            "experts": best["experts"], "cost_per_pair": best["cost"],
+            "expert_costs": costs, "expert_sources": sources, "full_cost_per_pair": full, "full_cv_accuracy": cv.accuracy(cv.full),
+            **space.describe(space.units_of(best["experts"])), "cost_per_pair": best["cost"],
             "fraction_of_full": best["cost"] / full if full > 0 else 0.0,
             "cv_accuracy": best["cv_accuracy"], "cv_gap": best["cv_gap"], "cv_gap_se": best["cv_gap_se"],
             "near_full": near_full(best, model), "tolerance": model.tolerance, "noise_z": model.noise_z,
@@ -420,20 +357,28 @@ def warn_if_far(plan: dict) -> None:
 
 
 def plan_budget(records: Sequence, budget: str, *, spec: SplitSpec = SplitSpec(), costs_override=None,
-                model: CostModel = CostModel(), eps: float = EPS) -> dict:
+                model: CostModel = CostModel(), eps: float = EPS, space_for=None) -> dict:
     """-> the budget record (`plan_with_nested`)."""
-    return plan_with_nested(records, budget, spec=spec, costs_override=costs_override, model=model, eps=eps)[0]
+    return plan_with_nested(records, budget, spec=spec, costs_override=costs_override, model=model, eps=eps,
+                            space_for=space_for)[0]
 
 
 def fit_budget(records: Sequence, budget: str, *, condition: str, spec: SplitSpec = SplitSpec(),
-               costs_override=None, model: CostModel = CostModel(), **fit_kw) -> dict:
-    """Artifact fitted on the chosen subset only, with the budget record under `budget`."""
+               costs_override=None, model: CostModel = CostModel(), space_for=None, **fit_kw) -> dict:
+    """Artifact fitted on the chosen subset only, with the budget record under `budget`. With a per-subset
+    space (selection/allocation.py) each record keeps its subset's experts, and `allocation` is recorded."""
+    from baer_fast.heads.allocation import allocate
     from baer_fast.selection.fit import fit_condition
-    plan = plan_budget(records, budget, spec=spec, costs_override=costs_override, model=model)
+    plan = plan_budget(records, budget, spec=spec, costs_override=costs_override, model=model, space_for=space_for)
     keep = set(plan["experts"])
     for opt in ("reference_expert", "pointwise_expert"):
         if fit_kw.get(opt) is not None and fit_kw[opt] not in keep:
             fit_kw[opt] = None
-    art = fit_condition(restrict(records, plan["experts"]), condition=condition, spec=spec, **fit_kw)
+    mine = restrict(records, plan["experts"])
+    if "allocation" in plan:
+        mine = allocate(mine, plan["allocation"], plan["experts"])
+    art = fit_condition(mine, condition=condition, spec=spec, **fit_kw)
     art["budget"] = plan
+    if "allocation" in plan:
+        art["allocation"] = plan["allocation"]
     return art

@@ -76,7 +76,7 @@ def test_infeasible_and_malformed_budgets_are_input_errors(records):
 
 
 def test_costs_file_overrides_meta_and_unit_default(records, tmp_path):
-    from baer_fast.selection.budget import expert_costs, read_costs_file
+    from baer_fast.selection.costs import expert_costs, read_costs_file
     p = tmp_path / "costs.json"
     p.write_text(json.dumps({k: 1 for k in ("cheap", "mid", "pricey", "huge", "noise")}))
     costs, source = expert_costs(records, ["cheap", "huge"], read_costs_file(str(p)))

@@ -1,0 +1,115 @@
+"""Pruning per pair subset (`fit --budget B --per-subset`, docs/cost.md): one expert set per subset.
+
+A unit of the budget search is a move (subset g, expert e): run e on the pairs of g. An allocation
+costs sum_g share_g * cost_g(its experts of g), share_g and cost_g measured on g's non-test rows, so
+the budget holds on average over the pairs. An expert not run on a pair gives it no evidence
+(z = zt = 0; heads/allocation.py), the search ranks allocations by the stack's out-of-fold
+log-loss as `budget.search` ranks subsets, and with one subset it is that search exactly.
+"""
+from __future__ import annotations
+
+from typing import Callable, Sequence
+
+import numpy as np
+
+from baer_fast.features.evidence import stack_features
+from baer_fast.heads.allocation import experts_for
+from baer_fast.selection.budget import SubsetCV
+from baer_fast.selection.costs import CostModel, record_cost, subset_cost
+
+
+class AllocationCV(SubsetCV):
+    """SubsetCV whose keys are moves: the stack on all experts, each masked to the subsets that run it."""
+
+    def __init__(self, rows, y, experts, categories, *, groups: Sequence[str], **kw):
+        super().__init__(rows, y, experts, categories, **kw)
+        self.groups = list(groups)
+        self.full = tuple((g, e) for g in self.groups for e in sorted(experts))
+        where = {g: i for i, g in enumerate(self.groups)}
+        self.row_group = np.array([where.get(g, -1) for g in self.subsets])
+
+    def phi(self, moves) -> np.ndarray:
+        on = np.zeros((len(self.groups) + 1, len(self.index)))      # the last row: a subset no move names
+        where = {g: i for i, g in enumerate(self.groups)}
+        for g, e in moves:
+            on[where[g], self.index[e]] = 1.0
+        mask = on[self.row_group]
+        return stack_features(self.z * mask, self.zt * mask, self.subsets, self.categories)
+
+
+class AllocationSpace:
+    """`budget.ExpertSpace`'s interface over moves; labels read "expert@subset"."""
+
+    def __init__(self, rows, experts, costs: dict, sources: dict | None, costs_override, model: CostModel):
+        self.groups = sorted({r.subset for r in rows})
+        self.sources, self.share, self.costs = sources, {}, {}
+        for g in self.groups:
+            in_g = [r for r in rows if r.subset == g]
+            self.share[g] = len(in_g) / len(rows)
+            self.costs[g] = {e: group_cost(in_g, e, costs, costs_override or {}, model) for e in experts}
+        self.units = [(g, e) for g in self.groups for e in sorted(experts)]
+        self.unit_of = {self.label(u): u for u in self.units}
+
+    def cost(self, units) -> float:
+        by = self.by_group(units)
+        return float(sum(self.share[g] * subset_cost(self.costs[g], by[g], self.sources) for g in self.groups))
+
+    def own(self, unit) -> float:
+        return self.share[unit[0]] * self.costs[unit[0]][unit[1]]
+
+    def label(self, unit) -> str:
+        return f"{unit[1]}@{unit[0]}"
+
+    def units_of(self, labels) -> list:
+        return [self.unit_of[x] for x in labels]
+
+    def by_group(self, units) -> dict:
+        out = {g: [] for g in self.groups}
+        for g, e in units:
+            out[g].append(e)
+        return {g: sorted(es) for g, es in out.items()}
+
+    def cv(self, rows, y, experts, categories, **kw) -> AllocationCV:
+        return AllocationCV(rows, y, experts, categories, groups=self.groups, **kw)
+
+    def describe(self, units) -> dict:
+        by = self.by_group(units)
+        return {"experts": sorted({e for es in by.values() for e in es}), "allocation": by,
+                "subset_shares": dict(self.share),
+                "subset_costs": {g: subset_cost(self.costs[g], by[g], self.sources) for g in self.groups}}
+
+
+def group_cost(rows: Sequence, expert: str, bank: dict, override: dict, model: CostModel) -> float:
+    """An expert's mean cost per pair on one subset's rows: the override, else what they record, else the bank's."""
+    if expert in override:
+        return float(override[expert])
+    vals = [c for c in (record_cost(r, expert, model) for r in rows) if c is not None]
+    return float(np.mean(vals)) if vals else float(bank[expert])
+
+
+def space_for(rows, experts, costs, sources, costs_override, model):
+    """`budget.plan_with_nested`'s space_for: moves when the rows hold several subsets, else plain experts
+    (one subset: the allocation is a subset, and the search is the plain one, bit for bit)."""
+    from baer_fast.selection.budget import ExpertSpace
+    space = AllocationSpace(rows, experts, costs, sources, costs_override, model)
+    if len(space.groups) > 1:
+        return space
+    plain = ExpertSpace(costs, sources)
+    plain.describe = lambda units: {"experts": list(units), "allocation": {space.groups[0]: sorted(units)},
+                                    "subset_shares": {space.groups[0]: 1.0}}
+    return plain
+
+
+def run_allocated(art: dict, pairs: Sequence, run: Callable) -> list:
+    """run(pairs, experts, index) -> Signals per pair: each group of pairs whose subsets run the same experts
+    in one call (index: the group's place in a fixed order, for file names), the records in pair order."""
+    union = list(art["experts"])
+    groups: dict[tuple, list[int]] = {}
+    for i, p in enumerate(pairs):
+        groups.setdefault(tuple(experts_for(art["allocation"], union, p.subset)), []).append(i)
+    out: list = [None] * len(pairs)
+    for k, names in enumerate(sorted(groups)):
+        todo = groups[names]
+        for i, rec in zip(todo, run([pairs[i] for i in todo], list(names), k)):
+            out[i] = rec
+    return out

@@ -1,0 +1,182 @@
+"""Pruning per pair subset (`fit --budget B --per-subset`): the budget spent where each subset needs it."""
+from __future__ import annotations
+
+import json
+import random
+from dataclasses import replace
+
+import numpy as np
+import pytest
+
+from baer_fast import artifact
+from baer_fast.cli import main
+from baer_fast.heads.allocation import allocate, experts_for
+from baer_fast.io.records import Signals, write_signals
+from baer_fast.io.splits import SplitSpec
+from baer_fast.scoring import missing_evidence
+from baer_fast.selection.allocation import run_allocated, space_for
+from baer_fast.selection.budget import fit_budget, plan_budget
+
+from tests.selection.cost_synth import assert_same_saved, bank, blank_test_labels
+
+# each cheap expert is right on one subset only; the expensive one on both
+ACCURACY = {"x": {"cheap_x": 0.95, "cheap_y": 0.5, "huge": 0.8}, "y": {"cheap_x": 0.5, "cheap_y": 0.95, "huge": 0.8}}
+COST = {"cheap_x": 100, "cheap_y": 100, "huge": 900}
+
+
+def two_subsets(n: int = 100, seed: int = 0) -> list:
+    out = []
+    for k, (g, acc) in enumerate(sorted(ACCURACY.items())):
+        out += [replace(r, id=f"{g}-{r.id}", subset=g) for r in bank(n, seed=seed + k, accuracy=acc, cost=COST)]
+    return out
+
+
+@pytest.fixture(scope="module")
+def records():
+    return two_subsets()
+
+
+def test_each_subset_gets_the_expert_that_is_right_there_within_the_budget(records):
+    # 0.15 of 1100 per pair: one cheap expert for every pair (100) fits, both do not (200); per subset
+    # each half of the pairs can run its own cheap expert (50 + 50)
+    plain = plan_budget(records, "0.15")
+    alloc = plan_budget(records, "0.15", space_for=space_for)
+    assert len(plain["experts"]) == 1 and "allocation" not in plain
+    assert "cheap_x" in alloc["allocation"]["x"] and "cheap_y" in alloc["allocation"]["y"]
+    assert alloc["experts"] == sorted({e for es in alloc["allocation"].values() for e in es})
+    limit = 0.15 * alloc["full_cost_per_pair"]
+    assert alloc["cost_per_pair"] <= limit + 1e-9
+    assert alloc["full_cost_per_pair"] == pytest.approx(plain["full_cost_per_pair"])
+    # the cost is the pairs' average: each subset's share times what its experts cost on its rows
+    spent = sum(alloc["subset_shares"][g] * alloc["subset_costs"][g] for g in alloc["allocation"])
+    assert alloc["cost_per_pair"] == pytest.approx(spent)
+    assert alloc["cv_accuracy"] >= plain["cv_accuracy"] + 0.15
+    assert any(v["experts"] == ["cheap_x@x", "cheap_y@y"] for v in alloc["visited"])
+
+
+def test_with_one_subset_it_is_the_plain_search():
+    records = bank(150, seed=1)
+    plain, alloc = plan_budget(records, "0.33"), plan_budget(records, "0.33", space_for=space_for)
+    assert alloc["allocation"] == {"default": plain["experts"]}
+    assert {k: v for k, v in alloc.items() if k not in ("allocation", "subset_shares")} == plain
+
+
+def test_the_head_scores_only_the_allocated_evidence_and_stays_antisymmetric(records):
+    art = fit_budget(records, "0.15", condition="c", space_for=space_for)
+    assert art["allocation"] == art["budget"]["allocation"]
+    head = artifact.deployed_head(art)
+    s = np.asarray(head.score(records))
+    # scoring signals of the whole bank = scoring what `score --model` runs (each subset's experts only)
+    assert np.array_equal(s, np.asarray(head.score(allocate(records, art["allocation"], art["experts"]))))
+    assert not np.array_equal(s, np.asarray(artifact.deployed_head({**art, "allocation": None}).score(records)))
+    assert np.all(np.abs(s + np.asarray(head.score([r.swapped() for r in records]))) <= 1e-9)
+
+
+def test_artifact_ignores_test_labels_and_row_order(records, tmp_path):
+    spec = SplitSpec()
+    a = fit_budget(records, "0.2", condition="c", spec=spec, space_for=space_for)
+    assert_same_saved(tmp_path, a, fit_budget(blank_test_labels(records, spec), "0.2", condition="c", spec=spec,
+                                              space_for=space_for))
+    shuffled = list(records)
+    random.Random(3).shuffle(shuffled)
+    assert plan_budget(shuffled, "0.2", space_for=space_for) == a["budget"]
+
+
+def test_an_unseen_subset_runs_every_chosen_expert_and_missing_counts_the_allocated_only():
+    alloc, union = {"x": ["cheap_x"], "y": []}, ["cheap_x", "huge"]
+    assert experts_for(alloc, union, "y") == [] and experts_for(alloc, union, "z") == union
+    recs = [Signals("1", {"cheap_x": [0.7, 0.6]}, "x"), Signals("2", {}, "y"), Signals("3", {"huge": [0.4]}, "z")]
+    art = {"experts": union, "allocation": alloc}
+    assert missing_evidence(art, recs) == 1           # only pair 3's cheap_x: pair 2 runs nothing by design
+    assert missing_evidence({"experts": union}, recs) == 4
+
+
+def test_run_allocated_runs_each_group_once_and_keeps_pair_order():
+    pairs = [Signals(str(i), {}, g) for i, g in enumerate("xyzxy")]
+    art = {"experts": ["a", "b"], "allocation": {"x": ["a"], "y": ["a", "b"]}}
+    calls = []
+
+    def run(some, names, k):
+        calls.append(([p.id for p in some], names, k))
+        return [replace(p, experts={n: [0.5] for n in names}) for p in some]
+    out = run_allocated(art, pairs, run)
+    assert [r.id for r in out] == [p.id for p in pairs]
+    assert [sorted(r.experts) for r in out] == [["a"], ["a", "b"], ["a", "b"], ["a"], ["a", "b"]]
+    assert calls == [(["0", "3"], ["a"], 0), (["1", "2", "4"], ["a", "b"], 1)]   # z is unseen: every expert
+
+
+def test_cli_per_subset(records, tmp_path, capsys):
+    path = tmp_path / "s.jsonl"
+    write_signals(str(path), records)
+    head = tmp_path / "h.json"
+    assert main(["-q", "fit", "--signals", str(path), "--condition", "c", "--out", str(head),
+                 "--budget", "0.15", "--per-subset"]) == 0
+    out = capsys.readouterr().out
+    assert "subset x (" in out and "% of the rows): cheap_x" in out and "subset y (" in out, out
+    art = json.loads(head.read_text())
+    assert set(art["allocation"]) == {"x", "y"}
+    assert main(["-q", "score", "--signals", str(path), "--head", str(head), "--out", str(tmp_path / "sc.jsonl")]) == 0
+    assert "0 (pair, expert) cells had no evidence" in capsys.readouterr().out
+    assert main(["-q", "frontier", "--signals", str(path), "--budget", "0.15", "--per-subset"]) == 0
+    assert "cheap_x@x" in capsys.readouterr().out
+    for extra, word in ((["--cascade"], "--cascade"), ([], "--budget")):
+        args = ["-q", "fit", "--signals", str(path), "--condition", "c", "--out", str(tmp_path / "bad.json"),
+                "--per-subset"] + (["--budget", "0.5"] if extra else []) + extra
+        assert main(args) == 2
+        assert word in capsys.readouterr().err
+        assert not (tmp_path / "bad.json").exists()
+
+
+def test_an_allocation_is_versioned_and_checked_at_load(records, tmp_path):
+    from baer_fast.errors import ArtifactError
+    art = fit_budget(records, "0.15", condition="c", space_for=space_for)
+    artifact.save(str(tmp_path / "a.json"), art)
+    artifact.save(str(tmp_path / "p.json"), {k: v for k, v in art.items() if k != "allocation"})
+    assert artifact.load(str(tmp_path / "a.json"))["schema_version"] == 3      # a v2 reader would ignore it: refused
+    assert artifact.load(str(tmp_path / "p.json"))["schema_version"] == 2
+    artifact.save(str(tmp_path / "bad.json"), {**art, "allocation": {"x": ["not_an_expert"]}})
+    with pytest.raises(ArtifactError, match="field 'allocation'"):
+        artifact.load(str(tmp_path / "bad.json"))
+
+
+def test_score_model_and_judge_run_each_subset_its_own_experts(qwen_dir, tmp_path, monkeypatch, caplog):
+    from baer_fast.api import Judge
+    from baer_fast.bank import runner
+    from baer_fast.commands import score as score_cmd
+    from baer_fast.io.records import Pair, write_pairs
+    from baer_fast.selection.budget import fit_stack
+    pairs = [Pair(f"c{i}", f"Is {i} prime?", f"{i} is prime", f"{i} is not prime", label="ab"[i % 3 == 0],
+                  subset="xy"[i % 2], split=("selection", "calibration")[i % 2] if i < 8 else "test") for i in range(12)]
+    allocation = {"x": ["direct"], "y": ["direct", "score"]}
+    sig = allocate(runner.run_experts(qwen_dir, pairs, experts=["direct", "score"]), allocation, ["direct", "score"])
+    rows = [s for s in sig if s.split != "test"]
+    y = np.array([1.0 if s.label == "a" else -1.0 for s in rows])
+    head, _ = fit_stack(rows, y, [s.split for s in rows], experts=["direct", "score"], categories=["x", "y"])
+    artifact.save(str(tmp_path / "h.json"), {"condition": "c", "head": "stack", "experts": ["direct", "score"],
+                                             "heads": {"stack": head.to_json()}, "allocation": allocation})
+    write_pairs(str(tmp_path / "p.jsonl"), pairs)
+    seen, made, real = [], [], score_cmd._bank
+
+    def counting(args, art, ps, names, stage):
+        seen.append(([p.subset for p in ps], list(names), stage))
+        made.extend(real(args, art, ps, names, stage))
+        return made[-len(ps):]
+    monkeypatch.setattr(score_cmd, "_bank", counting)
+    assert main(["-q", "score", "--model", qwen_dir, "--input", str(tmp_path / "p.jsonl"),
+                 "--head", str(tmp_path / "h.json"), "--out", str(tmp_path / "s.jsonl")]) == 0
+    assert seen == [(["x"] * 6, ["direct"], "subset0"), (["y"] * 6, ["direct", "score"], "subset1")]
+    got = {json.loads(line)["id"]: json.loads(line)["score"] for line in open(tmp_path / "s.jsonl")
+           if line.startswith("{\"id")}
+    deployed = artifact.deployed_head(artifact.load(str(tmp_path / "h.json")))
+    assert [got[r.id] for r in made] == [float(s) for s in deployed.score(made)]
+    assert all(sorted(r.experts) == allocation[r.subset] for r in made)
+    # the Judge's pairs carry no subset ("default", unseen): every expert the head has runs on them
+    calls = []
+    real_run = runner.run_experts
+    monkeypatch.setattr(runner, "run_experts", lambda eng, some, experts, **kw: calls.append(list(experts))
+                        or real_run(eng, some, experts=experts, **kw))
+    with caplog.at_level("WARNING", logger="baer_fast"):
+        judge = Judge.from_pretrained(qwen_dir, head=str(tmp_path / "h.json"), kernels="torch")
+    assert "Judge pairs have the subset 'default'" in caplog.text
+    s = judge.score(["Is 7 prime?"], ["7 is prime"], ["7 is not prime"])
+    assert calls == [["direct", "score"]] and s.shape == (1,)
