@@ -14,7 +14,7 @@ import numpy as np
 
 from baer_fast.features.evidence import stack_features
 from baer_fast.heads.allocation import experts_for
-from baer_fast.selection.budget import SubsetCV
+from baer_fast.selection.budget import ExpertSpace, SubsetCV
 from baer_fast.selection.costs import CostModel, record_cost, subset_cost
 
 
@@ -87,17 +87,21 @@ def group_cost(rows: Sequence, expert: str, bank: dict, override: dict, model: C
     return float(np.mean(vals)) if vals else float(bank[expert])
 
 
+class OneSubsetSpace(ExpertSpace):
+    """Rows of one subset: the plain search (bit for bit), its subset recorded as the allocation."""
+
+    def __init__(self, costs: dict, sources: dict | None, subset: str):
+        super().__init__(costs, sources)
+        self.subset = subset
+
+    def describe(self, units) -> dict:
+        return {"experts": list(units), "allocation": {self.subset: sorted(units)}, "subset_shares": {self.subset: 1.0}}
+
+
 def space_for(rows, experts, costs, sources, costs_override, model):
-    """`budget.plan_with_nested`'s space_for: moves when the rows hold several subsets, else plain experts
-    (one subset: the allocation is a subset, and the search is the plain one, bit for bit)."""
-    from baer_fast.selection.budget import ExpertSpace
+    """`budget.plan_with_nested`'s space_for: moves when the rows hold several subsets, else plain experts."""
     space = AllocationSpace(rows, experts, costs, sources, costs_override, model)
-    if len(space.groups) > 1:
-        return space
-    plain = ExpertSpace(costs, sources)
-    plain.describe = lambda units: {"experts": list(units), "allocation": {space.groups[0]: sorted(units)},
-                                    "subset_shares": {space.groups[0]: 1.0}}
-    return plain
+    return space if len(space.groups) > 1 else OneSubsetSpace(costs, sources, space.groups[0])
 
 
 def run_allocated(art: dict, pairs: Sequence, run: Callable) -> list:
