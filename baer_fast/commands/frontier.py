@@ -160,11 +160,12 @@ def run(args) -> int:
     print(f"full bank: {len(plan['expert_costs'])} experts, {plan['full_cost_per_pair']:.1f} per pair "
           f"(costs: {plan['cost_source']}), CV {100 * plan['full_cv_accuracy']:.1f}")
     print(f"{'':2}{'cost':>10} {'share':>6} {'cv acc':>6}  search    experts")
+    chosen = plan.get("moves", plan["experts"])      # per subset: the visited entries name moves
     for v in sorted(plan["visited"], key=lambda v: (v["cost"], v["experts"])):
-        mark = "*" if v["experts"] == plan["experts"] else " "
+        mark = "*" if v["experts"] == chosen else " "
         print(f"{mark:2}{v['cost']:10.1f} {100 * v['cost'] / full:5.1f}% {100 * v['cv_accuracy']:5.1f}  "
               f"{v['found_by']:<9} {', '.join(v['experts'])}")
-    print(f"* chosen at budget {plan['budget']}: {', '.join(plan['experts'])}")
+    print(f"* chosen at budget {plan['budget']}: {', '.join(chosen)}")
     print("\n".join(noise_lines(plan)))
     if args.plot:
         plot(plan, args.plot)

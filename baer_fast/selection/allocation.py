@@ -75,6 +75,7 @@ class AllocationSpace:
     def describe(self, units) -> dict:
         by = self.by_group(units)
         return {"experts": sorted({e for es in by.values() for e in es}), "allocation": by,
+                "moves": [self.label(u) for u in sorted(units)],
                 "subset_shares": dict(self.share),
                 "subset_costs": {g: subset_cost(self.costs[g], by[g], self.sources) for g in self.groups}}
 

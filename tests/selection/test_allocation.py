@@ -118,7 +118,9 @@ def test_cli_per_subset(records, tmp_path, capsys):
     assert main(["-q", "score", "--signals", str(path), "--head", str(head), "--out", str(tmp_path / "sc.jsonl")]) == 0
     assert "0 (pair, expert) cells had no evidence" in capsys.readouterr().out
     assert main(["-q", "frontier", "--signals", str(path), "--budget", "0.15", "--per-subset"]) == 0
-    assert "cheap_x@x" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    marked = [line for line in out.splitlines() if line.startswith("* ")]
+    assert len(marked) == 2 and all("cheap_x@x" in line and "cheap_y@y" in line for line in marked), out
     for extra, word in ((["--cascade"], "--cascade"), ([], "--budget")):
         args = ["-q", "fit", "--signals", str(path), "--condition", "c", "--out", str(tmp_path / "bad.json"),
                 "--per-subset"] + (["--budget", "0.5"] if extra else []) + extra
