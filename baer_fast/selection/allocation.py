@@ -38,7 +38,10 @@ class AllocationCV(SubsetCV):
 
 
 class AllocationSpace:
-    """`budget.ExpertSpace`'s interface over moves; labels read "expert@subset"."""
+    """`budget.ExpertSpace`'s interface over moves; labels read "expert@subset". Subsets x experts moves are
+    too many for a full greedy step each (O(moves^2) fits per pass), so the search takes its steps lazily."""
+
+    lazy = True
 
     def __init__(self, rows, experts, costs: dict, sources: dict | None, costs_override, model: CostModel):
         self.groups = sorted({r.subset for r in rows})

@@ -20,6 +20,7 @@ from typing import Sequence
 import numpy as np
 
 from baer_fast.errors import InputError
+from baer_fast.progress import progress
 from baer_fast.selection.costs import CostModel, expert_costs, expert_sources, parse_budget, subset_cost
 from baer_fast.features.evidence import EPS, evidence, runs_tensor, stack_features
 from baer_fast.heads.stack import LAMBDAS, StackHead, cv_lambda, fit_stack_weights, training_rms
@@ -183,24 +184,45 @@ def _visit(cv: SubsetCV, space, units, how: str, seen: dict) -> None:
                      "found_by": how}
 
 
+def _best(cands: list, key, base, stale: dict | None):
+    """max(cands, key=key); with `stale` (a lazy space) the same greedy step evaluated lazily: keys are
+    compared as gains over `base` (the current set's rank), a candidate's last gain stands in for its
+    gain now until it is re-evaluated, and a re-evaluated candidate wins once no stale gain beats it
+    (exact when gains only shrink as the set changes; it evaluates a few candidates per step, not all)."""
+    if stale is None:
+        return max(cands, key=key)
+    unseen = ((math.inf, math.inf),)
+    while True:
+        u = max(cands, key=lambda c: stale.get(c, unseen))
+        k = key(u)
+        stale[u] = ((k[0][0] - base[0], k[0][1] - base[1]),) + k[1:]
+        if all(stale[u] >= stale.get(c, unseen) for c in cands if c != u):
+            return u
+
+
 def search(cv: SubsetCV, space, limit: float) -> list[dict]:
     """Every unit set the greedy forward (within `limit`) and backward passes visit, in visiting order.
-    Costs are the space's: adding a native expert whose source is not chosen pays for the source."""
-    seen, chosen = {}, []
+    Costs are the space's: adding a native expert whose source is not chosen pays for the source.
+    A space with `lazy` set (the many moves of selection/allocation.py) takes each step lazily (`_best`)."""
+    seen, chosen, lazy = {}, [], getattr(space, "lazy", False)
 
     def name(u) -> list:
         return [-ord(c) for c in space.label(u)]
+    stale = {} if lazy else None
     while True:
         cands = [u for u in space.units if u not in chosen and space.cost(chosen + [u]) <= limit]
         if not cands:
             break
-        best = max(cands, key=lambda u: (cv.rank(chosen + [u]), -space.cost(chosen + [u]), name(u)))
+        best = _best(cands, lambda u: (cv.rank(chosen + [u]), -space.cost(chosen + [u]), name(u)),
+                     cv.rank(chosen) if lazy else None, stale)
         chosen = chosen + [best]
         _visit(cv, space, chosen, "forward", seen)
     current = list(space.units)
     _visit(cv, space, current, "backward", seen)
+    stale = {} if lazy else None
     while len(current) > 1:
-        drop = max(current, key=lambda u: (cv.rank([x for x in current if x != u]), space.own(u), name(u)))
+        drop = _best(current, lambda u: (cv.rank([x for x in current if x != u]), space.own(u), name(u)),
+                     cv.rank(current) if lazy else None, stale)
         current = [x for x in current if x != drop]
         _visit(cv, space, current, "backward", seen)
     return list(seen.values())
@@ -285,6 +307,9 @@ def nested_search(rows: Sequence, y: np.ndarray, experts: Sequence[str], space, 
     whole = space.cv(rows, y, experts, categories, lam=1.0, eps=eps, model=model)     # features of every row
     phi_full = whole.phi(whole.full)
     s_sub, s_full, picks = np.zeros(folds.shape), np.zeros(folds.shape), {}
+    # a many-move search (selection/allocation.py) takes minutes on large banks: say how far it is
+    bar = progress(folds.shape[0] * 5, desc="budget search per subset (nested CV)", unit="fold", every_frac=1.0,
+                   quiet=not (getattr(space, "lazy", False) and log.isEnabledFor(logging.INFO)))
     for r in range(folds.shape[0]):
         for f in np.unique(folds[r]):
             tr, te = np.flatnonzero(folds[r] != f), np.flatnonzero(folds[r] == f)
@@ -295,6 +320,8 @@ def nested_search(rows: Sequence, y: np.ndarray, experts: Sequence[str], space, 
             picks[", ".join(pick)] = picks.get(", ".join(pick), 0) + 1
             s_sub[r, te] = fit_scores(whole.phi(space.units_of(pick)), y, ids, tr, te)
             s_full[r, te] = fit_scores(phi_full, y, ids, tr, te, lam)
+            bar.update(1)
+    bar.close()
     g = {k: round(v, model.rounding) for k, v in paired_gap(s_sub, s_full, y).items()}
     g["near_full"] = near_full({"cv_gap": g["gap"], "cv_gap_se": g["se"]}, model)
     return Nested({**g, "folds": 5, "repeats": int(folds.shape[0]), "salt": "baer-budget:outer",

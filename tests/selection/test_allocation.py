@@ -182,3 +182,22 @@ def test_score_model_and_judge_run_each_subset_its_own_experts(qwen_dir, tmp_pat
     assert "Judge pairs have the subset 'default'" in caplog.text
     s = judge.score(["Is 7 prime?"], ["7 is prime"], ["7 is not prime"])
     assert calls == [["direct", "score"]] and s.shape == (1,)
+
+
+def test_the_lazy_search_visits_what_the_full_greedy_steps_visit_here_with_fewer_fits(records, monkeypatch):
+    """On this bank the gains shrink as the allocation grows, so the lazy steps are the exact ones; the
+    lazy search needs a fraction of the fits (each candidate once per step otherwise)."""
+    from baer_fast.selection import allocation
+    from baer_fast.selection.budget import CostModel, SubsetCV
+
+    class Exact(allocation.AllocationSpace):
+        lazy = False
+    fits = []
+    real = SubsetCV.scores
+    monkeypatch.setattr(SubsetCV, "scores", lambda self, key: fits.append(tuple(sorted(key))) or real(self, key))
+    model = CostModel(outer_repeats=0)
+    lazy = plan_budget(records, "0.6", space_for=space_for, model=model)
+    n_lazy, fits[:] = len(set(fits)), []
+    exact = plan_budget(records, "0.6", space_for=lambda *a: Exact(*a), model=model)
+    assert lazy["visited"] == exact["visited"] and lazy["moves"] == exact["moves"]
+    assert n_lazy < len(set(fits))
