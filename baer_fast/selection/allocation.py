@@ -25,14 +25,13 @@ class AllocationCV(SubsetCV):
         super().__init__(rows, y, experts, categories, **kw)
         self.groups = list(groups)
         self.full = tuple((g, e) for g in self.groups for e in sorted(experts))
-        where = {g: i for i, g in enumerate(self.groups)}
-        self.row_group = np.array([where.get(g, -1) for g in self.subsets])
+        self.where = {g: i for i, g in enumerate(self.groups)}
+        self.row_group = np.array([self.where.get(g, -1) for g in self.subsets])
 
     def phi(self, moves) -> np.ndarray:
         on = np.zeros((len(self.groups) + 1, len(self.index)))      # the last row: a subset no move names
-        where = {g: i for i, g in enumerate(self.groups)}
         for g, e in moves:
-            on[where[g], self.index[e]] = 1.0
+            on[self.where[g], self.index[e]] = 1.0
         mask = on[self.row_group]
         return stack_features(self.z * mask, self.zt * mask, self.subsets, self.categories)
 

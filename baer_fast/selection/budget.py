@@ -152,6 +152,8 @@ class ExpertSpace:
     """What the search chooses: one expert subset for every pair (selection/allocation.py: one per pair subset).
     A unit is an expert; a set of units costs `subset_cost`; `label` names a unit in the plan's records."""
 
+    lazy = False           # full greedy steps (`_best`); few units
+
     def __init__(self, costs: dict, sources: dict | None = None):
         self.units, self.costs, self.sources = sorted(costs), costs, sources
 
@@ -203,8 +205,8 @@ def _best(cands: list, key, base, stale: dict | None):
 def search(cv: SubsetCV, space, limit: float) -> list[dict]:
     """Every unit set the greedy forward (within `limit`) and backward passes visit, in visiting order.
     Costs are the space's: adding a native expert whose source is not chosen pays for the source.
-    A space with `lazy` set (the many moves of selection/allocation.py) takes each step lazily (`_best`)."""
-    seen, chosen, lazy = {}, [], getattr(space, "lazy", False)
+    A lazy space (the many moves of selection/allocation.py) takes each step lazily (`_best`)."""
+    seen, chosen, lazy = {}, [], space.lazy
 
     def name(u) -> list:
         return [-ord(c) for c in space.label(u)]
@@ -309,7 +311,7 @@ def nested_search(rows: Sequence, y: np.ndarray, experts: Sequence[str], space, 
     s_sub, s_full, picks = np.zeros(folds.shape), np.zeros(folds.shape), {}
     # a many-move search (selection/allocation.py) takes minutes on large banks: say how far it is
     bar = progress(folds.shape[0] * 5, desc="budget search per subset (nested CV)", unit="fold", every_frac=1.0,
-                   quiet=not (getattr(space, "lazy", False) and log.isEnabledFor(logging.INFO)))
+                   quiet=not (space.lazy and log.isEnabledFor(logging.INFO)))
     for r in range(folds.shape[0]):
         for f in np.unique(folds[r]):
             tr, te = np.flatnonzero(folds[r] != f), np.flatnonzero(folds[r] == f)
