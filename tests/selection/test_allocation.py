@@ -201,3 +201,12 @@ def test_the_lazy_search_visits_what_the_full_greedy_steps_visit_here_with_fewer
     exact = plan_budget(records, "0.6", space_for=lambda *a: Exact(*a), model=model)
     assert lazy["visited"] == exact["visited"] and lazy["moves"] == exact["moves"]
     assert n_lazy < len(set(fits))
+
+
+def test_the_search_benchmark_times_both_steps_on_the_same_bank(capsys):
+    from tests.fixtures.checks import import_bench
+    bench = import_bench("bench_allocation_search")
+    assert bench.synthetic_bank(2, 3, 30) == bench.synthetic_bank(2, 3, 30)          # seeded
+    assert bench.main(["--subsets", "2", "--experts", "3", "--rows", "40", "--budget", "0.4"]) == 0
+    out = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert 0 < out["lazy_fits"] <= out["full_fits"] and isinstance(out["same_allocation"], bool)
