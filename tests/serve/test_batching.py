@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import time
 
 import httpx
 
@@ -42,7 +43,9 @@ def test_full_queue_answers_503_with_retry_after(serving):
             busy = asyncio.create_task(c.post("/v1/judge", json=body))       # occupies the engine
             await asyncio.get_running_loop().run_in_executor(None, fake.entered.wait, 10)
             queued = asyncio.create_task(c.post("/v1/judge", json=body))     # fills the queue
+            deadline = time.monotonic() + 30
             while (await c.get("/health")).json()["queue_depth"] < 1:
+                assert time.monotonic() < deadline, "the second request never queued"
                 await asyncio.sleep(0.01)
             full = await c.post("/v1/judge", json=body)
             fake.gate.set()
