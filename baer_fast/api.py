@@ -56,10 +56,7 @@ class Judge:
                              "artifact ('derived_params'); refit the head from `baer-fast experts` output",
                              field="derived_params")
         self._room = None
-        if art.get("allocation") is not None and "default" not in art["allocation"]:
-            log.warning(
-                "the head was pruned per subset (%s); Judge pairs have the subset 'default', which it has not "
-                "seen, so every expert it chose runs on them (%s)", ", ".join(art["allocation"]), ", ".join(self.experts))
+        self._warned_unpruned = False
 
     @classmethod
     def from_pretrained(cls, model_path: str, head=None, *, backend: str = "hf", kernels: str = "auto",
@@ -130,13 +127,19 @@ class Judge:
             self._room = loaded.context_len - overhead - reserve
         return self._room
 
-    def pairs(self, questions: Sequence[str], responses_a: Sequence[str], responses_b: Sequence[str]) -> list:
+    def pairs(self, questions: Sequence[str], responses_a: Sequence[str], responses_b: Sequence[str], *,
+              subsets=None, categories=None) -> list:
+        """Pairs of the inputs. subsets / categories: one string for every pair or one per pair (None:
+        subset "default", no category); they select a per-subset head's experts and the stack's
+        interaction blocks, as a pairs file's `subset` and `category` fields do."""
         from baer_fast.bank.truncation import fit_pair, sanitize
-        from baer_fast.io.records import Pair, as_conversation
+        from baer_fast.io.records import Pair, as_conversation, per_pair
 
         if not len(questions) == len(responses_a) == len(responses_b):
             raise InputError(f"questions, responses_a and responses_b differ in length "
                              f"({len(questions)}, {len(responses_a)}, {len(responses_b)})")
+        subs = per_pair(subsets, len(questions), "subsets", "default")
+        cats = per_pair(categories, len(questions), "categories", None)
         out = []
         for i, (q, a, b) in enumerate(zip(questions, responses_a, responses_b)):
             # a question is a string or a conversation ({role, content} turns, ending with the user's)
@@ -148,23 +151,24 @@ class Judge:
             else:
                 q = sanitize(q) if isinstance(q, str) else tuple((r, sanitize(c)) for r, c in q)
                 a, b = sanitize(a), sanitize(b)
-            out.append(Pair(f"judge-{i}", q, a, b, split="test"))
+            out.append(Pair(f"judge-{i}", q, a, b, subset=subs[i], split="test", category=cats[i]))
         return out
 
     # ------------------------------------------------------------------ outputs
 
-    def signals(self, questions, responses_a, responses_b) -> list:
+    def signals(self, questions, responses_a, responses_b, *, subsets=None, categories=None) -> list:
         """The expert runs of each pair (for auditing), as Signals records."""
         from baer_fast.bank.runner import run_experts
 
-        pairs = self.pairs(questions, responses_a, responses_b)
+        pairs = self.pairs(questions, responses_a, responses_b, subsets=subsets, categories=categories)
         if not pairs:
             return []
         def bank(some, experts):
             return run_experts(self.engine, some, experts=experts, derived_params=self.derived_params,
                                generation=self.options.generation, batch_invariant=self.invariant)
-        if self.art.get("allocation") is not None:   # pruned per subset (Judge pairs: subset "default")
+        if self.art.get("allocation") is not None:   # pruned per subset: each pair runs its subset's experts
             from baer_fast.selection.allocation import run_allocated
+            self._warn_unpruned(pairs)
             return run_allocated(self.art, pairs, lambda some, names, _k: bank(some, names))
         if self.art.get("cascade"):      # early exit: stage 2 only for the pairs stage 1 leaves open
             from baer_fast.selection.cascade import run_staged
@@ -172,24 +176,33 @@ class Judge:
             return records
         return bank(pairs, self.experts)
 
-    def score(self, questions, responses_a, responses_b):
+    def _warn_unpruned(self, pairs) -> None:
+        """Once per Judge: pairs whose subset the head was not pruned for run every expert it chose."""
+        unseen = sorted({p.subset for p in pairs} - set(self.art["allocation"]))
+        if unseen and not self._warned_unpruned:
+            self._warned_unpruned = True
+            log.warning("the head was pruned per subset (%s); pairs of subset %s run every expert it chose (%s): "
+                        "pass subsets= to run only a subset's experts", ", ".join(self.art["allocation"]),
+                        ", ".join(repr(u) for u in unseen), ", ".join(self.experts))
+
+    def score(self, questions, responses_a, responses_b, *, subsets=None, categories=None):
         """Signed scores [N] (float64): > 0 means response a is better; swapping a/b negates it."""
         import torch
 
-        records = self.signals(questions, responses_a, responses_b)
+        records = self.signals(questions, responses_a, responses_b, subsets=subsets, categories=categories)
         if not records:
             return torch.zeros(0, dtype=torch.float64)
         return torch.as_tensor(self.head.score(records), dtype=torch.float64)
 
-    def prob_a(self, questions, responses_a, responses_b):
+    def prob_a(self, questions, responses_a, responses_b, *, subsets=None, categories=None):
         """P(a better) = sigmoid(score), [N] float64."""
-        return torch_sigmoid(self.score(questions, responses_a, responses_b))
+        return torch_sigmoid(self.score(questions, responses_a, responses_b, subsets=subsets, categories=categories))
 
-    def results(self, questions, responses_a, responses_b) -> list[dict]:
+    def results(self, questions, responses_a, responses_b, *, subsets=None, categories=None) -> list[dict]:
         """Score records ({"score", "p_a", "winner", "head", "expert", ...}, scoring.py), one per pair."""
         from baer_fast.scoring import score_records
 
-        records = self.signals(questions, responses_a, responses_b)
+        records = self.signals(questions, responses_a, responses_b, subsets=subsets, categories=categories)
         return score_records(self.art, records, self.head) if records else []
 
 

@@ -4,9 +4,9 @@
     s = client.score(questions, responses_a, responses_b)          # np.float64 [N]
     s = await client.ascore(questions, responses_a, responses_b)   # the same, async
 
-`score`/`prob_a` mirror `Judge`, so the TRL adapters take a client in place of a Judge;
-`results` gives the server's records. A 503 (queue full) is retried after its Retry-After;
-other errors raise `JudgeServerError` with the server's message.
+`score`/`prob_a` mirror `Judge` (`subsets=`, `categories=` included), so the TRL adapters take a
+client in place of a Judge; `results` gives the server's records. A 503 (queue full) is retried
+after its Retry-After; other errors raise `JudgeServerError` with the server's message.
 """
 from __future__ import annotations
 
@@ -32,14 +32,18 @@ class JudgeClient:
 
     # ------------------------------------------------------------------ sync
 
-    def results(self, questions: Sequence[str], responses_a: Sequence[str], responses_b: Sequence[str]) -> list[dict]:
-        return self.post("/v1/judge", _pairs_body(questions, responses_a, responses_b))["results"]
+    def results(self, questions: Sequence[str], responses_a: Sequence[str], responses_b: Sequence[str], *,
+                subsets=None, categories=None) -> list[dict]:
+        body = _pairs_body(questions, responses_a, responses_b, subsets, categories)
+        return self.post("/v1/judge", body)["results"]
 
-    def score(self, questions, responses_a, responses_b) -> np.ndarray:
-        return _field(self.results(questions, responses_a, responses_b), "score")
+    def score(self, questions, responses_a, responses_b, *, subsets=None, categories=None) -> np.ndarray:
+        return _field(self.results(questions, responses_a, responses_b, subsets=subsets, categories=categories),
+                      "score")
 
-    def prob_a(self, questions, responses_a, responses_b) -> np.ndarray:
-        return _field(self.results(questions, responses_a, responses_b), "p_a")
+    def prob_a(self, questions, responses_a, responses_b, *, subsets=None, categories=None) -> np.ndarray:
+        return _field(self.results(questions, responses_a, responses_b, subsets=subsets, categories=categories),
+                      "p_a")
 
     def post(self, path: str, body: dict) -> dict:
         import httpx
@@ -54,14 +58,17 @@ class JudgeClient:
 
     # ------------------------------------------------------------------ async
 
-    async def aresults(self, questions, responses_a, responses_b) -> list[dict]:
-        return (await self.apost("/v1/judge", _pairs_body(questions, responses_a, responses_b)))["results"]
+    async def aresults(self, questions, responses_a, responses_b, *, subsets=None, categories=None) -> list[dict]:
+        body = _pairs_body(questions, responses_a, responses_b, subsets, categories)
+        return (await self.apost("/v1/judge", body))["results"]
 
-    async def ascore(self, questions, responses_a, responses_b) -> np.ndarray:
-        return _field(await self.aresults(questions, responses_a, responses_b), "score")
+    async def ascore(self, questions, responses_a, responses_b, *, subsets=None, categories=None) -> np.ndarray:
+        return _field(await self.aresults(questions, responses_a, responses_b, subsets=subsets, categories=categories),
+                      "score")
 
-    async def aprob_a(self, questions, responses_a, responses_b) -> np.ndarray:
-        return _field(await self.aresults(questions, responses_a, responses_b), "p_a")
+    async def aprob_a(self, questions, responses_a, responses_b, *, subsets=None, categories=None) -> np.ndarray:
+        return _field(await self.aresults(questions, responses_a, responses_b, subsets=subsets, categories=categories),
+                      "p_a")
 
     async def apost(self, path: str, body: dict) -> dict:
         import httpx
@@ -88,12 +95,21 @@ class JudgeClient:
         self.close()
 
 
-def _pairs_body(questions, responses_a, responses_b) -> dict:
+def _pairs_body(questions, responses_a, responses_b, subsets=None, categories=None) -> dict:
+    """The /v1/judge body; `subset` / `category` (Judge's subsets= / categories=) only where given."""
+    from baer_fast.io.records import per_pair
+
     if not len(questions) == len(responses_a) == len(responses_b):
         raise ValueError(f"questions, responses_a and responses_b differ in length "
                          f"({len(questions)}, {len(responses_a)}, {len(responses_b)})")
-    return {"pairs": [{"question": str(q), "response_a": str(a), "response_b": str(b)}
-                      for q, a, b in zip(questions, responses_a, responses_b)]}
+    extra = list(zip(per_pair(subsets, len(questions), "subsets", None),
+                     per_pair(categories, len(questions), "categories", None)))
+    pairs = []
+    for (q, a, b), (sub, cat) in zip(zip(questions, responses_a, responses_b), extra):
+        pair = {"question": str(q), "response_a": str(a), "response_b": str(b)}
+        pair.update({k: v for k, v in (("subset", sub), ("category", cat)) if v is not None})
+        pairs.append(pair)
+    return {"pairs": pairs}
 
 
 def _field(results: list[dict], key: str) -> np.ndarray:

@@ -49,10 +49,23 @@ def dpo_rewards(scores) -> list[float]:
     return [float(v) for v in scores] + [float(-v) for v in scores]
 
 
+def pair_fields(columns: dict, rows: Sequence[int]) -> dict:
+    """Judge keywords from the dataset's `subset` / `category` columns (TRL passes every column as a
+    keyword), taken at each pair's prompt row; a head pruned per subset then runs each pair's own
+    experts. Values become strings; None and "" mean none."""
+    out = {}
+    for column, key in (("subset", "subsets"), ("category", "categories")):
+        values = columns.get(column)
+        if values is not None:
+            out[key] = [None if values[i] in (None, "") else str(values[i]) for i in rows]
+    return out
+
+
 def online_dpo_reward(judge):
     """Reward function for OnlineDPOTrainer(reward_funcs=[...])."""
-    def baer_online_dpo(prompts: Sequence, completions: Sequence, **_) -> list[float]:
-        return dpo_rewards(judge.score(*dpo_halves(prompts, completions)).tolist())
+    def baer_online_dpo(prompts: Sequence, completions: Sequence, **columns) -> list[float]:
+        fields = pair_fields(columns, range(len(completions) // 2))
+        return dpo_rewards(judge.score(*dpo_halves(prompts, completions), **fields).tolist())
     return baer_online_dpo
 
 
@@ -144,9 +157,10 @@ def grpo_reward(judge, *, num_generations: int, method: str = "mean_win"):
     """Reward function for GRPOTrainer: one reward per completion from its group's pairwise judgments."""
     check_method(method)
 
-    def baer_grpo(prompts: Sequence, completions: Sequence, completion_ids=None, **_) -> list[float]:
+    def baer_grpo(prompts: Sequence, completions: Sequence, completion_ids=None, **columns) -> list[float]:
         gs, todo, texts = grpo_plan(prompts, completions, num_generations)
-        p = judge.prob_a(*pair_texts(prompts, texts, todo)).tolist() if todo else []
+        fields = pair_fields(columns, [i for _, i, _ in todo])
+        p = judge.prob_a(*pair_texts(prompts, texts, todo), **fields).tolist() if todo else []
         return group_rewards(len(completions), gs, todo, p, method=method)
     return baer_grpo
 
@@ -167,13 +181,16 @@ def remote_reward(url: str, *, trainer: str = "grpo", num_generations: int | Non
                 else online_dpo_reward(client))
     check_method(method)
 
-    async def baer_remote_grpo(prompts: Sequence, completions: Sequence, completion_ids=None, **_) -> list[float]:
+    async def baer_remote_grpo(prompts: Sequence, completions: Sequence, completion_ids=None,
+                               **columns) -> list[float]:
         gs, todo, texts = grpo_plan(prompts, completions, num_generations)
-        p = (await client.aprob_a(*pair_texts(prompts, texts, todo))).tolist() if todo else []
+        fields = pair_fields(columns, [i for _, i, _ in todo])
+        p = (await client.aprob_a(*pair_texts(prompts, texts, todo), **fields)).tolist() if todo else []
         return group_rewards(len(completions), gs, todo, p, method=method)
 
-    async def baer_remote_online_dpo(prompts: Sequence, completions: Sequence, **_) -> list[float]:
-        return dpo_rewards((await client.ascore(*dpo_halves(prompts, completions))).tolist())
+    async def baer_remote_online_dpo(prompts: Sequence, completions: Sequence, **columns) -> list[float]:
+        fields = pair_fields(columns, range(len(completions) // 2))
+        return dpo_rewards((await client.ascore(*dpo_halves(prompts, completions), **fields)).tolist())
     return baer_remote_grpo if trainer == "grpo" else baer_remote_online_dpo
 
 

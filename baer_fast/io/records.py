@@ -68,6 +68,23 @@ class Pair:
         return out
 
 
+def per_pair(value, n: int, name: str, default) -> list:
+    """A pair field given in memory (Judge, client): one string for every pair, or a sequence of n
+    (None entries take `default`), as a list of n; anything else is an InputError naming `name`."""
+    if value is None or isinstance(value, str):
+        value = [value] * n
+    elif not hasattr(value, "__len__"):
+        raise InputError(f"expected a string or a sequence of strings, got {type(value).__name__}", field=name)
+    elif len(value) != n:
+        raise InputError(f"{len(value)} values for {n} pairs (give one string, or one per pair)", field=name)
+    out = []
+    for i, v in enumerate(value):
+        if v is not None and (not isinstance(v, str) or not v):
+            raise InputError(f"entry {i}: expected a non-empty string or None, got {v!r}", field=name)
+        out.append(default if v is None else v)
+    return out
+
+
 @dataclass(frozen=True)
 class Signals:
     id: str

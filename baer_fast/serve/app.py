@@ -21,10 +21,13 @@ log = logging.getLogger("baer_fast")
 
 
 def judge_fn(judge):
-    """(question, a, b) pairs -> result dicts, one engine call (runs on the batcher's thread)."""
+    """(question, a, b[, subset, category]) pairs -> result dicts, one engine call (runs on the
+    batcher's thread); a missing or None subset is "default", as in a pairs file, and the keywords
+    reach `judge.results` only when some pair has one."""
     def run(pairs):
-        qs, a, b = (list(x) for x in zip(*pairs))
-        return [{k: r[k] for k in RESULT_FIELDS} for r in judge.results(qs, a, b)]
+        qs, a, b, subsets, categories = (list(x) for x in zip(*(tuple(p) + (None,) * (5 - len(p)) for p in pairs)))
+        fields = {k: v for k, v in (("subsets", subsets), ("categories", categories)) if any(x is not None for x in v)}
+        return [{k: r[k] for k in RESULT_FIELDS} for r in judge.results(qs, a, b, **fields)]
     return run
 
 
@@ -54,7 +57,7 @@ def _routes(app, judge, config: ServeConfig, metrics) -> None:
     async def judge_pairs(body: JudgeRequest, request: Request):
         if len(body.pairs) > config.max_request_pairs:
             return _error(422, f"pairs: {len(body.pairs)} pairs, more than {config.max_request_pairs} per request")
-        pairs = [(p.question, p.response_a, p.response_b) for p in body.pairs]
+        pairs = [(p.question, p.response_a, p.response_b, p.subset, p.category) for p in body.pairs]
         results = await _judged(request.app.state.batcher, pairs, config)
         return results if not isinstance(results, list) else {"results": results}
 

@@ -16,7 +16,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
-Pair = tuple[str, str, str]          # (question, response_a, response_b)
+Pair = tuple                         # (question, response_a, response_b[, subset, category])
 
 
 class QueueFull(Exception):

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 RESULT_FIELDS = ("score", "p_a", "winner", "head", "expert")
 
@@ -13,6 +13,8 @@ class PairIn(BaseModel):
     question: str
     response_a: str
     response_b: str
+    subset: str | None = Field(default=None, min_length=1)     # as in a pairs file: a per-subset head's
+    category: str | None = Field(default=None, min_length=1)   # experts, the stack's interaction blocks
 
 
 class JudgeRequest(BaseModel):

@@ -15,11 +15,11 @@ def policy_dir(tmp_path_factory):
     return build_model_dir(str(tmp_path_factory.mktemp("policy")), arch="llama", seed=3, max_pos=256)
 
 
-def _dataset(conversational=False):
+def _dataset(conversational=False, **columns):
     from datasets import Dataset
     if conversational:
-        return Dataset.from_dict({"prompt": [[{"role": "user", "content": p}] for p in PROMPTS]})
-    return Dataset.from_dict({"prompt": PROMPTS})
+        return Dataset.from_dict({"prompt": [[{"role": "user", "content": p}] for p in PROMPTS], **columns})
+    return Dataset.from_dict({"prompt": PROMPTS, **columns})
 
 
 def test_online_dpo_rewards_negate_when_halves_swap(judge):
@@ -67,19 +67,45 @@ def test_grpo_trainer_runs_with_baer_rewards(judge, policy_dir, tmp_path, method
     def counted(prompts, completions, **kw):
         out = reward(prompts, completions, **kw)
         seen.append(out)
+        assert kw["subset"] and set(kw["subset"]) <= {"chat", "math"}     # TRL hands the column over
         return out
 
     cfg = GRPOConfig(output_dir=str(tmp_path), per_device_train_batch_size=2, num_generations=2, max_steps=2,
                      max_completion_length=6, logging_steps=1, report_to=[], use_cpu=True, save_strategy="no",
                      bf16=False, dataloader_num_workers=0, seed=0)
     trainer = GRPOTrainer(model=AutoModelForCausalLM.from_pretrained(policy_dir), reward_funcs=[counted],
-                          args=cfg, train_dataset=_dataset(conversational=True),
+                          args=cfg, train_dataset=_dataset(conversational=True, subset=["chat", "math"] * 2),
                           processing_class=AutoTokenizer.from_pretrained(policy_dir))
     trainer.train()
     assert seen and all(len(r) % 2 == 0 for r in seen)
     if method == "mean_win":                     # a pair's two mean-win rewards sum to 1
         from tests.fixtures.tolerances import HEAD_OPS, fp64_tol
         assert all(abs(r[i] + r[i + 1] - 1.0) <= fp64_tol(HEAD_OPS) for r in seen for i in range(0, len(r), 2))
+
+
+class Recording:
+    """A judge that records the keywords it gets and scores len(a) - len(b)."""
+    def __init__(self):
+        self.fields = []
+
+    def score(self, qs, a, b, **fields):
+        import torch
+        self.fields.append(fields)
+        return torch.tensor([float(len(x) - len(y)) for x, y in zip(a, b)], dtype=torch.float64)
+
+    def prob_a(self, qs, a, b, **fields):
+        from baer_fast.api import torch_sigmoid
+        return torch_sigmoid(self.score(qs, a, b, **fields))
+
+
+def test_subset_and_category_columns_reach_the_judge_per_pair():
+    rec = Recording()
+    grpo = grpo_reward(rec, num_generations=2)
+    grpo(["p", "p", "q", "q"], ["a", "bb", "c", "dd"], subset=["x", "x", "y", "y"], category=[1, 1, "", ""],
+         other=[0] * 4)
+    online_dpo_reward(rec)(prompts=["p", "q", "p", "q"], completions=["a", "b", "cc", "d"], subset=["x", "y"] * 2)
+    grpo(["p", "p"], ["a", "bb"])                                         # no such columns: no keywords
+    assert rec.fields == [{"subsets": ["x", "y"], "categories": ["1", None]}, {"subsets": ["x", "y"]}, {}]
 
 
 def test_grpo_split_group_is_a_clear_error():

@@ -145,17 +145,10 @@ def test_score_model_and_judge_run_each_subset_its_own_experts(qwen_dir, tmp_pat
     from baer_fast.api import Judge
     from baer_fast.bank import runner
     from baer_fast.commands import score as score_cmd
-    from baer_fast.io.records import Pair, write_pairs
-    from baer_fast.selection.budget import fit_stack
-    pairs = [Pair(f"c{i}", f"Is {i} prime?", f"{i} is prime", f"{i} is not prime", label="ab"[i % 3 == 0],
-                  subset="xy"[i % 2], split=("selection", "calibration")[i % 2] if i < 8 else "test") for i in range(12)]
-    allocation = {"x": ["direct"], "y": ["direct", "score"]}
-    sig = allocate(runner.run_experts(qwen_dir, pairs, experts=["direct", "score"]), allocation, ["direct", "score"])
-    rows = [s for s in sig if s.split != "test"]
-    y = np.array([1.0 if s.label == "a" else -1.0 for s in rows])
-    head, _ = fit_stack(rows, y, [s.split for s in rows], experts=["direct", "score"], categories=["x", "y"])
-    artifact.save(str(tmp_path / "h.json"), {"condition": "c", "head": "stack", "experts": ["direct", "score"],
-                                             "heads": {"stack": head.to_json()}, "allocation": allocation})
+    from baer_fast.io.records import write_pairs
+    from tests.fixtures.data import PER_SUBSET, per_subset_head
+    from tests.fixtures.tolerances import HEAD_OPS, fp64_tol
+    pairs = per_subset_head(qwen_dir, str(tmp_path / "h.json"))
     write_pairs(str(tmp_path / "p.jsonl"), pairs)
     seen, made, real = [], [], score_cmd._bank
 
@@ -171,17 +164,43 @@ def test_score_model_and_judge_run_each_subset_its_own_experts(qwen_dir, tmp_pat
            if line.startswith("{\"id")}
     deployed = artifact.deployed_head(artifact.load(str(tmp_path / "h.json")))
     assert [got[r.id] for r in made] == [float(s) for s in deployed.score(made)]
-    assert all(sorted(r.experts) == allocation[r.subset] for r in made)
-    # the Judge's pairs carry no subset ("default", unseen): every expert the head has runs on them
+    assert all(sorted(r.experts) == PER_SUBSET[r.subset] for r in made)
+
     calls = []
     real_run = runner.run_experts
     monkeypatch.setattr(runner, "run_experts", lambda eng, some, experts, **kw: calls.append(list(experts))
                         or real_run(eng, some, experts=experts, **kw))
+    judge = Judge.from_pretrained(qwen_dir, head=str(tmp_path / "h.json"), kernels="torch")
+    texts = [p.question for p in pairs], [p.response_a for p in pairs], [p.response_b for p in pairs]
+    subsets = [p.subset for p in pairs]
+    # given each pair's subset, the Judge runs what `score --model` runs and scores it the same way
+    runs = judge.signals(*texts, subsets=subsets)
+    assert calls == [["direct"], ["direct", "score"]]
+    assert [(r.subset, sorted(r.experts)) for r in runs] == [(p.subset, PER_SUBSET[p.subset]) for p in pairs]
+    s = judge.score(*texts, subsets=subsets).numpy()
+    assert np.array_equal(s, deployed.score(runs))
+    swapped = judge.score(texts[0], texts[2], texts[1], subsets=subsets).numpy()
+    assert np.all(np.abs(s + swapped) <= fp64_tol(HEAD_OPS, 1 + np.abs(s)))
+    # the subset is what the head reads: the same texts as subset x score differently from y
+    assert not np.allclose(judge.score(*texts, subsets="x").numpy(), judge.score(*texts, subsets="y").numpy())
+    # without subsets (or with one it has not seen) every expert it chose runs, with one warning
+    calls.clear()
     with caplog.at_level("WARNING", logger="baer_fast"):
-        judge = Judge.from_pretrained(qwen_dir, head=str(tmp_path / "h.json"), kernels="torch")
-    assert "Judge pairs have the subset 'default'" in caplog.text
-    s = judge.score(["Is 7 prime?"], ["7 is prime"], ["7 is not prime"])
-    assert calls == [["direct", "score"]] and s.shape == (1,)
+        assert judge.score(["Is 7 prime?"], ["7 is prime"], ["7 is not prime"]).shape == (1,)
+        judge.score(["Is 7 prime?"], ["7 is prime"], ["7 is not prime"], subsets=["z"])
+    assert calls == [["direct", "score"]] * 2
+    assert caplog.text.count("pruned per subset") == 1 and "subsets=" in caplog.text
+
+
+@pytest.mark.parametrize("subsets, needle", [(["x"], "1 values for 2 pairs"), (["x", ""], "entry 1"),
+                                             (["x", 3], "entry 1"), (7, "got int")])
+def test_judge_subsets_are_checked_and_named(subsets, needle):
+    from baer_fast.errors import InputError
+    from baer_fast.io.records import per_pair
+    with pytest.raises(InputError, match=f"field 'subsets': .*{needle}"):
+        per_pair(subsets, 2, "subsets", "default")
+    assert per_pair(None, 2, "subsets", "default") == ["default"] * 2
+    assert per_pair(["x", None], 2, "categories", None) == ["x", None]
 
 
 def test_the_lazy_search_visits_what_the_full_greedy_steps_visit_here_with_fewer_fits(records, monkeypatch):

@@ -16,13 +16,14 @@ from .conftest import texts
 EPS32 = float(np.finfo(np.float32).eps)
 
 
-def own_error(judge, qs, a, b) -> float:
+def own_error(judge, qs, a, b, subsets=None) -> float:
     """The in-process Judge's own spread on these pairs over batch compositions and the swap:
     whole batch, one by one, reversed order, swapped. Tolerances are twice this (plus fp32 eps)."""
-    full = judge.score(qs, a, b).numpy()
-    singles = np.array([float(judge.score([q], [x], [y])[0]) for q, x, y in zip(qs, a, b)])
-    rev = judge.score(qs[::-1], a[::-1], b[::-1]).numpy()[::-1]
-    swapped = judge.score(qs, b, a).numpy()
+    subs = subsets or [None] * len(qs)
+    full = judge.score(qs, a, b, subsets=subs).numpy()
+    singles = np.array([float(judge.score([q], [x], [y], subsets=[g])[0]) for q, x, y, g in zip(qs, a, b, subs)])
+    rev = judge.score(qs[::-1], a[::-1], b[::-1], subsets=subs[::-1]).numpy()[::-1]
+    swapped = judge.score(qs, b, a, subsets=subs).numpy()
     return float(max(np.abs(full - singles).max(), np.abs(full - rev).max(), np.abs(full + swapped).max()))
 
 
@@ -189,3 +190,32 @@ def test_clients_and_reward_adapters_over_http(default_judge, serving):
     assert 0 <= one <= 1 and one == pytest.approx(float(default_judge.prob_a([q], [x], [y])[0]), abs=tol)   # sigmoid' <= 1/4
     batch = verl.compute_score_batch(["src"] * 3, comps, [None] * 3, [{"question": q}] * 3, url=srv.url)
     assert np.allclose(batch, local, atol=tol, rtol=0)
+
+
+def test_each_pair_s_subset_reaches_a_per_subset_head(judge_dir, serving, tmp_path):
+    from baer_fast.api import Judge
+    from baer_fast.client import JudgeClient
+    from tests.fixtures.data import per_subset_head
+
+    pairs = per_subset_head(judge_dir, str(tmp_path / "h.json"))
+    judge = Judge.from_pretrained(judge_dir, head=str(tmp_path / "h.json"), kernels="torch")
+    srv = serving(judge)
+    qs, a, b = [p.question for p in pairs], [p.response_a for p in pairs], [p.response_b for p in pairs]
+    subsets = [p.subset for p in pairs]
+    tol = 2 * max(own_error(judge, qs, a, b, subsets), own_error(judge, qs, a, b)) + 8 * EPS32
+    local = judge.score(qs, a, b, subsets=subsets).numpy()
+    body = {"pairs": [{"question": q, "response_a": x, "response_b": y, "subset": g, "category": "math"}
+                      for q, x, y, g in zip(qs, a, b, subsets)]}
+    r = httpx.post(srv.url + "/v1/judge", json=body, timeout=60)
+    assert r.status_code == 200
+    remote = np.array([x["score"] for x in r.json()["results"]])
+    assert np.allclose(remote, local, atol=tol, rtol=0)
+    unpruned = np.array([x["score"] for x in asyncio.run(post_all(srv.url, [pairs_body(qs, a, b)]))[0].json()["results"]])
+    assert np.abs(unpruned - local).max() > tol          # without the subset the head reads other evidence
+    client = JudgeClient(srv.url)
+    assert np.allclose(client.score(qs, a, b, subsets=subsets), local, atol=tol, rtol=0)
+    assert np.allclose(asyncio.run(client.ascore(qs, a, b, subsets=subsets)), local, atol=tol, rtol=0)
+    for bad, needle in (("", "pairs.0.subset"), (3, "pairs.0.subset")):
+        r = httpx.post(srv.url + "/v1/judge", timeout=60,
+                       json={"pairs": [{"question": "q", "response_a": "a", "response_b": "b", "subset": bad}]})
+        assert r.status_code == 422 and needle in r.text
