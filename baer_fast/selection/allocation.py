@@ -15,7 +15,7 @@ import numpy as np
 from baer_fast.features.evidence import stack_features
 from baer_fast.heads.allocation import experts_for
 from baer_fast.selection.budget import ExpertSpace, SubsetCV
-from baer_fast.selection.costs import CostModel, record_cost, subset_cost
+from baer_fast.selection.costs import CostModel, mean_cost, subset_cost
 
 
 class AllocationCV(SubsetCV):
@@ -86,8 +86,8 @@ def group_cost(rows: Sequence, expert: str, bank: dict, override: dict, model: C
     """An expert's mean cost per pair on one subset's rows: the override, else what they record, else the bank's."""
     if expert in override:
         return float(override[expert])
-    vals = [c for c in (record_cost(r, expert, model) for r in rows) if c is not None]
-    return float(np.mean(vals)) if vals else float(bank[expert])
+    measured = mean_cost(rows, expert, model)
+    return float(bank[expert]) if measured is None else measured
 
 
 class OneSubsetSpace(ExpertSpace):

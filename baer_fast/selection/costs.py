@@ -86,15 +86,17 @@ def subset_cost(costs: dict, subset: Sequence[str], sources: dict | None = None)
     return float(sum(costs[e] for e in sorted(need)))
 
 
+def mean_cost(records: Sequence, expert: str, model: CostModel = CostModel()) -> float | None:
+    """The expert's mean recorded cost per pair over the records that record one, else None."""
+    vals = [c for c in (record_cost(r, expert, model) for r in records) if c is not None]
+    return float(np.mean(vals)) if vals else None
+
+
 def expert_costs(records: Sequence, experts: Sequence[str], override: dict | None = None,
                  model: CostModel = CostModel()) -> tuple[dict, str]:
     """-> ({expert: mean cost per pair}, source): override > meta.expert_cost > one unit each."""
     override = override or {}
-    measured = {}
-    for e in experts:
-        vals = [c for c in (record_cost(r, e, model) for r in records) if c is not None]
-        if vals:
-            measured[e] = float(np.mean(vals))
+    measured = {e: c for e in experts if (c := mean_cost(records, e, model)) is not None}
     if not measured and not override:
         return {e: model.default_unit for e in experts}, "unit"
     out = {}
