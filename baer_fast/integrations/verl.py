@@ -8,6 +8,8 @@ come from the config.
 - `compute_score_batch(data_sources, solution_strs, ground_truths, extra_infos)`
   (reward_manager=batch): rollouts of one question (extra_info[question_key]) judged against
   each other, round robin, mean win (or Bradley-Terry) as in the TRL adapters.
+An extra_info's `subset` / `category` reach the judge as the pair's (a head pruned per subset runs
+that subset's experts), as a dataset's columns do through the TRL adapters.
 """
 from __future__ import annotations
 
@@ -38,24 +40,36 @@ def _question(extra_info, key: str) -> str:
                      "(veRL's data preprocessing writes extra_info)", field=f"extra_info.{key}")
 
 
+def _columns(extra_infos: Sequence) -> dict:
+    """The extra_infos' `subset` / `category` as columns (trl.pair_fields), where any of them has one."""
+    infos = [e if isinstance(e, dict) else {} for e in extra_infos]
+    return {k: [e.get(k) for e in infos] for k in ("subset", "category") if any(e.get(k) is not None for e in infos)}
+
+
 def compute_score(data_source, solution_str: str, ground_truth, extra_info=None, *, url: str | None = None,
                   api_key_env: str = "BAER_API_KEY", question_key: str = "question", **_) -> float:
     if not isinstance(ground_truth, str) or not ground_truth:
         raise InputError("compute_score judges the solution against the reference answer in ground_truth; "
                          "without one use compute_score_batch (rollouts against each other)", field="ground_truth")
-    p = client_for(url, api_key_env).prob_a([_question(extra_info, question_key)], [solution_str], [ground_truth])
+    from baer_fast.integrations.trl import pair_fields
+
+    fields = pair_fields(_columns([extra_info]), [0])
+    p = client_for(url, api_key_env).prob_a([_question(extra_info, question_key)], [solution_str], [ground_truth],
+                                            **fields)
     return float(p[0])
 
 
 def compute_score_batch(data_sources: Sequence, solution_strs: Sequence[str], ground_truths: Sequence,
                         extra_infos: Sequence, *, url: str | None = None, api_key_env: str = "BAER_API_KEY",
                         question_key: str = "question", method: str = "mean_win", **_) -> list[float]:
-    from baer_fast.integrations.trl import check_method, group_rewards, pair_texts, prompt_groups, round_robin
+    from baer_fast.integrations.trl import (check_method, group_rewards, pair_fields, pair_texts, prompt_groups,
+                                            round_robin)
 
     check_method(method)
     questions = [_question(e, question_key) for e in extra_infos]
     gs = prompt_groups(questions)
     todo = round_robin(gs)
     texts = [str(s) for s in solution_strs]
-    p = client_for(url, api_key_env).prob_a(*pair_texts(questions, texts, todo)).tolist() if todo else []
+    fields = pair_fields(_columns(extra_infos), [i for _, i, _ in todo])
+    p = client_for(url, api_key_env).prob_a(*pair_texts(questions, texts, todo), **fields).tolist() if todo else []
     return group_rewards(len(texts), gs, todo, p, method=method)

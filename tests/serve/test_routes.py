@@ -215,6 +215,16 @@ def test_each_pair_s_subset_reaches_a_per_subset_head(judge_dir, serving, tmp_pa
     client = JudgeClient(srv.url)
     assert np.allclose(client.score(qs, a, b, subsets=subsets), local, atol=tol, rtol=0)
     assert np.allclose(asyncio.run(client.ascore(qs, a, b, subsets=subsets)), local, atol=tol, rtol=0)
+    from baer_fast.api import torch_sigmoid
+    from baer_fast.integrations import verl
+    p_local = torch_sigmoid(judge.score(qs, a, b, subsets=subsets)).numpy()   # sigmoid' <= 1/4: tol holds
+    for i in (0, 1):                                      # veRL: extra_info's subset reaches the head
+        one = verl.compute_score("src", a[i], b[i], {"question": qs[i], "subset": subsets[i]}, url=srv.url)
+        assert one == pytest.approx(p_local[i], abs=tol)
+    batch = verl.compute_score_batch(["src"] * 2, b[:2], [None] * 2, [{"question": qs[0], "subset": "y"}] * 2,
+                                     url=srv.url)
+    p_y = float(judge.prob_a([qs[0]], [b[0]], [b[1]], subsets=["y"])[0])
+    assert np.allclose(batch, [p_y, 1 - p_y], atol=tol, rtol=0)
     for bad, needle in (("", "pairs.0.subset"), (3, "pairs.0.subset")):
         r = httpx.post(srv.url + "/v1/judge", timeout=60,
                        json={"pairs": [{"question": "q", "response_a": "a", "response_b": "b", "subset": bad}]})
