@@ -68,6 +68,7 @@ def _routes(app, judge, config: ServeConfig, metrics) -> None:
     @app.get("/health")
     async def health(request: Request):
         return {"status": "ok", "head": judge.art["head"], "experts": list(judge.experts),
+                "allocation": judge.art.get("allocation"),          # subset -> experts of a per-subset head
                 "queue_depth": request.app.state.batcher.depth(), "in_flight": metrics.in_flight}
 
     @app.get("/metrics")

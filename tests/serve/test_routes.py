@@ -195,11 +195,12 @@ def test_clients_and_reward_adapters_over_http(default_judge, serving):
 def test_each_pair_s_subset_reaches_a_per_subset_head(judge_dir, serving, tmp_path):
     from baer_fast.api import Judge
     from baer_fast.client import JudgeClient
-    from tests.fixtures.data import per_subset_head
+    from tests.fixtures.data import PER_SUBSET, per_subset_head
 
     pairs = per_subset_head(judge_dir, str(tmp_path / "h.json"))
     judge = Judge.from_pretrained(judge_dir, head=str(tmp_path / "h.json"), kernels="torch")
     srv = serving(judge)
+    assert httpx.get(srv.url + "/health", timeout=60).json()["allocation"] == PER_SUBSET
     qs, a, b = [p.question for p in pairs], [p.response_a for p in pairs], [p.response_b for p in pairs]
     subsets = [p.subset for p in pairs]
     tol = 2 * max(own_error(judge, qs, a, b, subsets), own_error(judge, qs, a, b)) + 8 * EPS32
