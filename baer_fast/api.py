@@ -178,12 +178,11 @@ class Judge:
 
     def _warn_unpruned(self, pairs) -> None:
         """Once per Judge: pairs whose subset the head was not pruned for run every expert it chose."""
-        unseen = sorted({p.subset for p in pairs} - set(self.art["allocation"]))
-        if unseen and not self._warned_unpruned:
+        from baer_fast.selection.allocation import unpruned_note
+        note = None if self._warned_unpruned else unpruned_note(self.art, pairs)
+        if note:
             self._warned_unpruned = True
-            log.warning("the head was pruned per subset (%s); pairs of subset %s run every expert it chose (%s): "
-                        "pass subsets= to run only a subset's experts", ", ".join(self.art["allocation"]),
-                        ", ".join(repr(u) for u in unseen), ", ".join(self.experts))
+            log.warning("%s; pass subsets= to run only a subset's experts", note)
 
     def score(self, questions, responses_a, responses_b, *, subsets=None, categories=None):
         """Signed scores [N] (float64): > 0 means response a is better; swapping a/b negates it."""

@@ -75,7 +75,9 @@ def _judge(args, art, pairs) -> list:
     args.keep_texts = False
     cascade = art.get("cascade")
     if art.get("allocation") is not None:    # pruned per subset: each subset's experts on its own pairs
-        from baer_fast.selection.allocation import run_allocated
+        from baer_fast.selection.allocation import run_allocated, unpruned_note
+        if (note := unpruned_note(art, pairs)) is not None:
+            log.warning("%s; give those pairs a 'subset' field the head knows to run only its experts", note)
         return run_allocated(art, pairs, lambda some, names, k: _bank(args, art, some, names, f"subset{k}"))
     if not cascade:
         return _bank(args, art, pairs, art["experts"], "")

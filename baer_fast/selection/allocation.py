@@ -107,6 +107,18 @@ def space_for(rows, experts, costs, sources, costs_override, model):
     return space if len(space.groups) > 1 else OneSubsetSpace(costs, sources, space.groups[0])
 
 
+def unpruned_note(art: dict, pairs: Sequence) -> str | None:
+    """One line when some pairs are of subsets the head was not pruned for (they run every expert it
+    chose), else None."""
+    alloc = art["allocation"]
+    unseen = sorted({p.subset for p in pairs} - set(alloc))
+    if not unseen:
+        return None
+    n = sum(p.subset not in alloc for p in pairs)
+    return (f"the head was pruned per subset ({', '.join(alloc)}); {n} of {len(pairs)} pairs are of subset "
+            f"{', '.join(map(repr, unseen))} and run every expert it chose ({', '.join(art['experts'])})")
+
+
 def run_allocated(art: dict, pairs: Sequence, run: Callable) -> list:
     """run(pairs, experts, index) -> Signals per pair: each group of pairs whose subsets run the same experts
     in one call (index: the group's place in a fixed order, for file names), the records in pair order."""

@@ -165,6 +165,14 @@ def test_score_model_and_judge_run_each_subset_its_own_experts(qwen_dir, tmp_pat
     deployed = artifact.deployed_head(artifact.load(str(tmp_path / "h.json")))
     assert [got[r.id] for r in made] == [float(s) for s in deployed.score(made)]
     assert all(sorted(r.experts) == PER_SUBSET[r.subset] for r in made)
+    # pairs of a subset the head was not pruned for run every expert, and the run says so
+    write_pairs(str(tmp_path / "z.jsonl"), [replace(p, subset="z") for p in pairs[:2]])
+    with caplog.at_level("WARNING", logger="baer_fast"):
+        assert main(["-q", "score", "--model", qwen_dir, "--input", str(tmp_path / "z.jsonl"),
+                     "--head", str(tmp_path / "h.json"), "--out", str(tmp_path / "z.scores.jsonl")]) == 0
+    assert seen[-1] == (["z", "z"], ["direct", "score"], "subset0")
+    assert "2 of 2 pairs are of subset 'z'" in caplog.text
+    caplog.clear()
 
     calls = []
     real_run = runner.run_experts
