@@ -118,13 +118,15 @@ def run_generative(engine, pairs, names: list[str], *, config: GenerationConfig 
         any(getattr(protocols.get(n), "PAIRWISE_VERDICTS", False) for n in names)
         and decoder.exports_prefixes and engine.takes_prefix_kv) else None
     before = _prefilled(decoder)
+    distinct, at = _distinct(batch)
     if not batch:
         results = []
     elif export:
-        results = decoder.generate(batch, export=_exporters(batch, export, members),
+        results = decoder.generate(distinct, export=_remapped(_exporters(batch, export, members), at),
                                    export_bytes=engine.config.kv_budget_bytes)
     else:
-        results = decoder.generate(batch)
+        results = decoder.generate(distinct)
+    results = [results[j] for j in at]
     after = _prefilled(decoder)
     given = None
     if export:
@@ -155,8 +157,9 @@ def run_generative(engine, pairs, names: list[str], *, config: GenerationConfig 
     read_s = time.perf_counter() - t0
     logprobs = [lp[len(e):] for e, lp in zip(extra, lps)]
     read_tokens = sum(len(q.ids) for g in both for q in g) or 1
+    sharing = _sharing([at[k] for k in gen_at] if reads else at)
     out = _assemble(pairs, names, config, reqs, requests, results, (groups, where, logprobs, direct), texts,
-                    (read_s, read_tokens), report)
+                    (read_s, read_tokens, sharing), report)
     if extra_lps is None:
         extra_lps = [lp[:len(e)] for e, lp in zip(extra, lps)]
     for row, lp in zip(out, extra_lps):
@@ -186,6 +189,36 @@ def _exporters(batch, export, members) -> dict:
             if at is not None:
                 out.setdefault(at, []).append(p)
     return out
+
+
+def _distinct(batch) -> tuple[list, list[int]]:
+    """Each request decoded once per call: a generation that sees the question and one candidate or
+    none (a reference solution or rubric for pairs that share a question, a PRePair analysis of a
+    response that is in several pairs) is the same request for all of them, seeds included (they hash
+    the prompt's ids), so one decode serves them all -> (the distinct requests in first-seen order,
+    per request its index among them)."""
+    first: dict = {}
+    at = [first.setdefault(r, len(first)) for r in batch]
+    return list(first), at
+
+
+def _remapped(exporters: dict, at: list[int]) -> dict:
+    """_exporters' {index in batch: prefixes} as {index among the distinct requests: prefixes}."""
+    out: dict[int, list] = {}
+    for k, prefixes in exporters.items():
+        mine = out.setdefault(at[k], [])
+        mine.extend(p for p in prefixes if p not in mine)
+    return out
+
+
+def _sharing(at: list[int]) -> list[tuple[int, int]]:
+    """Per generation request: (its rank among the requests one decode serves, how many it serves)."""
+    count: dict[int, int] = {}
+    rank = []
+    for j in at:
+        rank.append(count.get(j, 0))
+        count[j] = rank[-1] + 1
+    return [(r, count[j]) for r, j in zip(rank, at)]
 
 
 def _by_pair(reqs, n_pairs: int) -> list[list[int]]:
@@ -293,20 +326,25 @@ def _verdict_queries(enc, pairs, names, reqs, requests, results, gen_ids, texts)
 
 
 def _assemble(pairs, names, config, reqs, requests, results, readout, texts, read_time, report):
-    """read_time: (seconds of the engine call, tokens it read): each verdict is charged its share."""
+    """read_time: (seconds of the engine call, tokens it read, _sharing of the generation requests):
+    each verdict is charged its share. A decode that serves several requests (_distinct) is split
+    among them as a shared prefill is (docs/cost.md): its tokens by an integer split, the remainder
+    to the first in pair order, and its seconds equally; each pair still counts its own calls, while
+    the run's totals (report) count the decode once."""
     groups, where, logprobs, direct = readout
-    read_s, read_tokens = read_time
+    read_s, read_tokens, sharing = read_time
     finish = _finishes(reqs, results)
+    mine = _by_pair(reqs, len(pairs))
     out = []
     for i, _ in enumerate(pairs):
         cost = {name: ExpertCost() for name in names}
-        for r, req, res in zip(reqs, requests, results):
-            if r.pair == i:
-                c = cost[r.name]
-                c.calls += 1
-                c.rows += req.samples
-                c.tokens_decoded += sum(len(t) for t in res.tokens)
-                c.seconds += res.seconds
+        charged = {name: ExpertCost() for name in names}
+        for k in mine[i]:
+            req, res, (rank, m) = requests[k], results[k], sharing[k]
+            tokens = sum(len(t) for t in res.tokens)
+            share = ExpertCost(1, req.samples, tokens // m + (tokens % m if rank == 0 else 0), res.seconds / m)
+            cost[reqs[k].name].add(share)
+            charged[reqs[k].name].add(share if rank == 0 else ExpertCost(0, 0, share.tokens_decoded, share.seconds))
         lp_by: dict[str, dict] = {}
         for (p, name, key), lp in direct.items():
             if p == i:
@@ -314,6 +352,7 @@ def _assemble(pairs, names, config, reqs, requests, results, readout, texts, rea
         for (name, key), q, lp in zip(where[i], groups[i], logprobs[i]):
             lp_by.setdefault(name, {})[key] = lp
             cost[name].seconds += read_s * len(q.ids) / read_tokens
+            charged[name].seconds += read_s * len(q.ids) / read_tokens
         runs = {name: protocols.get(name).runs(lp_by[name]) for name in names}
         for name in names:           # <name>_native: the verdict written in the same texts
             if hasattr(protocols.get(name), "native_runs"):
@@ -322,6 +361,6 @@ def _assemble(pairs, names, config, reqs, requests, results, readout, texts, rea
         meta = {name: {"calls": cost[name].calls, "tokens_decoded": cost[name].tokens_decoded,
                        **config.settings(name)} for name in names}
         for name in names:
-            report.charge(name, cost[name])
+            report.charge(name, charged[name])
         out.append({"runs": runs, "meta": meta, "texts": texts.get(i, {})})
     return out

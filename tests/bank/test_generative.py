@@ -104,6 +104,42 @@ def test_shared_generations_are_decoded_once_and_reused(qwen):
         assert set(row["texts"]["prepair"]) == {"a", "b"} and set(row["texts"]["reference"]) == {"solution"}
 
 
+def test_pairs_that_share_a_question_share_its_candidate_blind_generations(qwen):
+    """A reward loop's round robin: 4 completions of one question make 6 pairs. The reference solution
+    and the rubric see the question only, so each is decoded once for all 6 pairs (not 6 times), and
+    each PRePair analysis once per completion (4, not 12). Each pair's runs are what it gets alone (the
+    same texts), its meta counts its own calls, and the decoded tokens are split so they sum to what
+    the decoder decoded; the run's totals count each decode once."""
+    from itertools import combinations
+    from baer_fast.io.records import Pair
+    q, comps = "Which number is prime, and why?", ["7 is prime", "8 is prime", "9 is prime", "prime: 11"]
+    ps = [Pair(f"g{i}{j}", q, comps[i], comps[j]) for i, j in combinations(range(4), 2)]
+    names = ["reference", "rubric", "prepair"]
+    dec, report = CountingDecoder(qwen), GenerativeReport()
+    out = run_generative(open_engine(qwen), ps, names, config=GEN, decoder=dec, report=report)
+    assert len(dec.prompts) == len(set(dec.prompts)) == 1 + 1 + 4
+    alone = [run_generative(open_engine(qwen), [p], names, config=GEN)[0] for p in ps]
+    for row, own in zip(out, alone):
+        assert row["texts"] == own["texts"]
+        assert {n: row["meta"][n]["calls"] for n in names} == {"reference": 1, "rubric": 1, "prepair": 2}
+    for n in names:
+        decoded = sum(row["meta"][n]["tokens_decoded"] for row in out)
+        assert decoded == report.cost[n].tokens_decoded > 0
+        assert report.cost[n].calls == {"reference": 1, "rubric": 1, "prepair": 4}[n]
+    assert sum(r["meta"]["reference"]["tokens_decoded"] for r in alone) == 6 * report.cost["reference"].tokens_decoded
+
+
+def test_the_shared_generations_benchmark_runs_both_arms_on_the_same_pairs(capsys):
+    import json
+    from tests.fixtures.checks import import_bench
+    bench = import_bench("bench_shared_generations")
+    assert bench.main(["--questions", "1", "--completions", "3", "--budget", "4", "--rounds", "1"]) == 0
+    out = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert out["pairs"] == 3
+    assert out["per_pair"]["requests_decoded"] == 3 * (1 + 1 + 2) and out["shared"]["requests_decoded"] == 1 + 1 + 3
+    assert 0 < out["shared"]["tokens_decoded"] < out["per_pair"]["tokens_decoded"]
+
+
 def test_reference_is_eq9_and_feeds_the_reference_head(qwen):
     """u = sigma(logit v(a) - logit v(b)), each v read alone by a plain forward over {Y, N};
     the reference head reads the expert named `reference` as z = logit(u)."""
@@ -242,7 +278,8 @@ def test_full_bank_reads_single_pass_prompts_in_the_generation_prompt_tree(qwen,
     shared, naive = report.prefill_totals()
     assert shared == report.stats.tokens_prefilled + gen.decode_prefilled
     assert naive == report.tokens_naive + gen.readout_naive + gen.decode_naive
-    assert report.tokens_naive == sum(len(i) for i in reads)
+    assert len(reads) == len(set(reads))                # calibraeval's copies of direct's prompts: read once
+    assert report.tokens_naive == sum(len(q.ids) for p in ps for q in build_all_queries_for(qwen, p, single))
     assert gen.decode_naive == sum(len(i) for i in gens)
     assert gen.readout_naive == sum(len(q.ids) for g in groups for q in g)
 
