@@ -57,8 +57,12 @@ def pair_fields(columns: dict, rows: Sequence[int]) -> dict:
     for column, key in (("subset", "subsets"), ("category", "categories")):
         values = columns.get(column)
         if values is not None:
-            out[key] = [None if values[i] in (None, "") else str(values[i]) for i in rows]
+            out[key] = [None if _blank(values[i]) else str(values[i]) for i in rows]
     return out
+
+
+def _blank(v) -> bool:
+    return v is None or (isinstance(v, str) and not v)
 
 
 def online_dpo_reward(judge):
