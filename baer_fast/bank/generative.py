@@ -2,7 +2,8 @@
 
 Two batched phases over a chunk of pairs: (1) every Generation of every (pair, expert) is one
 decoder request, batched across pairs, experts and samples; one that depends on one candidate or
-none is decoded once per pair and reused by both orders; (2) every Verdict is read with the same
+none is decoded once per pair and reused by both orders, and identical requests of several pairs
+(pairs that share a question) once per call (_distinct); (2) every Verdict is read with the same
 constrained readout as the single-pass experts: by the decoder as the row finishes (declared
 cues), else as a token-id query through the engine. The single-pass prompts ride in phase 1 as
 prompt reads where the decoder reads prompts; PAIRWISE_VERDICTS prompts start from the

@@ -11,7 +11,7 @@ A generative expert exposes `NAME`, `LABELS`, `MAX_NEW_TOKENS` (default budget),
 (prompt ids, generated ids, cue ids) or is a fresh Prompt embedding generated texts; a
 Generation declaring its Continue verdicts' cue and labels is read by the decoder as each row
 finishes. Generations that depend on one candidate or none are decoded once per pair and reused
-by both display orders.
+by both display orders (and once per call for pairs that share them: bank/generative._distinct).
 """
 from __future__ import annotations
 

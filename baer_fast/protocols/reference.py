@@ -4,7 +4,7 @@ against that solution with a constrained Y/N readout.
 
 u = sigmoid(logit v(a) - logit v(b)), v(c) = P(Y | question, reference, c) over {Y, N}; one
 run, stored as [u] (an odd-length run list, which `Signals.swapped` maps to [1 - u]). The
-solution is one generation per pair; both checks share its prefix. The reference head
+solution is one generation per pair (per question within a call); both checks share its prefix. The reference head
 (`heads/reference.py`) reads this expert, named `reference`, as z = logit(u).
 """
 from __future__ import annotations
