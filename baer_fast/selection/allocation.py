@@ -103,8 +103,10 @@ class OneSubsetSpace(ExpertSpace):
 
 def space_for(rows, experts, costs, sources, costs_override, model):
     """`budget.plan_with_nested`'s space_for: moves when the rows hold several subsets, else plain experts."""
-    space = AllocationSpace(rows, experts, costs, sources, costs_override, model)
-    return space if len(space.groups) > 1 else OneSubsetSpace(costs, sources, space.groups[0])
+    groups = {r.subset for r in rows}
+    if len(groups) == 1:
+        return OneSubsetSpace(costs, sources, groups.pop())
+    return AllocationSpace(rows, experts, costs, sources, costs_override, model)
 
 
 def unpruned_note(art: dict, pairs: Sequence) -> str | None:

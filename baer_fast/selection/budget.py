@@ -275,13 +275,19 @@ def labelled_rows(records: Sequence, spec: SplitSpec):
     return rows, roles, y
 
 
-def subset_cv_for(records: Sequence, spec: SplitSpec, experts: Sequence[str], eps: float = EPS,
-                  model: CostModel = CostModel()):
-    """-> (SubsetCV over the non-test labelled rows, those rows): lambda from the full bank's stack."""
+def cv_inputs(records: Sequence, spec: SplitSpec, experts: Sequence[str], eps: float = EPS):
+    """-> (the non-test labelled rows, their labels, their subsets, lambda of the full bank's stack on them)."""
     rows, roles, y = labelled_rows(records, spec)
     categories = sorted({r.subset for r in rows})
     _, info = fit_stack(rows, y, roles, experts=list(experts), categories=categories, lambdas=LAMBDAS, eps=eps)
-    return SubsetCV(rows, y, experts, categories, lam=info["lambda"], eps=eps, model=model), rows
+    return rows, y, categories, info["lambda"]
+
+
+def subset_cv_for(records: Sequence, spec: SplitSpec, experts: Sequence[str], eps: float = EPS,
+                  model: CostModel = CostModel()):
+    """-> (SubsetCV over the non-test labelled rows, those rows): lambda from the full bank's stack."""
+    rows, y, categories, lam = cv_inputs(records, spec, experts, eps)
+    return SubsetCV(rows, y, experts, categories, lam=lam, eps=eps, model=model), rows
 
 
 def fit_scores(phi: np.ndarray, y: np.ndarray, ids: Sequence[str], tr: np.ndarray, te: np.ndarray,
@@ -339,20 +345,19 @@ def plan_with_nested(records: Sequence, budget: str, *, spec: SplitSpec = SplitS
     decides alone (its exits are held to the full head's accuracy by tau). space_for(rows, experts, costs,
     sources, costs_override, model): another search space (selection/allocation.py); None: ExpertSpace."""
     kind, value = parse_budget(budget)
-    cv, rows = subset_cv_for(records, spec, sorted({k for r in records for k in r.experts}), eps, model)
-    experts = sorted(cv.index)
+    experts = sorted({k for r in records for k in r.experts})
+    rows, y, categories, lam = cv_inputs(records, spec, experts, eps)
     costs, source = expert_costs(rows, experts, costs_override, model)
     sources = expert_sources(rows, experts)
-    space = ExpertSpace(costs, sources)
-    if space_for is not None:
-        space = space_for(rows, experts, costs, sources, costs_override, model)
-        cv = space.cv(rows, cv.y, experts, cv.categories, lam=cv.lam, eps=eps, model=model)
+    space = ExpertSpace(costs, sources) if space_for is None else \
+        space_for(rows, experts, costs, sources, costs_override, model)
+    cv = space.cv(rows, y, experts, categories, lam=lam, eps=eps, model=model)
     full = space.cost(space.units)
     limit = value * full if kind == "fraction" else value
     check_feasible(space, limit)
     visited = search(cv, space, limit)
     best = choose(visited, limit, model)
-    nested = (nested_search(rows, cv.y, experts, space, limit, cv.categories, model=model, eps=eps)
+    nested = (nested_search(rows, y, experts, space, limit, categories, model=model, eps=eps)
               if model.outer_repeats > 0 else None)
     plan = {"budget": str(budget), "limit_per_pair": limit, "cost_source": source,
             "expert_costs": costs, "expert_sources": sources, "full_cost_per_pair": full, "full_cv_accuracy": cv.accuracy(cv.full),
