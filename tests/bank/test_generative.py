@@ -107,26 +107,34 @@ def test_shared_generations_are_decoded_once_and_reused(qwen):
 def test_pairs_that_share_a_question_share_its_candidate_blind_generations(qwen):
     """A reward loop's round robin: 4 completions of one question make 6 pairs. The reference solution
     and the rubric see the question only, so each is decoded once for all 6 pairs (not 6 times), and
-    each PRePair analysis once per completion (4, not 12). Each pair's runs are what it gets alone (the
-    same texts), its meta counts its own calls, and the decoded tokens are split so they sum to what
-    the decoder decoded; the run's totals count each decode once."""
+    each PRePair analysis once per completion (4, not 12). Every pair gets the shared texts, its meta
+    counts its own calls, and a shared decode's tokens are split among its pairs (integer split,
+    remainder to the first) so they sum to what the decoder decoded; the run's totals count each
+    decode once. (Texts are not compared with each pair run alone: another batch composition may
+    round a near-tie of the greedy argmax the other way.)"""
     from itertools import combinations
     from baer_fast.io.records import Pair
     q, comps = "Which number is prime, and why?", ["7 is prime", "8 is prime", "9 is prime", "prime: 11"]
-    ps = [Pair(f"g{i}{j}", q, comps[i], comps[j]) for i, j in combinations(range(4), 2)]
+    idx = list(combinations(range(4), 2))
+    ps = [Pair(f"g{i}{j}", q, comps[i], comps[j]) for i, j in idx]
     names = ["reference", "rubric", "prepair"]
     dec, report = CountingDecoder(qwen), GenerativeReport()
     out = run_generative(open_engine(qwen), ps, names, config=GEN, decoder=dec, report=report)
     assert len(dec.prompts) == len(set(dec.prompts)) == 1 + 1 + 4
-    alone = [run_generative(open_engine(qwen), [p], names, config=GEN)[0] for p in ps]
-    for row, own in zip(out, alone):
-        assert row["texts"] == own["texts"]
+    for n, key in (("reference", "solution"), ("rubric", "rubric")):
+        assert len({tuple(row["texts"][n][key]) for row in out}) == 1
+    analysis = {}
+    for (i, j), row in zip(idx, out):
         assert {n: row["meta"][n]["calls"] for n in names} == {"reference": 1, "rubric": 1, "prepair": 2}
+        for c, key in ((i, "a"), (j, "b")):
+            assert analysis.setdefault(c, row["texts"]["prepair"][key]) == row["texts"]["prepair"][key]
+    assert len(analysis) == 4
     for n in names:
         decoded = sum(row["meta"][n]["tokens_decoded"] for row in out)
         assert decoded == report.cost[n].tokens_decoded > 0
         assert report.cost[n].calls == {"reference": 1, "rubric": 1, "prepair": 4}[n]
-    assert sum(r["meta"]["reference"]["tokens_decoded"] for r in alone) == 6 * report.cost["reference"].tokens_decoded
+    t = report.cost["reference"].tokens_decoded
+    assert [row["meta"]["reference"]["tokens_decoded"] for row in out] == [t // 6 + t % 6] + [t // 6] * 5
 
 
 def test_the_shared_generations_benchmark_runs_both_arms_on_the_same_pairs(capsys):

@@ -182,10 +182,14 @@ def test_score_model_and_judge_run_each_subset_its_own_experts(qwen_dir, tmp_pat
     texts = [p.question for p in pairs], [p.response_a for p in pairs], [p.response_b for p in pairs]
     subsets = [p.subset for p in pairs]
     # given each pair's subset, the Judge runs what `score --model` runs and scores it the same way
-    runs = judge.signals(*texts, subsets=subsets)
+    # (the records are those of the score call itself: a second model run need not repeat its bits)
+    made_by_judge, own_signals = [], judge.signals
+    monkeypatch.setattr(judge, "signals", lambda *a, **kw: made_by_judge.append(own_signals(*a, **kw))
+                        or made_by_judge[-1])
+    s = judge.score(*texts, subsets=subsets).numpy()
+    runs = made_by_judge[-1]
     assert calls == [["direct"], ["direct", "score"]]
     assert [(r.subset, sorted(r.experts)) for r in runs] == [(p.subset, PER_SUBSET[p.subset]) for p in pairs]
-    s = judge.score(*texts, subsets=subsets).numpy()
     assert np.array_equal(s, deployed.score(runs))
     swapped = judge.score(texts[0], texts[2], texts[1], subsets=subsets).numpy()
     assert np.all(np.abs(s + swapped) <= fp64_tol(HEAD_OPS, 1 + np.abs(s)))
