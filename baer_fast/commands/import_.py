@@ -58,5 +58,5 @@ def run(args) -> int:
         name = signals_filename(condition)
         write_signals(os.path.join(args.out, name), signals)
         n_exp = len({k for s in signals for k in s.experts})
-        print(f"{name}: condition {condition}, {len(signals)} pairs, {n_exp} experts")
+        print(f"{name}: condition {condition}, {len(signals)} pairs, {n_exp} expert{'s' * (n_exp != 1)}")
     return 0

@@ -255,3 +255,31 @@ def test_evalbiasbench_layouts_labels_and_located_errors(tmp_path, capsys):
     bad.write_text(json.dumps({"length bias": "not a list"}))
     rc, _, cap = _import(["evalbiasbench", bad], tmp_path, capsys)
     assert rc == 2 and "expected a list of records" in cap.err
+
+
+def test_llmbar_finds_subsets_at_any_depth_and_refuses_colliding_names(tmp_path):
+    """Upstream nests subsets at two depths (Dataset/LLMBar/Natural and
+    Dataset/LLMBar/Adversarial/<subset>): pointing at a folder above them imports every one."""
+    import shutil
+
+    from baer_fast.commands.demo import sample_dir
+    from baer_fast.errors import InputError
+
+    root = tmp_path / "Dataset" / "LLMBar"
+    shutil.copytree(sample_dir(), root / "Natural")
+    shutil.copytree(sample_dir(), root / "Adversarial" / "Neighbor")
+    alone = load("llmbar", sample_dir())
+    for src in (tmp_path / "Dataset", root):
+        got = load("llmbar", str(src))
+        assert Counter(p.subset for p in got.pairs) == {"Natural": len(alone.pairs), "Neighbor": len(alone.pairs)}
+        assert len({p.id for p in got.pairs}) == 2 * len(alone.pairs)
+        assert sorted(got.banks) == sorted(alone.banks)
+        assert all(len(recs) == 2 * len(alone.banks[b]) for b, recs in got.banks.items())
+    assert [p.id for p in load("llmbar", str(root / "Adversarial")).pairs][0].startswith("Neighbor-")
+
+    shutil.copytree(sample_dir(), tmp_path / "Dataset" / "Copy" / "Natural")
+    with pytest.raises(InputError, match="two subsets named 'Natural'"):
+        load("llmbar", str(tmp_path / "Dataset"))
+    (tmp_path / "empty" / "sub").mkdir(parents=True)
+    with pytest.raises(InputError, match="no dataset.json in this folder or below it"):
+        load("llmbar", str(tmp_path / "empty"))

@@ -1,7 +1,8 @@
 """LLMBar (princeton-nlp/LLMBar) native layout -> pairs + one signals bank per base LLM.
 
 SRC is a subset folder (`dataset.json` + `evaluators/<backbone>/<protocol>/result.json[.gz]`)
-or a folder of such subset folders. Condition = backbone, expert = protocol. Winners in
+or any folder with subset folders below it (upstream's `Dataset/LLMBar` holds `Natural` and
+`Adversarial/<subset>`). Condition = backbone, expert = protocol. Winners in
 `results[-1]["swap = False"/"swap = True"]["winner"]` are already canonical ("1" = output_1).
 """
 from __future__ import annotations
@@ -19,15 +20,27 @@ _LABEL = {1: "a", 2: "b"}
 
 
 def subset_dirs(src: str) -> list[str]:
-    need_dir(src, "an LLMBar subset (dataset.json) or subset folders")
-    if os.path.exists(os.path.join(src, "dataset.json")):
-        return [src]
-    subs = sorted(os.path.join(src, d) for d in os.listdir(src)
-                  if os.path.exists(os.path.join(src, d, "dataset.json")))
+    """Every folder at or below SRC that holds a `dataset.json`, sorted by path. Upstream nests
+    them at different depths (`Dataset/LLMBar/Natural`, `Dataset/LLMBar/Adversarial/Neighbor`),
+    so pointing at any folder above them imports all of them. A subset's name is its folder's
+    name, so two folders of one name are refused (their pair ids would collide)."""
+    need_dir(src, "an LLMBar subset (dataset.json) or a folder with subsets below it")
+    subs = []
+    for root, dirs, files in os.walk(src):
+        dirs.sort()
+        if "dataset.json" in files:
+            subs.append(root)
+            dirs[:] = []                      # a subset's own folders (evaluators/) hold no subsets
     if not subs:
-        raise InputError("no dataset.json here or in any subfolder", path=src)
-    return subs
-
+        raise InputError("no dataset.json in this folder or below it", path=src)
+    seen: dict[str, str] = {}
+    for folder in subs:
+        name = os.path.basename(os.path.normpath(folder))
+        if name in seen:
+            raise InputError(f"two subsets named {name!r} ({seen[name]} and {folder}); their pair ids "
+                             "would collide: import them separately", path=src)
+        seen[name] = folder
+    return sorted(subs)
 
 def _result_file(folder: str) -> str | None:
     for name in ("result.json.gz", "result.json"):
