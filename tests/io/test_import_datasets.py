@@ -277,6 +277,12 @@ def test_llmbar_finds_subsets_at_any_depth_and_refuses_colliding_names(tmp_path)
         assert all(len(recs) == 2 * len(alone.banks[b]) for b, recs in got.banks.items())
     assert [p.id for p in load("llmbar", str(root / "Adversarial")).pairs][0].startswith("Neighbor-")
 
+    links = tmp_path / "links"
+    links.mkdir()
+    (links / "Neighbor").symlink_to(root / "Adversarial" / "Neighbor")
+    (links / "loop").symlink_to(links)
+    assert Counter(p.subset for p in load("llmbar", str(links)).pairs) == {"Neighbor": len(alone.pairs)}
+
     shutil.copytree(sample_dir(), tmp_path / "Dataset" / "Copy" / "Natural")
     with pytest.raises(InputError, match="two subsets named 'Natural'"):
         load("llmbar", str(tmp_path / "Dataset"))

@@ -25,8 +25,13 @@ def subset_dirs(src: str) -> list[str]:
     so pointing at any folder above them imports all of them. A subset's name is its folder's
     name, so two folders of one name are refused (their pair ids would collide)."""
     need_dir(src, "an LLMBar subset (dataset.json) or a folder with subsets below it")
-    subs = []
-    for root, dirs, files in os.walk(src):
+    subs, seen_dirs = [], set()
+    for root, dirs, files in os.walk(src, followlinks=True):   # a folder of links to subsets works too
+        real = os.path.realpath(root)
+        if real in seen_dirs:                 # a link back up the tree: do not walk it twice
+            dirs[:] = []
+            continue
+        seen_dirs.add(real)
         dirs.sort()
         if "dataset.json" in files:
             subs.append(root)
