@@ -289,3 +289,46 @@ def test_llmbar_finds_subsets_at_any_depth_and_refuses_colliding_names(tmp_path)
     (tmp_path / "empty" / "sub").mkdir(parents=True)
     with pytest.raises(InputError, match="no dataset.json in this folder or below it"):
         load("llmbar", str(tmp_path / "empty"))
+
+
+def _judgebench_set(root, model: str, ids: list[str], judges: dict[str, list[str]]):
+    """A JudgeBench response set in upstream's layout: data/<stem>.jsonl and one
+    outputs/<stem>,judge_name=...,judge_model=<judge>.jsonl per judge (decisions per pair, both orders)."""
+    stem = f"dataset=judgebench,response_model={model}"
+    (root / "data").mkdir(parents=True, exist_ok=True)
+    (root / "outputs").mkdir(exist_ok=True)
+    rows = [{"pair_id": i, "original_id": n, "source": "livebench-math", "question": f"q {i}",
+             "response_model": model, "response_A": f"a {i}", "response_B": f"b {i}", "label": "A>B"}
+            for n, i in enumerate(ids)]
+    (root / "data" / f"{stem}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    for judge, decisions in judges.items():
+        out = [dict(r, judge_name="arena_hard", judgments=[{"judgment": {}, "decision": d1}, {"judgment": {}, "decision": d2}])
+               for r, (d1, d2) in zip(rows, (d.split("|") for d in decisions))]
+        (root / "outputs" / f"{stem},judge_name=arena_hard,judge_model={judge}.jsonl").write_text(
+            "".join(json.dumps(r) + "\n" for r in out))
+
+
+def test_judgebench_imports_each_response_set_as_its_own_condition(tmp_path):
+    from baer_fast.errors import InputError
+
+    _judgebench_set(tmp_path, "gpt-4o-2024-05-13", ["g1", "g2"], {"j1": ["A>B|B>A", "B>A|A>B"]})
+    _judgebench_set(tmp_path, "claude-3-5-sonnet-20240620", ["c1", "c2", "c3"],
+                    {"j2": ["A>B|A>B", "B>A|B>A", "A>B|B>A"], "j3": ["B>A|A>B"] * 3})
+    got = load("judgebench", str(tmp_path))
+    assert sorted(got.banks) == ["judgebench-claude-3-5-sonnet-20240620", "judgebench-gpt-4o-2024-05-13"]
+    gpt, claude = got.banks["judgebench-gpt-4o-2024-05-13"], got.banks["judgebench-claude-3-5-sonnet-20240620"]
+    assert [s.id for s in gpt] == ["g1", "g2"] and [s.id for s in claude] == ["c1", "c2", "c3"]
+    assert {k for s in gpt for k in s.experts} == {"arena_hard:j1"}
+    assert {k for s in claude for k in s.experts} == {"arena_hard:j2", "arena_hard:j3"}
+    # the second order is coded by displayed position: "B>A" there says the first response (a) wins
+    assert gpt[0].experts["arena_hard:j1"] == [1.0, 1.0] and claude[0].experts["arena_hard:j2"] == [1.0, 0.0]
+    assert len(got.pairs) == 5 and "2 pairs, 1 judge -> condition judgebench-gpt-4o" in got.notes[0]
+
+    stray = tmp_path / "outputs" / "dataset=judgebench,response_model=other,judge_name=x,judge_model=y.jsonl"
+    stray.write_text("")
+    with pytest.raises(InputError, match="extends no data/ pair file's name"):
+        load("judgebench", str(tmp_path))
+    stray.unlink()
+    _judgebench_set(tmp_path, "other", ["g1"], {})
+    with pytest.raises(InputError, match="pair_id 'g1' is also in"):
+        load("judgebench", str(tmp_path))

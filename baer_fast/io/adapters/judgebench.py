@@ -1,10 +1,11 @@
-"""JudgeBench (ScalerLab/JudgeBench) pairs + published judge outputs -> one bank.
+"""JudgeBench (ScalerLab/JudgeBench) pairs + published judge outputs -> one bank per response set.
 
 SRC holds `data/*.jsonl` (pairs) and `outputs/*.jsonl[.gz]` (one judge per file, both
 orders in `judgments[0]` / `judgments[1]`, the second coded by DISPLAYED position).
-All judges of the response set form one condition, named after the pair file's
-response model. Reward models whose two scores are exactly equal are read as ties
-(upstream wrote "B>A" in both orders for them).
+All judges of a response set form one condition, named after its pair file's response
+model; upstream ships two sets (GPT-4o, Claude 3.5 Sonnet), each its own condition. Reward
+models whose two scores are exactly equal are read as ties (upstream wrote "B>A" in both
+orders for them).
 """
 from __future__ import annotations
 
@@ -29,8 +30,12 @@ def category(source: str) -> str:
             "livecodebench": "coding"}.get(source, source)
 
 
+def _stem(path: str) -> str:
+    return re.sub(r"\.jsonl(\.gz)?$", "", os.path.basename(path))
+
+
 def expert_name(path: str) -> str:
-    base = re.sub(r"\.jsonl(\.gz)?$", "", os.path.basename(path))
+    base = _stem(path)
     parts = dict(kv.split("=", 1) for kv in base.split(",") if "=" in kv)
     return f"{parts.get('judge_name', 'judge')}:{parts.get('judge_model', base)}"
 
@@ -45,33 +50,61 @@ def _decision_u(judgment: dict, *, flip: bool) -> float | None:
     return 1.0 - u if flip else u
 
 
-def load(src: str) -> Imported:
-    need_dir(src, "JudgeBench data/ and outputs/")
-    pair_files = sorted(glob.glob(os.path.join(src, "data", "*.jsonl")))
-    if len(pair_files) != 1:
-        raise InputError(f"expected exactly one data/*.jsonl pair file, found {len(pair_files)}", path=src)
-    rows = read_jsonl(pair_files[0])
+def _load_set(pair_file: str, output_files: list[str]):
+    rows = read_jsonl(pair_file)
     pairs = []
     for line, r in enumerate(rows, start=1):
-        label = field(r, "label", path=pair_files[0], line=line)
+        label = field(r, "label", path=pair_file, line=line)
         if label not in _LABEL:
-            raise InputError(f"unknown label {label!r}", path=pair_files[0], line=line, field="label")
+            raise InputError(f"unknown label {label!r}", path=pair_file, line=line, field="label")
         pairs.append(Pair(r["pair_id"], r["question"], r["response_A"], r["response_B"],
                           label=_LABEL[label], subset=category(r["source"]),
                           category=category(r["source"]), meta={"source": r["source"]}))
     index = {p.id: i for i, p in enumerate(pairs)}
     runs_by_expert = {}
-    for path in sorted(glob.glob(os.path.join(src, "outputs", "*.jsonl*"))):
+    for path in output_files:
         runs = [[None, None] for _ in pairs]
         for line, r in enumerate(read_jsonl(path), start=1):
             i = index.get(r.get("pair_id"))
             if i is None:
-                raise InputError(f"pair_id {r.get('pair_id')!r} is not in the pair file", path=path, line=line)
+                raise InputError(f"pair_id {r.get('pair_id')!r} is not in the pair file {pair_file}",
+                                 path=path, line=line)
             j = field(r, "judgments", path=path, line=line)
             runs[i] = [_decision_u(j[0], flip=False), _decision_u(j[1], flip=True)]
         runs_by_expert[expert_name(path)] = runs
-    model = re.search(r"response_model=([^,.]+(?:\.[^,.]+)*?)\.jsonl$", os.path.basename(pair_files[0]))
-    condition = f"judgebench-{model.group(1) if model else 'bank'}"
-    out = Imported(pairs, {condition: bank_signals(pairs, runs_by_expert, condition)})
-    out.notes.append(f"judgebench: {len(pairs)} pairs, {len(runs_by_expert)} judges -> condition {condition}")
+    model = re.search(r"response_model=([^,.]+(?:\.[^,.]+)*?)\.jsonl$", os.path.basename(pair_file))
+    return pairs, runs_by_expert, f"judgebench-{model.group(1) if model else 'bank'}"
+
+
+def load(src: str) -> Imported:
+    """One condition per pair file of `data/` (upstream ships one per response model: GPT-4o and
+    Claude 3.5 Sonnet). A judge's output file belongs to the pair file whose name it extends
+    (`<pair file's name>,judge_name=...`); with a single pair file, every output belongs to it."""
+    need_dir(src, "JudgeBench data/ and outputs/")
+    pair_files = sorted(glob.glob(os.path.join(src, "data", "*.jsonl")))
+    if not pair_files:
+        raise InputError("no data/*.jsonl pair file", path=src)
+    output_files = sorted(glob.glob(os.path.join(src, "outputs", "*.jsonl*")))
+    owned: dict[str, list[str]] = {f: [] for f in pair_files}
+    for path in output_files:
+        owners = [f for f in pair_files if len(pair_files) == 1 or _stem(path).startswith(_stem(f) + ",")]
+        if not owners:
+            raise InputError("judge output whose name extends no data/ pair file's name "
+                             f"({', '.join(_stem(f) for f in pair_files)})", path=path)
+        owned[owners[0]].append(path)
+    all_pairs, banks, seen, notes = [], {}, {}, []
+    for pair_file in pair_files:
+        pairs, runs_by_expert, condition = _load_set(pair_file, owned[pair_file])
+        if condition in banks:
+            raise InputError(f"two pair files give condition {condition}; import them separately", path=pair_file)
+        for p in pairs:
+            if p.id in seen:
+                raise InputError(f"pair_id {p.id!r} is also in {seen[p.id]}", path=pair_file, field="pair_id")
+            seen[p.id] = pair_file
+        banks[condition] = bank_signals(pairs, runs_by_expert, condition)
+        all_pairs += pairs
+        notes.append(f"{len(pairs)} pairs, {len(runs_by_expert)} judge{'s' * (len(runs_by_expert) != 1)} "
+                     f"-> condition {condition}")
+    out = Imported(all_pairs, banks)
+    out.notes.append("judgebench: " + "; ".join(notes))
     return out
