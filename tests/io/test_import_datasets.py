@@ -332,3 +332,31 @@ def test_judgebench_imports_each_response_set_as_its_own_condition(tmp_path):
     _judgebench_set(tmp_path, "other", ["g1"], {})
     with pytest.raises(InputError, match="pair_id 'g1' is also in"):
         load("judgebench", str(tmp_path))
+
+
+def test_autoj_finds_upstream_data_test_and_outputs_folders(tmp_path):
+    """Upstream Auto-J keeps the pairs in data/test/ and the verdicts in data/outputs/; pointing at
+    data/ imports the same bank as the three files side by side."""
+    import shutil
+
+    from baer_fast.errors import InputError
+
+    rows = [{"scenario": "code_generation", "label": lab, "prompt": f"p{i}", "response 1": f"x{i}",
+             "response 2": f"y{i}"} for i, lab in enumerate([0, 1, 2])]
+    files = {"test/testdata_pairwise.jsonl": rows,
+             "outputs/pairwise_example_output.jsonl": [{"output": o} for o in (0, 0, 2)],
+             "outputs/pairwise_exchange_example_output.jsonl": [{"output": o} for o in (1, 0, 2)]}
+    for rel, recs in files.items():
+        (tmp_path / "data" / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / "data" / rel).write_text("".join(json.dumps(r) + "\n" for r in recs))
+        (tmp_path / "flat").mkdir(exist_ok=True)
+        shutil.copy(tmp_path / "data" / rel, tmp_path / "flat")
+    nested, flat = load("autoj", str(tmp_path / "data")), load("autoj", str(tmp_path / "flat"))
+    assert [p.to_json() for p in nested.pairs] == [p.to_json() for p in flat.pairs]
+    assert [s.experts for s in nested.banks["autoj-13b"]] == [s.experts for s in flat.banks["autoj-13b"]]
+    # the exchange file is coded by displayed position: 1 there says the original response 1 won
+    assert [s.experts["autoj-13b"] for s in flat.banks["autoj-13b"]] == [[1.0, 1.0], [1.0, 0.0], [0.5, 0.5]]
+
+    shutil.copytree(tmp_path / "data" / "outputs", tmp_path / "data" / "old_outputs")
+    with pytest.raises(InputError, match=r"found 2:\n  old_outputs/pairwise_example_output.jsonl\n  outputs/"):
+        load("autoj", str(tmp_path / "data"))

@@ -48,8 +48,14 @@ def field(obj: dict, name: str, *, path: str, line: int | None = None):
 
 
 def one_file(src: str, pattern: str) -> str:
-    """The single file in `src` matching `pattern`; a located error if there are none or several."""
+    """The single file matching `pattern` in `src`, or else anywhere below it (upstream Auto-J keeps
+    its test data in `data/test/` and the verdicts in `data/outputs/`); a located error naming what
+    was found if there are none or several."""
     found = sorted(glob.glob(os.path.join(src, pattern)))
+    if not found:
+        found = sorted(glob.glob(os.path.join(src, "**", pattern), recursive=True))
     if len(found) != 1:
-        raise InputError(f"expected one file matching {pattern}, found {len(found)}", path=src)
+        names = "".join(f"\n  {os.path.relpath(f, src)}" for f in found[:10])
+        raise InputError(f"expected one file matching {pattern} in this folder or below it, "
+                         f"found {len(found)}{':' if found else ''}{names}", path=src)
     return found[0]

@@ -25,7 +25,7 @@ def load(src: str) -> Imported:
     data_path = one_file(src, "testdata_pairwise*.jsonl")
     rows = read_jsonl(data_path)
     upstream = list(range(len(rows)))
-    index_files = glob.glob(os.path.join(src, "upstream_line_index*.json"))
+    index_files = glob.glob(os.path.join(os.path.dirname(data_path), "upstream_line_index*.json"))
     if index_files:
         with open(index_files[0], encoding="utf-8") as fh:
             upstream = json.load(fh)["upstream_line_index_0based"]
