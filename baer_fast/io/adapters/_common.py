@@ -55,7 +55,7 @@ def one_file(src: str, pattern: str) -> str:
     if not found:
         found = sorted(glob.glob(os.path.join(src, "**", pattern), recursive=True))
     if len(found) != 1:
-        names = "".join(f"\n  {os.path.relpath(f, src)}" for f in found[:10])
+        names = "".join(f"\n  {os.path.relpath(f, src)}" for f in found[:10]) + ("\n  ..." if len(found) > 10 else "")
         raise InputError(f"expected one file matching {pattern} in this folder or below it, "
                          f"found {len(found)}{':' if found else ''}{names}", path=src)
     return found[0]

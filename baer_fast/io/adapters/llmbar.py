@@ -47,6 +47,7 @@ def subset_dirs(src: str) -> list[str]:
         seen[name] = folder
     return sorted(subs)
 
+
 def _result_file(folder: str) -> str | None:
     for name in ("result.json.gz", "result.json"):
         if os.path.exists(os.path.join(folder, name)):
