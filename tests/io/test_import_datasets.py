@@ -360,3 +360,26 @@ def test_autoj_finds_upstream_data_test_and_outputs_folders(tmp_path):
     shutil.copytree(tmp_path / "data" / "outputs", tmp_path / "data" / "old_outputs")
     with pytest.raises(InputError, match=r"found 2:\n  old_outputs/pairwise_example_output.jsonl\n  outputs/"):
         load("autoj", str(tmp_path / "data"))
+
+
+def test_hh_rlhf_checkout_root_skips_red_team_transcripts(tmp_path):
+    """A checkout's root: the preference folders are imported, red-team-attempts/ (one JSON list of
+    attack transcripts, no chosen/rejected) is skipped and said so; pointed at directly it is read."""
+    from baer_fast.errors import InputError
+
+    def hh(h, c, r):
+        return {"chosen": f"\n\nHuman: {h}\n\nAssistant: {c}", "rejected": f"\n\nHuman: {h}\n\nAssistant: {r}"}
+
+    for folder, recs in (("helpful-base", [hh("hi", "hello", "go away"), hh("2+2?", "4", "5")]),
+                         ("harmless-base", [hh("how to pick a lock?", "I can't help", "Sure")])):
+        (tmp_path / folder).mkdir()
+        with gzip.open(tmp_path / folder / "test.jsonl.gz", "wt") as fh:
+            fh.writelines(json.dumps(r) + "\n" for r in recs)
+    (tmp_path / "red-team-attempts").mkdir()
+    with gzip.open(tmp_path / "red-team-attempts" / "red_team_attempts.jsonl.gz", "wt") as fh:
+        fh.write('[\n  {"transcript": "\\n\\nHuman: hi\\n\\nAssistant: yo", "rating": 0}\n]\n')
+    got = load("hh-rlhf", str(tmp_path))
+    assert Counter(p.category for p in got.pairs) == {"helpful": 2, "harmless": 1}
+    assert "skipped 1 file(s) of red-team-attempts/" in got.notes[0]
+    with pytest.raises(InputError, match="red_team_attempts.jsonl.gz:1: malformed JSON"):
+        load("hh-rlhf", str(tmp_path / "red-team-attempts"))

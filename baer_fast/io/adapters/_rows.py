@@ -43,11 +43,11 @@ class Row:
         return InputError(message, path=self.path, line=self.line, field=field)
 
 
-def files(src: str) -> list[str]:
-    """`src` itself, or the data files of a folder (name order)."""
+def files(src: str, keep: Callable[[str], bool] | None = None) -> list[str]:
+    """`src` itself, or the data files of a folder (name order) that `keep` accepts."""
     if os.path.isdir(src):
         found = sorted(p for p in glob.glob(os.path.join(src, "**", "*"), recursive=True)
-                       if p.endswith(SUFFIXES) and os.path.isfile(p))
+                       if p.endswith(SUFFIXES) and os.path.isfile(p) and (keep is None or keep(p)))
         if not found:
             raise InputError(f"no data files ({', '.join(SUFFIXES)}) in this folder", path=src)
         return found
@@ -58,8 +58,8 @@ def files(src: str) -> list[str]:
     return [src]
 
 
-def rows(src: str, rejects=None) -> Iterator[Row]:
-    for path in files(src):
+def rows(src: str, rejects=None, keep: Callable[[str], bool] | None = None) -> Iterator[Row]:
+    for path in files(src, keep):
         if path.endswith((".jsonl", ".jsonl.gz")):
             from baer_fast.io.jsonl import iter_jsonl_raw
             for line, obj, raw in iter_jsonl_raw(path, rejects):

@@ -1,6 +1,7 @@
 """Anthropic HH-RLHF (anthropics/hh-rlhf) `{chosen, rejected}` transcripts -> pairs; no judge outputs.
 
-SRC is a `*.jsonl[.gz]` file or a folder of them (e.g. `helpful-base/test.jsonl.gz`). The turns
+SRC is a `*.jsonl[.gz]` file or a folder of them (e.g. `helpful-base/test.jsonl.gz`, or a
+checkout's root, whose `red-team-attempts/` is skipped: it holds no pairs). The turns
 both transcripts share up to the last common user turn are the question (a conversation when it
 is more than one turn), the final assistant replies the responses; identical transcripts are
 kept as ties. Subset = the file's folder (helpful-base, harmless-base, ...), category = helpful
@@ -32,9 +33,23 @@ def _build(row):
                                 subset=folder, category=category)
 
 
+# Upstream's red-team-attempts/ holds one transcript per attack with harmlessness scores, not
+# chosen/rejected pairs: a checkout's root imports the four preference folders and skips it.
+_NOT_PAIRS = "red-team-attempts"
+
+
 def load(src: str, *, rejects=None, options=None) -> Imported:
-    pairs, dropped = convert(rows(src, rejects), _build, rejects)
+    skipped = []
+
+    def keep(path: str) -> bool:
+        if _NOT_PAIRS in os.path.relpath(path, src).split(os.sep):
+            skipped.append(path)
+            return False
+        return True
+
+    pairs, dropped = convert(rows(src, rejects, keep), _build, rejects)
     out = Imported(pairs)
     n_div = sum(bool(p.meta.get("diverged")) for p in pairs)
-    out.notes.append(summary("hh-rlhf", pairs, dropped) + f"; {n_div} differ before the final reply")
+    out.notes.append(summary("hh-rlhf", pairs, dropped) + f"; {n_div} differ before the final reply"
+                     + (f"; skipped {len(skipped)} file(s) of {_NOT_PAIRS}/ (transcripts, not pairs)" if skipped else ""))
     return out
