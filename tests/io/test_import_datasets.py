@@ -383,3 +383,18 @@ def test_hh_rlhf_checkout_root_skips_red_team_transcripts(tmp_path):
     assert "skipped 1 file(s) of red-team-attempts/" in got.notes[0]
     with pytest.raises(InputError, match="red_team_attempts.jsonl.gz:1: malformed JSON"):
         load("hh-rlhf", str(tmp_path / "red-team-attempts"))
+
+
+def test_rewardbench_snapshot_reads_the_filtered_split(tmp_path):
+    """A hub snapshot holds data/filtered-* and data/raw-* (a superset with the same ids): the
+    folder imports the filtered split and says what it skipped; raw alone is read as given."""
+    extra = dict(REWARDBENCH[0], id=99999, subset="alpacaeval-hard")
+    (tmp_path / "snap" / "data").mkdir(parents=True)
+    write_jsonl(tmp_path / "snap" / "data" / "filtered-00000-of-00001.jsonl", REWARDBENCH)
+    write_jsonl(tmp_path / "snap" / "data" / "raw-00000-of-00001.jsonl", REWARDBENCH + [extra])
+    got = load("rewardbench", str(tmp_path / "snap"))
+    assert [p.id for p in got.pairs] == [f"rewardbench-{r['id']}" for r in REWARDBENCH]
+    assert "skipped raw-00000-of-00001.jsonl" in got.notes[0]
+    (tmp_path / "snap" / "data" / "filtered-00000-of-00001.jsonl").unlink()
+    got = load("rewardbench", str(tmp_path / "snap"))
+    assert len(got.pairs) == len(REWARDBENCH) + 1 and "skipped" not in got.notes[0]

@@ -1,14 +1,18 @@
 """RewardBench (allenai/reward-bench, the `filtered` split) -> pairs; no judge outputs.
 
 Records `{prompt, chosen, rejected, subset, id}` (plus `chosen_model`/`rejected_model`), from
-a .jsonl/.json/.parquet file or a folder of them. `category` is the subset's leaderboard
-section (chat, chat-hard, safety, reasoning; the prior sets' subsets -> prior-sets).
+a .jsonl/.json/.parquet file or a folder of them. In a snapshot of the hub dataset the `raw-*`
+(earlier `train-*`) files, a superset with the same ids, are skipped beside `filtered-*`.
+`category` is the subset's leaderboard section (chat, chat-hard, safety, reasoning; the prior
+sets' subsets -> prior-sets).
 """
 from __future__ import annotations
 
+import os
+
 from baer_fast.io.adapters import Imported
 from baer_fast.io.adapters._conv import from_messages
-from baer_fast.io.adapters._rows import chosen_rejected_pair, convert, rows, summary
+from baer_fast.io.adapters._rows import chosen_rejected_pair, convert, files, rows, summary
 
 # RewardBench's section -> subsets map (SUBSET_MAPPING in rewardbench/constants.py of
 # github.com/allenai/reward-bench) and the prior sets its leaderboard averages ("Prior Sets").
@@ -40,9 +44,22 @@ def _build(row):
 
 
 def load(src: str, *, rejects=None, options=None) -> Imported:
-    pairs, dropped = convert(rows(src, rejects), _build, rejects)
+    # A snapshot of the hub dataset holds data/filtered-*.parquet and the superset it was cut from
+    # (data/raw-*, earlier data/train-*; same ids): beside a filtered file, the others are skipped.
+    present = [os.path.basename(p) for p in files(src)] if os.path.isdir(src) else []
+    skipped = []
+
+    def keep(path: str) -> bool:
+        name = os.path.basename(path)
+        if any(n.startswith("filtered") for n in present) and name.startswith(("raw-", "train-")):
+            skipped.append(name)
+            return False
+        return True
+
+    pairs, dropped = convert(rows(src, rejects, keep), _build, rejects)
     out = Imported(pairs)
-    out.notes.append(summary("rewardbench", pairs, dropped))
+    out.notes.append(summary("rewardbench", pairs, dropped)
+                     + (f"; read the filtered split, skipped {', '.join(sorted(skipped))}" if skipped else ""))
     unknown = sorted({p.subset for p in pairs if p.category is None})
     if unknown:
         out.notes.append(f"rewardbench: subsets outside the leaderboard's sections (no category): {', '.join(unknown)}")
