@@ -398,3 +398,14 @@ def test_rewardbench_snapshot_reads_the_filtered_split(tmp_path):
     (tmp_path / "snap" / "data" / "filtered-00000-of-00001.jsonl").unlink()
     got = load("rewardbench", str(tmp_path / "snap"))
     assert len(got.pairs) == len(REWARDBENCH) + 1 and "skipped" not in got.notes[0]
+
+
+def test_mtbench_human_drops_gpt4_pair_verdicts(tmp_path):
+    """The hub snapshot holds a human split and a gpt4_pair split with the same columns; GPT-4's
+    verdicts are not labels: they are dropped and counted, and the human votes are kept."""
+    (tmp_path / "data").mkdir()
+    write_jsonl(tmp_path / "data" / "human-00000-of-00001.jsonl", MTBENCH)
+    write_jsonl(tmp_path / "data" / "gpt4_pair-00000-of-00001.jsonl", [dict(r, judge="gpt4_pair") for r in MTBENCH])
+    got = load("mtbench-human", str(tmp_path))
+    assert len(got.pairs) == len(MTBENCH) and {p.meta["judge"] for p in got.pairs} == {"expert_0", "author_3"}
+    assert "dropped 3 (a model's verdict (judge gpt4_pair), not a human label)" in got.notes[0]

@@ -6,6 +6,8 @@ conversation is shown: turn 1 -> the first question and the two first answers; t
 first question as the question, each model's first answer, the second question and its second
 answer as its response (the models' first answers differ). Subset = `turn<N>`, category = the
 question's MT-Bench category. Ids: `mtbench-<question_id>-t<turn>-<line>` (one per vote).
+Rows judged by GPT-4 (the dataset's `gpt4_pair` split, same columns, in the same snapshot) are
+dropped and counted: their winner is a model's verdict, not a human label.
 """
 from __future__ import annotations
 
@@ -23,6 +25,10 @@ def category(question_id: int) -> str | None:
 
 
 def _build(row):
+    judge = row.obj.get("judge")
+    if isinstance(judge, str) and judge.lower().startswith("gpt"):
+        # the dataset's gpt4_pair split (same columns) holds GPT-4's verdicts: not a human label
+        return "a model's verdict (judge gpt4_pair), not a human label"
     qid = row.need("question_id", int)
     turn = row.need("turn", int)
     if turn not in (1, 2):
