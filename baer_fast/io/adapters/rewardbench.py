@@ -46,12 +46,12 @@ def _build(row):
 def load(src: str, *, rejects=None, options=None) -> Imported:
     # A snapshot of the hub dataset holds data/filtered-*.parquet and the superset it was cut from
     # (data/raw-*, earlier data/train-*; same ids): beside a filtered file, the others are skipped.
-    present = [os.path.basename(p) for p in files(src)] if os.path.isdir(src) else []
+    filtered = os.path.isdir(src) and any(os.path.basename(p).startswith("filtered") for p in files(src))
     skipped = []
 
     def keep(path: str) -> bool:
         name = os.path.basename(path)
-        if any(n.startswith("filtered") for n in present) and name.startswith(("raw-", "train-")):
+        if filtered and name.startswith(("raw-", "train-")):
             skipped.append(name)
             return False
         return True
