@@ -9,12 +9,13 @@ from collections import Counter
 import pytest
 
 from baer_fast.cli import main
+from baer_fast.errors import InputError
 from baer_fast.io.adapters import load
 from baer_fast.io.adapters._rows import a_is_chosen
 from baer_fast.io.records import read_pairs
 
 from tests.fixtures.data import shared
-from tests.io.schemas import ARENA, MTBENCH, REWARDBENCH, write_jsonl
+from tests.io.schemas import ARENA, MTBENCH, REWARDBENCH, ULTRAFEEDBACK, write_jsonl
 
 HH = "hh_rlhf_helpful_base_test/helpful-base/test.jsonl.gz"
 
@@ -409,3 +410,48 @@ def test_mtbench_human_drops_gpt4_pair_verdicts(tmp_path):
     got = load("mtbench-human", str(tmp_path))
     assert len(got.pairs) == len(MTBENCH) and {p.meta["judge"] for p in got.pairs} == {"expert_0", "author_3"}
     assert "dropped 3 (a model's verdict (judge gpt4_pair), not a human label)" in got.notes[0]
+
+
+def test_ultrafeedback_hub_snapshot_one_file_per_source(tmp_path):
+    """openbmb/UltraFeedback keeps one id-less file per source (evol_instruct.jsonl, flan.jsonl,
+    ...): line numbers repeat across files, so the file stem is part of the id."""
+    for name in ("evol_instruct", "flan"):
+        write_jsonl(tmp_path / f"{name}.jsonl", [dict(r, source=name) for r in ULTRAFEEDBACK])
+    got = load("ultrafeedback", str(tmp_path))
+    assert [p.id for p in got.pairs] == [f"ultrafeedback-{n}-{i:06d}" for n in ("evol_instruct", "flan") for i in (1, 4)]
+    assert [p.subset for p in got.pairs] == ["evol_instruct"] * 2 + ["flan"] * 2
+    one = load("ultrafeedback", str(tmp_path / "flan.jsonl")).pairs
+    assert [p.id for p in one] == [p.id for p in got.pairs[2:]]       # a file alone keeps its ids
+
+
+def _binarized(pid: str, prompt: str, chosen: str, rejected: str, sc: float, sr: float) -> dict:
+    msgs = lambda reply: [{"role": "user", "content": prompt}, {"role": "assistant", "content": reply}]
+    return {"prompt": prompt, "prompt_id": pid, "chosen": msgs(chosen), "rejected": msgs(rejected),
+            "messages": msgs(chosen), "score_chosen": sc, "score_rejected": sr}
+
+
+def test_ultrafeedback_binarized_snapshot_reads_the_prefs_splits(tmp_path):
+    """HuggingFaceH4/ultrafeedback_binarized: chosen/rejected message lists keep the copy's own
+    pair; equal scores are dropped; the sft/gen splits (the same prompts) are skipped beside prefs."""
+    rows = [_binarized("p1", "Name a colour.", "Blue.", "Seven.", 9.0, 1.0),
+            _binarized("p2", "Say yes.", "yes", "no", 5.0, 5.0),
+            _binarized("p3", "Count to two.", "1 2", "2 1", 8.0, 3.5)]
+    (tmp_path / "data").mkdir()
+    for split in ("train_prefs", "train_sft", "test_gen"):
+        write_jsonl(tmp_path / "data" / f"{split}-00000-of-00001.jsonl", rows)
+    got = load("ultrafeedback", str(tmp_path))
+    assert [p.id for p in got.pairs] == ["ultrafeedback-p1", "ultrafeedback-p3"]
+    first = got.pairs[0]
+    side = "a" if a_is_chosen(first.id) else "b"
+    assert first.question == "Name a colour." and getattr(first, f"response_{side}") == "Blue."
+    assert first.label == side and first.meta[f"rating_{side}"] == 9.0
+    note = got.notes[0]
+    assert "ultrafeedback (binarized)" in note and "dropped 1 (chosen and rejected rated equal)" in note
+    assert "skipped test_gen-00000-of-00001.jsonl, train_sft-00000-of-00001.jsonl" in note
+    sft = load("ultrafeedback", str(tmp_path / "data" / "train_sft-00000-of-00001.jsonl"))
+    assert len(sft.pairs) == 2 and "skipped" not in sft.notes[0]     # pointed at directly, it is read
+    bad = dict(rows[0], chosen=[{"role": "user", "content": "Name a colour."}])
+    write_jsonl(tmp_path / "bad.jsonl", [bad])
+    with pytest.raises(InputError, match="no response to judge") as err:
+        load("ultrafeedback", str(tmp_path / "bad.jsonl"))
+    assert err.value.line == 1

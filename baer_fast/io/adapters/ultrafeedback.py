@@ -1,24 +1,35 @@
-"""UltraFeedback (openbmb/UltraFeedback) records -> highest- vs lowest-rated completion pairs.
+"""UltraFeedback -> pairs: openbmb/UltraFeedback's rated completions, or a binarized copy.
 
-Records `{source, instruction, completions: [{model, response, overall_score,
-"fine-grained_score", ...}], ...}`. Per instruction the completion with the highest rating and
-the one with the lowest (first in order among equals) form a pair; an instruction whose
-ratings are all equal, or with fewer than two rated completions, is dropped (as the paper
-builds its pairs). Rating: `overall_score` (default) or `fine-grained_score` (`--rating`).
-Subset = `source`. Ids: `ultrafeedback-<line>` (or the record's `id`/`prompt_id`).
+openbmb/UltraFeedback records `{source, instruction, completions: [{model, response,
+overall_score, "fine-grained_score", ...}], ...}` (one file per source in the hub snapshot:
+evol_instruct.jsonl, flan.jsonl, ...). Per instruction the completion with the highest rating and
+the one with the lowest (first in order among equals) form a pair; an instruction whose ratings
+are all equal, or with fewer than two rated completions, is dropped (as the paper builds its
+pairs). Rating: `overall_score` (default) or `fine-grained_score` (`--rating`). Subset = `source`.
+
+Binarized records (HuggingFaceH4/ultrafeedback_binarized, trl-lib/ultrafeedback_binarized):
+`{chosen, rejected}` as message lists (plus `prompt`, `prompt_id`, `score_chosen`,
+`score_rejected`) keep the copy's own pair, which pits the best completion against a random
+other rather than the lowest; equal scores are dropped. In a snapshot folder the `*_sft` and
+`*_gen` splits, the same prompts again, are skipped beside `*_prefs`.
+
+Ids: `ultrafeedback-<id | prompt_id>` where the record has one, else
+`ultrafeedback-<file stem>-<line>` (the hub snapshot's files each count lines from 1).
 """
 from __future__ import annotations
 
 import math
+import os
 
 from baer_fast.io.adapters import Imported
-from baer_fast.io.adapters._rows import chosen_rejected_pair, convert, rows, summary
+from baer_fast.io.adapters._conv import from_messages, split_pair
+from baer_fast.io.adapters._rows import chosen_rejected_pair, convert, files, rows, summary
 
 RATINGS = ("overall_score", "fine-grained_score")
+_REPEATS = ("_sft", "_gen")      # binarized splits that repeat the prefs splits' prompts
 
 
-def _rating(c: dict, key: str):
-    v = c.get(key)
+def _number(v):
     if isinstance(v, str):
         try:
             v = float(v)
@@ -27,34 +38,69 @@ def _rating(c: dict, key: str):
     return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) else None
 
 
-def _builder(key: str):
+def _pair_id(row) -> str:
+    rid = row.obj.get("id") or row.obj.get("prompt_id")
+    if isinstance(rid, (str, int)) and not isinstance(rid, bool):
+        return f"ultrafeedback-{rid}"
+    return f"ultrafeedback-{os.path.basename(row.path).split('.')[0]}-{row.line:06d}"
+
+
+def _rated(row, key: str):
+    question = row.need("instruction")
+    comps = row.need("completions", list)
+    rated = []
+    for i, c in enumerate(comps):
+        if not isinstance(c, dict) or not isinstance(c.get("response"), str):
+            raise row.error(f"completion {i}: expected an object with a string 'response'", "completions")
+        if _number(c.get(key)) is not None:
+            rated.append(c)
+    if len(rated) < 2:
+        return "fewer than two rated completions"
+    hi = max(rated, key=lambda c: _number(c.get(key)))
+    lo = min(rated, key=lambda c: _number(c.get(key)))
+    if _number(hi.get(key)) == _number(lo.get(key)):
+        return "all ratings tied"
+    side = {name: {"model": c.get("model"), "rating": _number(c.get(key))} for name, c in (("c", hi), ("r", lo))}
+    return chosen_rejected_pair(_pair_id(row), question, hi["response"], lo["response"],
+                                chosen_meta=side["c"], rejected_meta=side["r"],
+                                subset=str(row.obj.get("source") or "default"))
+
+
+def _binarized(row):
+    scores = {k: _number(row.obj.get(f"score_{k}")) for k in ("chosen", "rejected")}
+    if None not in scores.values() and scores["chosen"] == scores["rejected"]:
+        return "chosen and rejected rated equal"
+    convs = [from_messages(row.need(k, list), row=row, field=k) for k in ("chosen", "rejected")]
+    question, chosen, rejected, diverged = split_pair(*convs, row=row)
+    return chosen_rejected_pair(_pair_id(row), question, chosen, rejected,
+                                meta={"diverged": True} if diverged else None,
+                                chosen_meta={"rating": scores["chosen"]}, rejected_meta={"rating": scores["rejected"]},
+                                subset=str(row.obj.get("source") or "default"))
+
+
+def _builder(key: str, kinds: set):
     def build(row):
-        question = row.need("instruction")
-        comps = row.need("completions", list)
-        rated = []
-        for i, c in enumerate(comps):
-            if not isinstance(c, dict) or not isinstance(c.get("response"), str):
-                raise row.error(f"completion {i}: expected an object with a string 'response'", "completions")
-            if _rating(c, key) is not None:
-                rated.append(c)
-        if len(rated) < 2:
-            return "fewer than two rated completions"
-        hi = max(rated, key=lambda c: _rating(c, key))
-        lo = min(rated, key=lambda c: _rating(c, key))
-        if _rating(hi, key) == _rating(lo, key):
-            return "all ratings tied"
-        rid = row.obj.get("id") or row.obj.get("prompt_id")
-        pid = f"ultrafeedback-{rid}" if isinstance(rid, (str, int)) else f"ultrafeedback-{row.line:06d}"
-        side = {name: {"model": c.get("model"), "rating": _rating(c, key)} for name, c in (("c", hi), ("r", lo))}
-        return chosen_rejected_pair(pid, question, hi["response"], lo["response"],
-                                    chosen_meta=side["c"], rejected_meta=side["r"],
-                                    subset=str(row.obj.get("source") or "default"))
+        binarized = "completions" not in row.obj and "chosen" in row.obj
+        kinds.add("binarized" if binarized else key)
+        return _binarized(row) if binarized else _rated(row, key)
     return build
 
 
 def load(src: str, *, rejects=None, options=None) -> Imported:
     key = getattr(options, "rating", None) or RATINGS[0]
-    pairs, dropped = convert(rows(src, rejects), _builder(key), rejects)
+    prefs = os.path.isdir(src) and any("_prefs" in os.path.basename(p) for p in files(src))
+    skipped = []
+
+    def keep(path: str) -> bool:
+        name = os.path.basename(path)
+        if prefs and any(f"{r}-" in name or f"{r}." in name for r in _REPEATS):
+            skipped.append(name)
+            return False
+        return True
+
+    kinds: set = set()
+    pairs, dropped = convert(rows(src, rejects, keep), _builder(key, kinds), rejects)
     out = Imported(pairs)
-    out.notes.append(summary(f"ultrafeedback ({key})", pairs, dropped))
+    out.notes.append(summary(f"ultrafeedback ({', '.join(sorted(kinds))})", pairs, dropped)
+                     + (f"; read the prefs splits, skipped {', '.join(sorted(skipped))}" if skipped else ""))
     return out
