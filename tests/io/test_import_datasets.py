@@ -161,6 +161,36 @@ def test_table_chosen_rejected_csv_and_labelled_parquet_and_json(sources, tmp_pa
         assert got[0].question[-1] == ("user", "bye?") and got[1].question == "plain"
 
 
+def test_table_csv_cells_are_text_and_may_span_lines_past_a_block(tmp_path, capsys):
+    """Multi-line answers in a CSV larger than pyarrow's 1 MB parse block, numeric-looking
+    answers ("42" is text, not an int), a byte-order mark, and records located at their first line."""
+    import csv as csv_mod
+
+    path = tmp_path / "qa.csv"
+    with open(path, "w", newline="", encoding="utf-8-sig") as f:
+        w = csv_mod.writer(f)
+        w.writerow(["q", "good", "bad"])
+        w.writerow(["What is 6*7?", "42", "41"])
+        for i in range(3000):
+            w.writerow([f"poem {i}", "line one\nline two " * 20, "no\nrhyme"])
+    assert path.stat().st_size > 1 << 20
+    opts = _opts(["--question-col", "q", "--chosen-col", "good", "--rejected-col", "bad"])
+    pairs = load("table", str(path), options=opts).pairs
+    assert len(pairs) == 3001 and {pairs[0].response_a, pairs[0].response_b} == {"42", "41"}
+    # a poem's record holds 21 newlines, so it spans 22 lines: poem 0 is lines 3-24, poem 1 starts at 25
+    assert [p.id for p in pairs[:3]] == ["qa-2", "qa-3", "qa-25"]
+    assert pairs[2].question == "poem 1" and "no\nrhyme" in (pairs[2].response_a, pairs[2].response_b)
+    (tmp_path / "ragged.csv").write_text("q,good,bad\nfine,yes,no\n\"two\nlines\",only\nok,a,b\n", encoding="utf-8")
+    with pytest.raises(InputError, match="expected 3 cells") as err:
+        load("table", str(tmp_path / "ragged.csv"), options=opts)
+    assert err.value.line == 3
+    rc, out, cap = _import(["table", tmp_path / "ragged.csv", "--question-col", "q", "--chosen-col", "good",
+                            "--rejected-col", "bad", "--on-error", "skip"], tmp_path, capsys)
+    assert rc == 0 and [p.id for p in read_pairs(str(out / "pairs.jsonl"))] == ["ragged-2", "ragged-5"]
+    (rej,) = [json.loads(line) for line in open(out / "pairs.jsonl.rejects.jsonl", encoding="utf-8")]
+    assert rej["line"] == 3 and "two" in rej["raw"]
+
+
 def _opts(args):
     import argparse
 

@@ -1,16 +1,17 @@
 """Rows of local dataset files for the pair importers: located errors and the skip policy.
 
 `rows(src)` yields `Row(path, line, obj, raw)` from `.jsonl[.gz]` (the project's JSONL reader,
-exact lines), `.json` (a list of objects; `line` = record number), `.csv` (line = row + 1 for
-the header, exact when no field spans lines) and `.parquet` (line = row number); CSV and
-parquet are read by pyarrow (the `[data]` extra). A folder yields its files of those kinds in
-name order. `convert(rows, build, rejects)` turns each row into a Pair, or a drop reason, and
+exact lines), `.json` (a list of objects; `line` = record number), `.csv` (the line a record
+starts on; every cell is text, quoted cells may span lines) and `.parquet` (line = row number,
+read by pyarrow: the `[data]` extra). A folder yields its files of those kinds in name order. `convert(rows, build, rejects)` turns each row into a Pair, or a drop reason, and
 keeps the InputError of a bad row in `rejects` (`--on-error skip`) or raises it.
 """
 from __future__ import annotations
 
+import csv
 import glob
 import hashlib
+import io
 import os
 from collections import Counter
 from dataclasses import dataclass
@@ -66,8 +67,10 @@ def rows(src: str, rejects=None, keep: Callable[[str], bool] | None = None) -> I
                 yield Row(path, line, obj, raw)
         elif path.endswith((".json", ".json.gz")):
             yield from _json_rows(path)
+        elif path.endswith(".csv"):
+            yield from _csv_rows(path, rejects)
         else:
-            yield from _arrow_rows(path)
+            yield from _parquet_rows(path)
 
 
 def _json_rows(path: str) -> Iterator[Row]:
@@ -82,19 +85,51 @@ def _json_rows(path: str) -> Iterator[Row]:
         yield Row(path, i, obj)
 
 
-def _arrow_rows(path: str) -> Iterator[Row]:
+def _csv_rows(path: str, rejects=None) -> Iterator[Row]:
+    """Records of a CSV file (header row first) as text cells, located at the line each starts on.
+    The stdlib reader, not pyarrow's: cells keep their text (an answer "42" is not an integer)
+    and quoted cells may hold newlines in a file of any size."""
+    csv.field_size_limit(2**31 - 1)          # one long response is a cell, not an error
     try:
-        import pyarrow.csv as pa_csv
+        with open(path, newline="", encoding="utf-8-sig") as f:
+            reader = csv.reader(f)
+            header = next(reader, None)
+            if not header:
+                raise InputError("empty CSV file: expected a header row", path=path, line=1)
+            start = reader.line_num + 1
+            for cells in reader:
+                if len(cells) == len(header):
+                    yield Row(path, start, dict(zip(header, cells)))
+                elif cells:                    # a blank line is no record
+                    err = InputError(f"expected {len(header)} cells (the header's), got {len(cells)}",
+                                     path=path, line=start)
+                    if rejects is None:
+                        raise err
+                    rejects.add(err, _csv_line(cells))
+                start = reader.line_num + 1
+    except UnicodeDecodeError:
+        raise InputError("not UTF-8 text (save the file as UTF-8)", path=path, line=reader.line_num + 1) from None
+    except csv.Error as e:
+        raise InputError(f"malformed CSV: {e}", path=path, line=reader.line_num) from None
+
+
+def _csv_line(cells: list) -> str:
+    out = io.StringIO()
+    csv.writer(out).writerow(cells)
+    return out.getvalue().rstrip("\r\n")
+
+
+def _parquet_rows(path: str) -> Iterator[Row]:
+    try:
         import pyarrow.parquet as pq
     except ImportError:
-        raise InputError("reading .csv/.parquet needs pyarrow: pip install 'baer-fast[data]'", path=path) from None
+        raise InputError("reading .parquet needs pyarrow: pip install 'baer-fast[data]'", path=path) from None
     try:
-        table = pa_csv.read_csv(path) if path.endswith(".csv") else pq.read_table(path)
+        table = pq.read_table(path)
     except Exception as e:      # pyarrow raises ArrowInvalid/OSError subclasses with a message
         raise InputError(f"cannot read: {e}", path=path) from None
-    offset = 1 if path.endswith(".csv") else 0
     for i, obj in enumerate(table.to_pylist(), start=1):
-        yield Row(path, i + offset, obj)
+        yield Row(path, i, obj)
 
 
 def convert(source: Iterable[Row], build: Callable, rejects=None) -> tuple[list, Counter]:

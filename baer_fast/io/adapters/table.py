@@ -4,7 +4,7 @@ Either `--question-col Q --chosen-col C --rejected-col R` (chosen/rejected place
 hash of the id, as for every chosen/rejected source) or `--question-col Q --a-col A --b-col B
 --label-col L` (labels a/b/tie, also A/B, 1/2, model_a/model_b, 0 = tie). Optional
 `--subset-col`, `--category-col`, `--id-col` (default id: `<file stem>-<line>`). A question
-cell may be a string or a list of {role, content} messages. CSV/parquet go through pyarrow.
+cell may be a string or a list of {role, content} messages. CSV cells are text; parquet needs pyarrow.
 """
 from __future__ import annotations
 
