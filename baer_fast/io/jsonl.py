@@ -97,7 +97,29 @@ def _parse_line(raw: bytes, *, path: str, line_no: int, last: bool = False) -> d
         raise InputError(f"malformed JSON: {e}", path=path, line=line_no) from None
     if not isinstance(obj, dict):
         raise InputError(f"expected a JSON object, got {type(obj).__name__}", path=path, line=line_no)
+    if b"\\ud" in raw or b"\\uD" in raw:     # only a \uD800-\uDFFF escape can make one
+        check_unicode(obj, path=path, line=line_no)
     return obj
+
+
+def check_unicode(obj: Any, *, path: str | None, line: int | None, field: str | None = None) -> None:
+    """Raise a located InputError where a string of `obj` holds an unpaired UTF-16 surrogate: JSON
+    allows the escape ("\\ud83d" alone, e.g. an emoji cut in half), but it is not text: no UTF-8
+    file can hold it. (The in-process Judge, with no file to point at, replaces it with U+FFFD.)"""
+    if isinstance(obj, str):
+        try:
+            obj.encode("utf-8")
+        except UnicodeEncodeError as e:
+            raise InputError(f"unpaired surrogate \\u{ord(obj[e.start]):04x} at character {e.start} "
+                             "(half of a UTF-16 pair, e.g. a cut emoji): not valid text; fix or drop it",
+                             path=path, line=line, field=field) from None
+    elif isinstance(obj, dict):
+        for k, v in obj.items():
+            check_unicode(k, path=path, line=line, field=field)
+            check_unicode(v, path=path, line=line, field=k if field is None else f"{field}.{k}")
+    elif isinstance(obj, list):
+        for i, v in enumerate(obj):
+            check_unicode(v, path=path, line=line, field=f"{field}[{i}]" if field else f"[{i}]")
 
 
 def dumps(obj: Any) -> str:

@@ -1,8 +1,10 @@
 """Bad input: one clear line naming file:line and field, exit 2, no partial output."""
+import argparse
 import json
 
 import pytest
 
+from baer_fast.io.adapters import load
 from baer_fast.io.records import write_signals
 
 from tests.fixtures.data import make_signals
@@ -26,6 +28,7 @@ CASES = {
     "bad_label": (_line(label="A"), 1, "field 'label'"),
     "empty_file": ("", None, "empty file"),
     "nan": (_line().replace("0.9", "NaN"), 1, "malformed JSON"),
+    "lone_surrogate": (_line(meta={"note": "cut \ud83d"}), 1, "field 'meta.note': unpaired surrogate \\ud83d"),
 }
 
 
@@ -89,3 +92,25 @@ def test_bad_pairs_name_the_field(tmp_path):
     p.write_text(json.dumps({"id": "a", "question": "q", "response_a": "x"}) + "\n")
     with pytest.raises(InputError, match=r"pairs.jsonl:1: field 'response_b': missing"):
         read_pairs(str(p))
+
+
+def test_lone_surrogates_are_located_and_pairs_keep_whole_emoji(tmp_path):
+    """JSON may escape half a UTF-16 pair ("\\ud83d" alone), which is not text: a located error
+    (or a reject with --on-error skip), where a whole pair ("\\ud83d\\ude00") is one emoji."""
+    from baer_fast.errors import InputError
+    from baer_fast.io.records import read_pairs
+    from baer_fast.io.rejects import Rejects
+    p = tmp_path / "pairs.jsonl"
+    rows = [{"id": "a", "question": "smile \ud83d\ude00", "response_a": "x", "response_b": "y"},
+            {"id": "b", "question": "q", "response_a": "x", "response_b": "cut \udc00"}]
+    p.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="ascii")
+    with pytest.raises(InputError, match=r"pairs.jsonl:2: field 'response_b': unpaired surrogate \\udc00 at character 4"):
+        read_pairs(str(p))
+    rej = Rejects()
+    (pair,) = read_pairs(str(p), rejects=rej)
+    assert pair.question == "smile \U0001F600" and [r["line"] for r in rej.items] == [2]
+    (tmp_path / "t.json").write_text(json.dumps(rows), encoding="ascii")       # an importer's .json list
+    with pytest.raises(InputError, match=r"t.json:2: field 'response_b': unpaired surrogate"):
+        load("table", str(tmp_path / "t.json"), options=argparse.Namespace(
+            question_col="question", chosen_col="response_a", rejected_col="response_b", a_col=None, b_col=None,
+            label_col=None, subset_col=None, category_col=None, id_col="id"))
