@@ -485,3 +485,42 @@ def test_ultrafeedback_binarized_snapshot_reads_the_prefs_splits(tmp_path):
     with pytest.raises(InputError, match="no response to judge") as err:
         load("ultrafeedback", str(tmp_path / "bad.jsonl"))
     assert err.value.line == 1
+
+
+def test_arena_kaggle_55k_csv_turn_lists_winner_columns_and_test_split(tmp_path, capsys):
+    """lmsys-arena-human-preference-55k train.csv: per-turn JSON lists in text cells, one-hot
+    winner columns; a null turn is dropped and counted; test.csv (no winners) gives unlabelled pairs."""
+    import csv as csv_mod
+
+    head = ["id", "model_a", "model_b", "prompt", "response_a", "response_b",
+            "winner_model_a", "winner_model_b", "winner_tie"]
+    rows = [[30192, "gpt-4", "gpt-3.5-turbo", json.dumps(["Is it good?", "And now?"]),
+             json.dumps(["yes", "still yes"]), json.dumps(["no", "still no"]), 1, 0, 0],
+            [53567, "koala-13b", "gpt-4", json.dumps(["Name a prime"]), json.dumps(["7"]), json.dumps(["11"]), 0, 0, 1],
+            [65089, "llama-2", "vicuna", json.dumps(["Hi"]), json.dumps([None]), json.dumps(["Hello"]), 0, 1, 0],
+            [96401, "gpt-4", "claude-2", json.dumps(["Say \"hi\",\nplease"]), json.dumps(["hi"]), json.dumps(["Hi!"]), 0, 1, 0]]
+    with open(tmp_path / "train.csv", "w", newline="", encoding="utf-8") as f:
+        w = csv_mod.writer(f)
+        w.writerow(head)
+        w.writerows(rows)
+    got = load("arena", str(tmp_path / "train.csv"))
+    assert [(p.id, p.label) for p in got.pairs] == [("arena-30192", "a"), ("arena-53567", "tie"), ("arena-96401", "b")]
+    first, tie, quoted = got.pairs
+    assert first.question == "Is it good?" and first.meta["diverged"] and first.meta["model_b"] == "gpt-3.5-turbo"
+    assert first.response_a == "yes\n\nUser: And now?\n\nAssistant: still yes"
+    assert tie.meta["tie_kind"] == "tie" and quoted.question == 'Say "hi",\nplease'
+    assert "dropped 1 (a turn is null (no answer))" in got.notes[0]
+    with open(tmp_path / "test.csv", "w", newline="", encoding="utf-8") as f:
+        csv_mod.writer(f).writerows([head[:6], rows[0][:6]])
+    (unlabelled,) = load("arena", str(tmp_path / "test.csv")).pairs
+    assert unlabelled.label is None and unlabelled.response_b.startswith("no")
+    bad = [rows[0][:6] + [1, 1, 0], rows[1][:4] + ["not json", rows[1][5], 0, 0, 1], rows[1]]
+    with open(tmp_path / "bad.csv", "w", newline="", encoding="utf-8") as f:
+        csv_mod.writer(f).writerows([head, *bad])
+    with pytest.raises(InputError, match="exactly one of winner_model_a") as err:
+        load("arena", str(tmp_path / "bad.csv"))
+    assert err.value.line == 2 and err.value.field == "winner_model_a"
+    rc, out, cap = _import(["arena", tmp_path / "bad.csv", "--on-error", "skip"], tmp_path, capsys)
+    assert rc == 0 and [p.id for p in read_pairs(str(out / "pairs.jsonl"))] == ["arena-53567"]
+    rej = [json.loads(line) for line in open(out / "pairs.jsonl.rejects.jsonl", encoding="utf-8")]
+    assert [(r["line"], r["field"]) for r in rej] == [(2, "winner_model_a"), (3, "response_a")]

@@ -1,15 +1,28 @@
-"""Chatbot Arena battles (lmsys/chatbot_arena_conversations) -> pairs; human votes are labels.
+"""Chatbot Arena battles -> pairs; human votes are labels.
 
-Records `{question_id, model_a, model_b, winner, conversation_a, conversation_b, turn, judge,
-language, ...}`; winner `model_a` -> a, `model_b` -> b, `tie` and `tie (bothbad)` -> tie (kept,
-excluded from accuracy; meta `tie_kind`). Model A stays a (the battle's own random order).
-Conversations -> question and responses as in `_conv.split_pair`. Ids: `arena-<question_id>`.
+lmsys/chatbot_arena_conversations records `{question_id, model_a, model_b, winner,
+conversation_a, conversation_b, turn, judge, language, ...}`; winner `model_a` -> a, `model_b` ->
+b, `tie` and `tie (bothbad)` -> tie (kept, excluded from accuracy; meta `tie_kind`).
+Ids: `arena-<question_id>`.
+
+lmsys/lmsys-arena-human-preference-55k (the Kaggle competition's train.csv / test.csv) records
+`{id, model_a, model_b, prompt, response_a, response_b, winner_model_a, winner_model_b,
+winner_tie}`: prompt and responses are JSON lists with one string per turn (lists in a parquet or
+JSONL copy); exactly one winner column is 1. Without winner columns (test.csv) pairs are
+unlabelled. A battle with a null turn (a model that did not answer) is dropped and counted.
+Ids: `arena-<id>`.
+
+Model A stays a (the battle's own random order). Conversations -> question and responses as in
+`_conv.split_pair`.
 """
 from __future__ import annotations
 
+import json
+
 from baer_fast.io.adapters import Imported
-from baer_fast.io.adapters._conv import check_winner, from_messages, split_pair
+from baer_fast.io.adapters._conv import check_winner, from_messages, merge, split_pair
 from baer_fast.io.adapters._rows import convert, rows, summary
+from baer_fast.io.jsonl import check_unicode
 
 WINNERS = {"model_a": "a", "model_b": "b", "tie": "tie", "tie (bothbad)": "tie"}
 
@@ -36,7 +49,53 @@ def battle_pair(row, pair_id: str, *, subset: str, category: str | None = None, 
 
 
 def _build(row):
+    if "conversation_a" not in row.obj and "response_a" in row.obj:
+        return _kaggle_pair(row)
     return battle_pair(row, f"arena-{row.need('question_id', (str, int))}", subset="arena")
+
+
+KAGGLE_WINNERS = ("winner_model_a", "winner_model_b", "winner_tie")
+
+
+def _turns(row, name: str) -> list:
+    """A Kaggle cell: a JSON list of per-turn strings (text in the CSV), or the list itself."""
+    cell = row.obj.get(name)
+    if isinstance(cell, str):
+        try:
+            cell = json.loads(cell)
+        except ValueError as e:
+            raise row.error(f"expected a JSON list of per-turn strings: {e}", name) from None
+    if not isinstance(cell, list) or not cell or not all(t is None or isinstance(t, str) for t in cell):
+        raise row.error("expected a non-empty list of per-turn strings (null where a model did not answer)", name)
+    check_unicode(cell, path=row.path, line=row.line, field=name)
+    return cell
+
+
+def _kaggle_pair(row):
+    from baer_fast.io.records import Pair
+
+    prompt, ra, rb = (_turns(row, k) for k in ("prompt", "response_a", "response_b"))
+    if not len(prompt) == len(ra) == len(rb):
+        raise row.error(f"{len(prompt)} prompts for {len(ra)} and {len(rb)} responses: one of each per turn",
+                        "response_a")
+    if None in prompt or None in ra or None in rb:
+        return "a turn is null (no answer)"
+    label, meta = None, {}
+    if any(k in row.obj for k in KAGGLE_WINNERS):
+        flags = [str(row.need(k, (str, int))) for k in KAGGLE_WINNERS]
+        if sorted(flags) != ["0", "0", "1"]:
+            raise row.error(f"expected exactly one of {', '.join(KAGGLE_WINNERS)} to be 1, got {flags}", KAGGLE_WINNERS[0])
+        label = ("a", "b", "tie")[flags.index("1")]
+        if label == "tie":
+            meta["tie_kind"] = "tie"
+    for key in ("model_a", "model_b"):
+        if isinstance(row.obj.get(key), str):
+            meta[key] = row.obj[key]
+    convs = [merge(t for q, r in zip(prompt, side) for t in (("user", q), ("assistant", r))) for side in (ra, rb)]
+    question, a, b, diverged = split_pair(*convs, row=row)
+    if diverged:
+        meta["diverged"] = True
+    return Pair(f"arena-{row.need('id', (str, int))}", question, a, b, label=label, subset="arena", meta=meta)
 
 
 def load(src: str, *, rejects=None, options=None) -> Imported:
