@@ -54,9 +54,17 @@ def run(args) -> int:
     skipped = report_rejects(rejects)
     if rejects is not None:
         print(f"skipped {skipped} bad record(s) -> {rejects.path}")
+    written = set()
     for condition, signals in sorted(imported.banks.items()):
         name = signals_filename(condition)
         write_signals(os.path.join(args.out, name), signals)
+        written.add(name)
         n_exp = len({k for s in signals for k in s.experts})
         print(f"{name}: condition {condition}, {len(signals)} pairs, {n_exp} expert{'s' * (n_exp != 1)}")
+    stale = sorted(f for f in os.listdir(args.out) if f.startswith("signals.") and f.endswith(".jsonl")
+                   and f not in written)
+    if stale:
+        logging.getLogger("baer_fast").warning(
+            "%s also holds %s from an earlier import, not this one, whose pairs are not this pairs.jsonl's "
+            "(import into an empty folder, or remove %s)", args.out, ", ".join(stale), "them" if len(stale) > 1 else "it")
     return 0

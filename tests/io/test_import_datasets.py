@@ -524,3 +524,20 @@ def test_arena_kaggle_55k_csv_turn_lists_winner_columns_and_test_split(tmp_path,
     assert rc == 0 and [p.id for p in read_pairs(str(out / "pairs.jsonl"))] == ["arena-53567"]
     rej = [json.loads(line) for line in open(out / "pairs.jsonl.rejects.jsonl", encoding="utf-8")]
     assert [(r["line"], r["field"]) for r in rej] == [(2, "winner_model_a"), (3, "response_a")]
+
+
+def test_import_names_signals_left_by_an_earlier_import(sources, tmp_path, capsys, caplog):
+    """A folder that already holds another import's signals files keeps them (nothing of the
+    user's is deleted), but the import says they do not belong to the new pairs.jsonl."""
+    src, args = sources["table"]
+    (tmp_path / "out").mkdir()
+    (tmp_path / "out" / "signals.old-bank.jsonl").write_text("{}\n", encoding="utf-8")
+    with caplog.at_level("WARNING", logger="baer_fast"):
+        rc, out, _ = _import(["table", src, *args], tmp_path, capsys)
+    assert rc == 0 and (out / "signals.old-bank.jsonl").exists()
+    assert "also holds signals.old-bank.jsonl from an earlier import" in caplog.text
+    caplog.clear()
+    (out / "signals.old-bank.jsonl").unlink()
+    with caplog.at_level("WARNING", logger="baer_fast"):
+        assert _import(["table", src, *args], tmp_path, capsys)[0] == 0
+    assert "earlier import" not in caplog.text
