@@ -423,9 +423,12 @@ def test_rewardbench_snapshot_reads_the_filtered_split(tmp_path):
     (tmp_path / "snap" / "data").mkdir(parents=True)
     write_jsonl(tmp_path / "snap" / "data" / "filtered-00000-of-00001.jsonl", REWARDBENCH)
     write_jsonl(tmp_path / "snap" / "data" / "raw-00000-of-00001.jsonl", REWARDBENCH + [extra])
+    (tmp_path / "snap" / "raw").mkdir()          # the sources' own files, in their own layouts
+    write_jsonl(tmp_path / "snap" / "raw" / "refusals_dangerous.jsonl", [{"prompt": "p", "completion": "c"}])
     got = load("rewardbench", str(tmp_path / "snap"))
     assert [p.id for p in got.pairs] == [f"rewardbench-{r['id']}" for r in REWARDBENCH]
-    assert "skipped raw-00000-of-00001.jsonl" in got.notes[0]
+    assert "skipped data/raw-00000-of-00001.jsonl, raw/refusals_dangerous.jsonl" in got.notes[0]
+    (tmp_path / "snap" / "raw" / "refusals_dangerous.jsonl").unlink()
     (tmp_path / "snap" / "data" / "filtered-00000-of-00001.jsonl").unlink()
     got = load("rewardbench", str(tmp_path / "snap"))
     assert len(got.pairs) == len(REWARDBENCH) + 1 and "skipped" not in got.notes[0]
@@ -541,3 +544,28 @@ def test_import_names_signals_left_by_an_earlier_import(sources, tmp_path, capsy
     with caplog.at_level("WARNING", logger="baer_fast"):
         assert _import(["table", src, *args], tmp_path, capsys)[0] == 0
     assert "earlier import" not in caplog.text
+
+
+def test_rewardbench_2_rows_give_one_pair_per_chosen_and_rejected(tmp_path):
+    """allenai/reward-bench-2: lists of correct and incorrect completions per prompt; each
+    combination is a pair, grouped by meta.prompt_id; a row is kept or rejected whole."""
+    rows = [{"id": "f1", "prompt": "Capital of Peru?", "chosen": ["Lima."], "rejected": ["Cusco.", "Quito.", "Bogota."],
+             "num_correct": 1, "num_rejected": 3, "total_completions": 4, "models": ["m"] * 4, "subset": "Factuality"},
+            {"id": "t7", "prompt": "Name an even prime or odd one", "chosen": ["2", "3"], "rejected": ["4"],
+             "num_correct": 2, "num_rejected": 1, "total_completions": 3, "models": ["m"] * 3, "subset": "Ties"},
+            {"id": "b1", "prompt": "x", "chosen": [], "rejected": ["y"], "subset": "Math"}]
+    (tmp_path / "data").mkdir()
+    write_jsonl(tmp_path / "data" / "test-00000-of-00001.jsonl", rows)
+    with pytest.raises(InputError, match="non-empty list of completion strings") as err:
+        load("rewardbench", str(tmp_path))
+    assert (err.value.line, err.value.field) == (3, "chosen")
+    from baer_fast.io.rejects import Rejects
+    got = load("rewardbench", str(tmp_path), rejects=Rejects())
+    assert [p.id for p in got.pairs] == ["rewardbench-f1-c0-r0", "rewardbench-f1-c0-r1", "rewardbench-f1-c0-r2",
+                                         "rewardbench-t7-c0-r0", "rewardbench-t7-c1-r0"]
+    assert [p.meta["prompt_id"] for p in got.pairs] == ["f1"] * 3 + ["t7"] * 2
+    for p in got.pairs:
+        side = "a" if a_is_chosen(p.id) else "b"
+        assert p.label == side and getattr(p, f"response_{side}") in ("Lima.", "2", "3")
+    assert got.pairs[0].subset == "Factuality" and got.pairs[0].category is None
+    assert "2 RewardBench 2 prompts gave 5 pairs" in got.notes[1] and len(got.notes) == 2

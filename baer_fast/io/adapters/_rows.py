@@ -133,7 +133,8 @@ def _parquet_rows(path: str) -> Iterator[Row]:
 
 
 def convert(source: Iterable[Row], build: Callable, rejects=None) -> tuple[list, Counter]:
-    """[Pair] from build(row) -> Pair | str (a drop reason); ids unique; counts of drop reasons."""
+    """[Pair] from build(row) -> Pair | [Pair] | str (a drop reason); ids unique; counts of drop
+    reasons. A row that gives several pairs is kept or rejected whole."""
     pairs, dropped, seen = [], Counter(), {}
     for row in source:
         try:
@@ -141,18 +142,22 @@ def convert(source: Iterable[Row], build: Callable, rejects=None) -> tuple[list,
                 out = build(row)
             except ValueError as e:      # a conversation Pair refused (records.as_conversation)
                 raise row.error(str(e), "question") from None
-            if not isinstance(out, str) and out.id in seen:
-                raise row.error(f"duplicate id {out.id!r} (first at {seen[out.id]})", "id")
+            if isinstance(out, str):
+                dropped[out] += 1
+                continue
+            built = out if isinstance(out, list) else [out]
+            here = f"{row.path}:{row.line}"
+            for k, pair in enumerate(built):
+                first = seen.get(pair.id) or (here if any(p.id == pair.id for p in built[:k]) else None)
+                if first:
+                    raise row.error(f"duplicate id {pair.id!r} (first at {first})", "id")
         except InputError as err:
             if rejects is None:
                 raise
             rejects.add(err, row.raw)
             continue
-        if isinstance(out, str):
-            dropped[out] += 1
-            continue
-        seen[out.id] = f"{row.path}:{row.line}"
-        pairs.append(out)
+        seen.update((pair.id, here) for pair in built)
+        pairs.extend(built)
     if not pairs:
         raise InputError(f"no pairs imported ({sum(dropped.values())} dropped, "
                          f"{len(rejects or ())} rejected)", path=None)

@@ -1,10 +1,15 @@
-"""RewardBench (allenai/reward-bench, the `filtered` split) -> pairs; no judge outputs.
+"""RewardBench (allenai/reward-bench, the `filtered` split) and RewardBench 2 -> pairs; no judge outputs.
 
 Records `{prompt, chosen, rejected, subset, id}` (plus `chosen_model`/`rejected_model`), from
-a .jsonl/.json/.parquet file or a folder of them. In a snapshot of the hub dataset the `raw-*`
-(earlier `train-*`) files, a superset with the same ids, are skipped beside `filtered-*`.
-`category` is the subset's leaderboard section (chat, chat-hard, safety, reasoning; the prior
-sets' subsets -> prior-sets).
+a .jsonl/.json/.parquet file or a folder of them. In a snapshot of the hub dataset only the
+`filtered-*` files are read: `data/raw-*` (earlier `train-*`), a superset with the same ids, and
+the sources' files under `raw/` are skipped. `category` is the subset's leaderboard section
+(chat, chat-hard, safety, reasoning; the prior sets' subsets -> prior-sets).
+
+RewardBench 2 (allenai/reward-bench-2), where `chosen` and `rejected` are lists of completions,
+gives one pair per (chosen, rejected) combination: ids `rewardbench-<id>-c<i>-r<j>`,
+`meta.prompt_id` = the row's id, `subset` = its section (Factuality, Precise IF, Math, Safety,
+Focus, Ties).
 """
 from __future__ import annotations
 
@@ -36,6 +41,8 @@ def _build(row):
                 else row.need("prompt"))
     if isinstance(question, tuple):
         question = question[0][1] if len(question) == 1 else question
+    if isinstance(row.obj.get("chosen"), list):
+        return _rb2_pairs(row, rid, question, subset)
     models = {k: {"model": row.obj[f"{k}_model"]} for k in ("chosen", "rejected")
               if isinstance(row.obj.get(f"{k}_model"), str)}
     return chosen_rejected_pair(f"rewardbench-{rid}", question, row.need("chosen"), row.need("rejected"),
@@ -43,24 +50,44 @@ def _build(row):
                                 subset=subset, category=SECTION_OF.get(subset))
 
 
+def _rb2_pairs(row, rid, question, subset: str) -> list:
+    """RewardBench 2: lists of correct and incorrect completions -> one pair per (chosen, rejected)."""
+    sides = {}
+    for k in ("chosen", "rejected"):
+        texts = row.need(k, list)
+        if not texts or not all(isinstance(t, str) for t in texts):
+            raise row.error("expected a non-empty list of completion strings (RewardBench 2)", k)
+        sides[k] = texts
+    meta = {"prompt_id": str(rid)}
+    return [chosen_rejected_pair(f"rewardbench-{rid}-c{i}-r{j}", question, c, r, meta=meta, subset=subset)
+            for i, c in enumerate(sides["chosen"]) for j, r in enumerate(sides["rejected"])]
+
+
 def load(src: str, *, rejects=None, options=None) -> Imported:
-    # A snapshot of the hub dataset holds data/filtered-*.parquet and the superset it was cut from
-    # (data/raw-*, earlier data/train-*; same ids): beside a filtered file, the others are skipped.
+    # A snapshot of the hub dataset holds data/filtered-*.parquet, the superset it was cut from
+    # (data/raw-*, earlier data/train-*; same ids) and the sources' files under raw/: beside a
+    # filtered file, only filtered files are read.
     filtered = os.path.isdir(src) and any(os.path.basename(p).startswith("filtered") for p in files(src))
     skipped = []
 
     def keep(path: str) -> bool:
-        name = os.path.basename(path)
-        if filtered and name.startswith(("raw-", "train-")):
-            skipped.append(name)
+        if filtered and not os.path.basename(path).startswith("filtered"):
+            skipped.append(os.path.relpath(path, src))
             return False
         return True
 
     pairs, dropped = convert(rows(src, rejects, keep), _build, rejects)
     out = Imported(pairs)
+    shown = ", ".join(sorted(skipped)[:4]) + (f" and {len(skipped) - 4} more" if len(skipped) > 4 else "")
     out.notes.append(summary("rewardbench", pairs, dropped)
-                     + (f"; read the filtered split, skipped {', '.join(sorted(skipped))}" if skipped else ""))
-    unknown = sorted({p.subset for p in pairs if p.category is None})
+                     + (f"; read the filtered split, skipped {shown}" if skipped else ""))
+    rb2 = {p.meta["prompt_id"] for p in pairs if "prompt_id" in p.meta}
+    if rb2:
+        out.notes.append(f"rewardbench: {len(rb2)} RewardBench 2 prompts gave "
+                         f"{sum('prompt_id' in p.meta for p in pairs)} pairs, one per chosen x rejected "
+                         "completion (meta.prompt_id groups them); its leaderboard counts a prompt right only "
+                         "when the chosen beats every rejected one, which eval does not compute")
+    unknown = sorted({p.subset for p in pairs if p.category is None and "prompt_id" not in p.meta})
     if unknown:
         out.notes.append(f"rewardbench: subsets outside the leaderboard's sections (no category): {', '.join(unknown)}")
     return out
