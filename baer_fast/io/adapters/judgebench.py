@@ -1,9 +1,11 @@
 """JudgeBench (ScalerLab/JudgeBench) pairs + published judge outputs -> one bank per response set.
 
 SRC holds `data/*.jsonl` (pairs) and `outputs/*.jsonl[.gz]` (one judge per file, both
-orders in `judgments[0]` / `judgments[1]`, the second coded by DISPLAYED position).
+orders in `judgments[0]` / `judgments[1]`, the second coded by DISPLAYED position), as in a
+GitHub checkout; a hub snapshot's `data/*.parquet` (splits gpt and claude) gives pairs only.
 All judges of a response set form one condition, named after its pair file's response
-model; upstream ships two sets (GPT-4o, Claude 3.5 Sonnet), each its own condition. Reward
+model (or its rows' `response_model`); upstream ships two sets (GPT-4o, Claude 3.5 Sonnet),
+each its own condition. Reward
 models whose two scores are exactly equal are read as ties (upstream wrote "B>A" in both
 orders for them).
 """
@@ -16,6 +18,7 @@ import re
 from baer_fast.errors import InputError
 from baer_fast.io.adapters import Imported, bank_signals
 from baer_fast.io.adapters._common import field, need_dir, read_jsonl
+from baer_fast.io.adapters._rows import rows
 from baer_fast.io.records import Pair
 
 _DECISION = {"A>B": 1.0, "B>A": 0.0, "A=B": 0.5}
@@ -42,7 +45,8 @@ def expert_name(path: str) -> str:
 
 def _decision_u(judgment: dict, *, flip: bool) -> float | None:
     u = _DECISION.get(judgment.get("decision"))
-    scores = (judgment.get("judgment") or {}).get("scores")
+    inner = judgment.get("judgment")
+    scores = inner.get("scores") if isinstance(inner, dict) else None
     if isinstance(scores, list) and len(scores) == 2 and scores[0] == scores[1] and scores[0] is not None:
         u = 0.5
     if u is None:
@@ -51,15 +55,17 @@ def _decision_u(judgment: dict, *, flip: bool) -> float | None:
 
 
 def _load_set(pair_file: str, output_files: list[str]):
-    rows = read_jsonl(pair_file)
-    pairs = []
-    for line, r in enumerate(rows, start=1):
-        label = field(r, "label", path=pair_file, line=line)
+    pairs, models = [], set()
+    for row in rows(pair_file):
+        label = row.need("label")
         if label not in _LABEL:
-            raise InputError(f"unknown label {label!r}", path=pair_file, line=line, field="label")
-        pairs.append(Pair(r["pair_id"], r["question"], r["response_A"], r["response_B"],
-                          label=_LABEL[label], subset=category(r["source"]),
-                          category=category(r["source"]), meta={"source": r["source"]}))
+            raise row.error(f"unknown label {label!r} (expected {', '.join(_LABEL)})", "label")
+        source = row.need("source")
+        if isinstance(row.obj.get("response_model"), str):
+            models.add(row.obj["response_model"])
+        pairs.append(Pair(str(row.need("pair_id", (str, int))), row.need("question"), row.need("response_A"),
+                          row.need("response_B"), label=_LABEL[label], subset=category(source),
+                          category=category(source), meta={"source": source}))
     index = {p.id: i for i, p in enumerate(pairs)}
     runs_by_expert = {}
     for path in output_files:
@@ -70,10 +76,14 @@ def _load_set(pair_file: str, output_files: list[str]):
                 raise InputError(f"pair_id {r.get('pair_id')!r} is not in the pair file {pair_file}",
                                  path=path, line=line)
             j = field(r, "judgments", path=path, line=line)
+            if not (isinstance(j, list) and len(j) == 2 and all(isinstance(x, dict) for x in j)):
+                raise InputError("expected the two orders' judgments: a list of two objects",
+                                 path=path, line=line, field="judgments")
             runs[i] = [_decision_u(j[0], flip=False), _decision_u(j[1], flip=True)]
         runs_by_expert[expert_name(path)] = runs
     model = re.search(r"response_model=([^,.]+(?:\.[^,.]+)*?)\.jsonl$", os.path.basename(pair_file))
-    return pairs, runs_by_expert, f"judgebench-{model.group(1) if model else 'bank'}"
+    name = model.group(1) if model else (models.pop() if len(models) == 1 else "bank")
+    return pairs, runs_by_expert, f"judgebench-{name}"
 
 
 def load(src: str) -> Imported:
@@ -81,9 +91,9 @@ def load(src: str) -> Imported:
     Claude 3.5 Sonnet). A judge's output file belongs to the pair file whose name it extends
     (`<pair file's name>,judge_name=...`); with a single pair file, every output belongs to it."""
     need_dir(src, "JudgeBench data/ and outputs/")
-    pair_files = sorted(glob.glob(os.path.join(src, "data", "*.jsonl")))
+    pair_files = sorted(glob.glob(os.path.join(src, "data", "*.jsonl")) + glob.glob(os.path.join(src, "data", "*.parquet")))
     if not pair_files:
-        raise InputError("no data/*.jsonl pair file", path=src)
+        raise InputError("no data/*.jsonl (GitHub checkout) or data/*.parquet (hub snapshot) pair file", path=src)
     output_files = sorted(glob.glob(os.path.join(src, "outputs", "*.jsonl*")))
     owned: dict[str, list[str]] = {f: [] for f in pair_files}
     for path in output_files:
@@ -92,19 +102,23 @@ def load(src: str) -> Imported:
             raise InputError("judge output whose name extends no data/ pair file's name "
                              f"({', '.join(_stem(f) for f in pair_files)})", path=path)
         owned[owners[0]].append(path)
-    all_pairs, banks, seen, notes = [], {}, {}, []
+    all_pairs, banks, seen, notes, conditions = [], {}, {}, [], set()
     for pair_file in pair_files:
         pairs, runs_by_expert, condition = _load_set(pair_file, owned[pair_file])
-        if condition in banks:
+        if condition in conditions:
             raise InputError(f"two pair files give condition {condition}; import them separately", path=pair_file)
         for p in pairs:
             if p.id in seen:
                 raise InputError(f"pair_id {p.id!r} is also in {seen[p.id]}", path=pair_file, field="pair_id")
             seen[p.id] = pair_file
-        banks[condition] = bank_signals(pairs, runs_by_expert, condition)
+        conditions.add(condition)
+        if runs_by_expert:
+            banks[condition] = bank_signals(pairs, runs_by_expert, condition)
+            notes.append(f"{len(pairs)} pairs, {len(runs_by_expert)} judge{'s' * (len(runs_by_expert) != 1)} "
+                         f"-> condition {condition}")
+        else:
+            notes.append(f"{len(pairs)} pairs of {condition} (no judge outputs: pairs only)")
         all_pairs += pairs
-        notes.append(f"{len(pairs)} pairs, {len(runs_by_expert)} judge{'s' * (len(runs_by_expert) != 1)} "
-                     f"-> condition {condition}")
     out = Imported(all_pairs, banks)
     out.notes.append("judgebench: " + "; ".join(notes))
     return out
