@@ -365,6 +365,40 @@ def test_judgebench_imports_each_response_set_as_its_own_condition(tmp_path):
         load("judgebench", str(tmp_path))
 
 
+def test_judgebench_hub_snapshot_gives_pairs_and_bad_rows_are_located(tmp_path, capsys, caplog):
+    """The hub copy keeps each response set as data/<split>-*.parquet with no judge outputs: pairs
+    only, one condition name per set from its rows. A malformed pair row or judgments list is a
+    located error, not a KeyError."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    (tmp_path / "hub" / "data").mkdir(parents=True)
+    for split, model in (("gpt", "gpt-4o-2024-05-13"), ("claude", "claude-3-5-sonnet-20240620")):
+        rows = [{"pair_id": f"{split}{i}", "original_id": str(i), "source": "livecodebench", "question": "q",
+                 "response_model": model, "response_A": "a", "response_B": "b", "label": "B>A"} for i in range(2)]
+        pq.write_table(pa.Table.from_pylist(rows), tmp_path / "hub" / "data" / f"{split}-00000-of-00001.parquet")
+    with caplog.at_level("INFO", logger="baer_fast"):
+        rc, out, cap = _import(["judgebench", tmp_path / "hub"], tmp_path, capsys)
+    assert rc == 0 and sorted(p.name for p in out.iterdir()) == ["pairs.jsonl"]
+    pairs = read_pairs(str(out / "pairs.jsonl"))
+    assert [p.id for p in pairs] == ["claude0", "claude1", "gpt0", "gpt1"] and {p.label for p in pairs} == {"b"}
+    assert "2 pairs of judgebench-claude-3-5-sonnet-20240620 (no judge outputs: pairs only)" in caplog.text
+
+    _judgebench_set(tmp_path / "gh", "gpt-4o-2024-05-13", ["g1"], {"j1": ["A>B|B>A"]})
+    pair_file = tmp_path / "gh" / "data" / "dataset=judgebench,response_model=gpt-4o-2024-05-13.jsonl"
+    good = pair_file.read_text()
+    pair_file.write_text(json.dumps({k: v for k, v in json.loads(good).items() if k != "question"}) + "\n")
+    with pytest.raises(InputError, match="missing required field") as err:
+        load("judgebench", str(tmp_path / "gh"))
+    assert (err.value.line, err.value.field) == (1, "question")
+    pair_file.write_text(good)
+    (out_file,) = (tmp_path / "gh" / "outputs").iterdir()
+    out_file.write_text(json.dumps(dict(json.loads(out_file.read_text()), judgments=[{"decision": "A>B"}])) + "\n")
+    with pytest.raises(InputError, match="a list of two objects") as err:
+        load("judgebench", str(tmp_path / "gh"))
+    assert (err.value.line, err.value.field) == (1, "judgments")
+
+
 def test_autoj_finds_upstream_data_test_and_outputs_folders(tmp_path):
     """Upstream Auto-J keeps the pairs in data/test/ and the verdicts in data/outputs/; pointing at
     data/ imports the same bank as the three files side by side."""
@@ -391,6 +425,53 @@ def test_autoj_finds_upstream_data_test_and_outputs_folders(tmp_path):
     shutil.copytree(tmp_path / "data" / "outputs", tmp_path / "data" / "old_outputs")
     with pytest.raises(InputError, match=r"found 2:\n  old_outputs/pairwise_example_output.jsonl\n  outputs/"):
         load("autoj", str(tmp_path / "data"))
+
+
+def test_judge_output_importers_locate_malformed_records(tmp_path):
+    """A record missing a field or holding the wrong shape in LLMBar, Auto-J or PandaLM files is a
+    located error (file, record, field), not a KeyError or TypeError traceback."""
+    import gzip
+    import shutil
+
+    from baer_fast.commands.demo import sample_dir
+
+    sub = tmp_path / "llmbar" / "Natural"
+    shutil.copytree(sample_dir(), sub)
+    items = json.loads((sub / "dataset.json").read_text())
+    del items[1]["output_2"]
+    (sub / "dataset.json").write_text(json.dumps(items))
+    with pytest.raises(InputError, match="missing required field") as err:
+        load("llmbar", str(sub))
+    assert (err.value.line, err.value.field) == (2, "output_2")
+    items[1]["output_2"] = "restored"
+    (sub / "dataset.json").write_text(json.dumps(items))
+    result = sub / "evaluators" / "LLaMA2" / "Vanilla" / "result.json.gz"
+    runs = json.loads(gzip.decompress(result.read_bytes()))
+    runs[3]["results"] = []
+    result.write_bytes(gzip.compress(json.dumps(runs).encode()))
+    with pytest.raises(InputError, match="non-empty list of result objects") as err:
+        load("llmbar", str(sub))
+    assert (err.value.path, err.value.line, err.value.field) == (str(result), 4, "results")
+
+    (tmp_path / "autoj").mkdir()
+    rows = [{"scenario": "chat", "label": 0, "prompt": "p", "response 1": "x", "response 2": "y"},
+            {"label": 1, "prompt": "p", "response 1": "x", "response 2": "y"}]
+    write_jsonl(tmp_path / "autoj" / "testdata_pairwise.jsonl", rows)
+    for name in ("pairwise_example_output.jsonl", "pairwise_exchange_example_output.jsonl"):
+        write_jsonl(tmp_path / "autoj" / name, [{"output": 0}] * 2)
+    with pytest.raises(InputError, match="missing required field") as err:
+        load("autoj", str(tmp_path / "autoj"))
+    assert (err.value.line, err.value.field) == (2, "scenario")
+
+    (tmp_path / "pandalm").mkdir()
+    test = [{"idx": 0, "instruction": "i", "input": "", "response1": "a", "response2": "b",
+             "annotator1": 1, "annotator2": 1, "annotator3": "1"}]
+    (tmp_path / "pandalm" / "testset-v1.json").write_text(json.dumps(test))
+    for name in ("gpt-3.5-turbo-testset-v1.json", "pandalm-7b-testset-v1.json"):
+        (tmp_path / "pandalm" / name).write_text("[]")
+    with pytest.raises(InputError, match="expected int, got str") as err:
+        load("pandalm", str(tmp_path / "pandalm"))
+    assert (err.value.line, err.value.field) == (1, "annotator3")
 
 
 def test_hh_rlhf_checkout_root_skips_red_team_transcripts(tmp_path):

@@ -66,14 +66,15 @@ def rows(src: str, rejects=None, keep: Callable[[str], bool] | None = None) -> I
             for line, obj, raw in iter_jsonl_raw(path, rejects):
                 yield Row(path, line, obj, raw)
         elif path.endswith((".json", ".json.gz")):
-            yield from _json_rows(path)
+            yield from json_rows(path)
         elif path.endswith(".csv"):
             yield from _csv_rows(path, rejects)
         else:
             yield from _parquet_rows(path)
 
 
-def _json_rows(path: str) -> Iterator[Row]:
+def json_rows(path: str) -> Iterator[Row]:
+    """The objects of a JSON list file (line = record number)."""
     from baer_fast.io.adapters._common import read_json
 
     data = read_json(path)

@@ -11,7 +11,8 @@ import os
 
 from baer_fast.errors import InputError
 from baer_fast.io.adapters import Imported, bank_signals
-from baer_fast.io.adapters._common import field, need_dir, one_file, read_jsonl
+from baer_fast.io.adapters._common import need_dir, one_file, read_jsonl
+from baer_fast.io.adapters._rows import Row
 from baer_fast.io.records import Pair
 
 _LABEL = {0: "a", 1: "b", 2: "tie"}
@@ -29,13 +30,16 @@ def load(src: str) -> Imported:
     if index_files:
         with open(index_files[0], encoding="utf-8") as fh:
             upstream = json.load(fh)["upstream_line_index_0based"]
+    if len(upstream) != len(rows):
+        raise InputError(f"{len(upstream)} upstream line numbers for {len(rows)} pairs", path=index_files[0])
     pairs = []
     for line, r in enumerate(rows, start=1):
-        label = field(r, "label", path=data_path, line=line)
+        row = Row(data_path, line, r)
+        label = row.need("label", int)
         if label not in _LABEL:
             raise InputError(f"label {label!r} is not 0, 1 or 2", path=data_path, line=line, field="label")
-        pairs.append(Pair(f"autoj-{upstream[line - 1]:04d}", r["prompt"], r["response 1"], r["response 2"],
-                          label=_LABEL[label], subset=r["scenario"]))
+        pairs.append(Pair(f"autoj-{upstream[line - 1]:04d}", row.need("prompt"), row.need("response 1"),
+                          row.need("response 2"), label=_LABEL[label], subset=row.need("scenario")))
     orig = read_jsonl(one_file(src, "pairwise_example_output*.jsonl"))
     exch = read_jsonl(one_file(src, "pairwise_exchange_example_output*.jsonl"))
     if not len(orig) == len(exch) == len(pairs):

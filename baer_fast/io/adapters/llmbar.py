@@ -11,7 +11,8 @@ import os
 
 from baer_fast.errors import InputError
 from baer_fast.io.adapters import Imported, bank_signals
-from baer_fast.io.adapters._common import field, need_dir, read_json
+from baer_fast.io.adapters._common import need_dir
+from baer_fast.io.adapters._rows import Row, json_rows
 from baer_fast.io.adapters.costs import llmbar_cost
 from baer_fast.io.records import Pair
 
@@ -56,12 +57,17 @@ def _result_file(folder: str) -> str | None:
 
 
 def _runs(item: dict, *, path: str, index: int) -> list:
-    last = field(item, "results", path=path, line=None)[-1]
+    row = Row(path, index + 1, item)                # line = item number
+    results = row.need("results", list)
+    last = results[-1] if results else None
+    if not isinstance(last, dict):
+        raise row.error("expected a non-empty list of result objects", "results")
     runs = []
     for key in ("swap = False", "swap = True"):
-        winner = (last.get(key) or {}).get("winner")
+        run = last.get(key) or {}
+        winner = run.get("winner") if isinstance(run, dict) else None
         if winner is not None and winner not in _WINNER:
-            raise InputError(f"item {index}: unknown winner {winner!r}", path=path, field=key)
+            raise row.error(f"unknown winner {winner!r}", key)
         runs.append(_WINNER.get(winner))
     return runs
 
@@ -69,13 +75,14 @@ def _runs(item: dict, *, path: str, index: int) -> list:
 def load_subset(folder: str):
     subset = os.path.basename(os.path.normpath(folder))
     data_path = os.path.join(folder, "dataset.json")
-    items = read_json(data_path)
+    rows = list(json_rows(data_path))
+    items = [row.obj for row in rows]
     pairs = []
-    for i, it in enumerate(items):
-        label = field(it, "label", path=data_path, line=None)
+    for i, row in enumerate(rows):
+        label = row.need("label", int)
         if label not in _LABEL:
-            raise InputError(f"item {i}: label {label!r} is not 1 or 2", path=data_path, field="label")
-        pairs.append(Pair(f"{subset}-{i:04d}", it["input"], it["output_1"], it["output_2"],
+            raise row.error(f"label {label!r} is not 1 or 2", "label")
+        pairs.append(Pair(f"{subset}-{i:04d}", row.need("input"), row.need("output_1"), row.need("output_2"),
                           label=_LABEL[label], subset=subset))
     banks: dict[str, dict[str, list]] = {}
     costs: dict[str, dict[str, list]] = {}        # estimated from the kept texts (adapters/costs.py)
@@ -85,7 +92,7 @@ def load_subset(folder: str):
             path = _result_file(os.path.join(ev_root, backbone, protocol))
             if path is None:
                 continue
-            results = read_json(path)
+            results = [row.obj for row in json_rows(path)]
             if len(results) != len(items):
                 raise InputError(f"{len(results)} results for {len(items)} pairs", path=path)
             banks.setdefault(backbone, {})[protocol] = [_runs(r, path=path, index=j)

@@ -9,7 +9,8 @@ from __future__ import annotations
 from collections import Counter
 
 from baer_fast.io.adapters import Imported, bank_signals
-from baer_fast.io.adapters._common import need_dir, one_file, read_json
+from baer_fast.io.adapters._common import need_dir, one_file
+from baer_fast.io.adapters._rows import json_rows
 from baer_fast.io.records import Pair
 
 _LABEL = {1: "a", 2: "b", 0: "tie"}
@@ -22,25 +23,25 @@ def majority(votes) -> str:
     return _LABEL.get(top, "tie") if n >= 2 else "tie"
 
 
-
 def load(src: str) -> Imported:
     need_dir(src, "PandaLM testset-v1*.json and the judge files")
-    rows = read_json(one_file(src, "testset-v1*.json"))
+    data_path = one_file(src, "testset-v1*.json")
     pairs = []
-    for r in rows:
-        question = r["instruction"] + (f"\n\n{r['input']}" if r.get("input") else "")
-        label = majority([r["annotator1"], r["annotator2"], r["annotator3"]])
-        pairs.append(Pair(f"pandalm-{r['idx']:04d}", question, r["response1"], r["response2"],
-                          label=label, subset=r.get("motivation_app") or "default",
-                          meta={"cmp_key": r.get("cmp_key")}))
+    for row in json_rows(data_path):
+        extra = row.obj.get("input")
+        question = row.need("instruction") + (f"\n\n{extra}" if isinstance(extra, str) and extra else "")
+        label = majority([row.need(f"annotator{k}", int) for k in (1, 2, 3)])
+        pairs.append(Pair(f"pandalm-{row.need('idx', int):04d}", question, row.need("response1"), row.need("response2"),
+                          label=label, subset=row.obj.get("motivation_app") or "default",
+                          meta={"cmp_key": row.obj.get("cmp_key")}))
     index = {int(p.id.split("-")[1]): i for i, p in enumerate(pairs)}
     experts = {}
     for name, pattern, key, table in (("gpt-3.5-turbo", "gpt-3.5-turbo-testset*.json", "gpt_result", _GPT),
                                       ("pandalm-7b", "pandalm-7b-testset*.json", "pandalm_result", _PANDA)):
         runs = [[None] for _ in pairs]
-        for r in read_json(one_file(src, pattern)):
-            if r["idx"] in index:
-                runs[index[r["idx"]]] = [table.get(r.get(key))]
+        for row in json_rows(one_file(src, pattern)):
+            if row.obj.get("idx") in index:
+                runs[index[row.obj["idx"]]] = [table.get(row.obj.get(key))]
         experts[name] = runs
     out = Imported(pairs, {"pandalm-bank": bank_signals(pairs, experts, "pandalm-bank")})
     n_tie = sum(p.label == "tie" for p in pairs)
