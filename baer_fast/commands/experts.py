@@ -132,11 +132,15 @@ def _load_params(path: str | None) -> dict | None:
         return None
     try:
         with open(path, encoding="utf-8") as fh:
-            return json.load(fh)
+            params = json.load(fh)
     except FileNotFoundError:
         raise InputError("file not found", path=path, field="--derived-params") from None
     except json.JSONDecodeError as e:
         raise InputError(f"malformed JSON: {e}", path=path, field="--derived-params") from None
+    if not isinstance(params, dict):
+        raise InputError(f"expected a JSON object {{expert: parameters}}, got {type(params).__name__}",
+                         path=path, field="--derived-params")
+    return params
 
 
 def run(args) -> int:

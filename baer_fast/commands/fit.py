@@ -83,6 +83,9 @@ def derived_params_beside(signal_paths: list[str]) -> dict:
                     params = json.load(fh)
                 except ValueError as e:
                     raise InputError(f"malformed JSON: {e}", path=side) from None
+            if not isinstance(params, dict):
+                raise InputError(f"expected a JSON object {{expert: parameters}}, got {type(params).__name__}",
+                                 path=side)
             for name, value in params.items():
                 if found.setdefault(name, value) != value:
                     raise InputError(f"derived expert {name!r} has different parameters in different "

@@ -114,3 +114,13 @@ def test_lone_surrogates_are_located_and_pairs_keep_whole_emoji(tmp_path):
         load("table", str(tmp_path / "t.json"), options=argparse.Namespace(
             question_col="question", chosen_col="response_a", rejected_col="response_b", a_col=None, b_col=None,
             label_col=None, subset_col=None, category_col=None, id_col="id"))
+
+
+def test_derived_parameters_that_are_not_an_object_are_named(cli, tmp_path):
+    """A signals file's .derived.json (or --derived-params) holding a list, not {expert: params}."""
+    sig = tmp_path / "s.jsonl"
+    write_signals(str(sig), make_signals(40, seed=3))
+    side = tmp_path / "s.jsonl.derived.json"
+    side.write_text("[1, 2]")
+    code, _, err = cli("fit", "--signals", sig, "--condition", "c", "--out", tmp_path / "h.json")
+    assert code == 2 and f"{side}: expected a JSON object {{expert: parameters}}, got list" in err
