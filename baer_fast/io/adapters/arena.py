@@ -1,19 +1,13 @@
-"""Chatbot Arena battles -> pairs; human votes are labels.
+"""Chatbot Arena battles -> pairs; human votes are labels. Model A stays a (the battle's order).
 
-lmsys/chatbot_arena_conversations records `{question_id, model_a, model_b, winner,
-conversation_a, conversation_b, turn, judge, language, ...}`; winner `model_a` -> a, `model_b` ->
-b, `tie` and `tie (bothbad)` -> tie (kept, excluded from accuracy; meta `tie_kind`).
-Ids: `arena-<question_id>`.
-
-lmsys/lmsys-arena-human-preference-55k (the Kaggle competition's train.csv / test.csv) records
-`{id, model_a, model_b, prompt, response_a, response_b, winner_model_a, winner_model_b,
-winner_tie}`: prompt and responses are JSON lists with one string per turn (lists in a parquet or
-JSONL copy); exactly one winner column is 1. Without winner columns (test.csv) pairs are
-unlabelled. A battle with a null turn (a model that did not answer) is dropped and counted.
-Ids: `arena-<id>`.
-
-Model A stays a (the battle's own random order). Conversations -> question and responses as in
-`_conv.split_pair`.
+lmsys/chatbot_arena_conversations: `{question_id, model_a, model_b, winner, conversation_a,
+conversation_b, turn, judge, language, ...}`; winner `model_a` -> a, `model_b` -> b, `tie` and
+`tie (bothbad)` -> tie (kept, excluded from accuracy; meta `tie_kind`). Ids `arena-<question_id>`.
+lmsys-arena-human-preference-55k (Kaggle train.csv / test.csv): `{id, model_a, model_b, prompt,
+response_a, response_b, winner_model_a, winner_model_b, winner_tie}`, the texts JSON lists with
+one string per turn; exactly one winner column is 1, none at all (test.csv) leaves the pair
+unlabelled; a battle with a null turn is dropped and counted. Ids `arena-<id>`.
+Conversations -> question and responses as in `_conv.split_pair`.
 """
 from __future__ import annotations
 

@@ -1,20 +1,14 @@
 """UltraFeedback -> pairs: openbmb/UltraFeedback's rated completions, or a binarized copy.
 
-openbmb/UltraFeedback records `{source, instruction, completions: [{model, response,
-overall_score, "fine-grained_score", ...}], ...}` (one file per source in the hub snapshot:
-evol_instruct.jsonl, flan.jsonl, ...). Per instruction the completion with the highest rating and
-the one with the lowest (first in order among equals) form a pair; an instruction whose ratings
-are all equal, or with fewer than two rated completions, is dropped (as the paper builds its
-pairs). Rating: `overall_score` (default) or `fine-grained_score` (`--rating`). Subset = `source`.
-
-Binarized records (HuggingFaceH4/ultrafeedback_binarized, trl-lib/ultrafeedback_binarized):
-`{chosen, rejected}` as message lists (plus `prompt`, `prompt_id`, `score_chosen`,
-`score_rejected`) keep the copy's own pair, which pits the best completion against a random
-other rather than the lowest; equal scores are dropped. In a snapshot folder the `*_sft` and
-`*_gen` splits, the same prompts again, are skipped beside `*_prefs`.
-
-Ids: `ultrafeedback-<id | prompt_id>` where the record has one, else
-`ultrafeedback-<file stem>-<line>` (the hub snapshot's files each count lines from 1).
+openbmb records `{source, instruction, completions: [{model, response, overall_score,
+"fine-grained_score", ...}]}` (the hub snapshot: one file per source). The highest- and the
+lowest-rated completion (first among equals) form a pair, as the paper builds them; all-equal
+ratings or fewer than two rated completions drop the row. `--rating`: overall_score (default) or
+fine-grained_score. Subset = `source`.
+Binarized rows (HuggingFaceH4 / trl-lib ultrafeedback_binarized: `chosen`, `rejected` message
+lists, `score_chosen`, `score_rejected`) keep the copy's own pair (best vs a random other);
+equal scores drop the row; `*_sft` / `*_gen` files, the same prompts, are skipped beside `*_prefs`.
+Ids: `ultrafeedback-<id | prompt_id>`, else `ultrafeedback-<file stem>-<line>`.
 """
 from __future__ import annotations
 
