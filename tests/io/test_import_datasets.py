@@ -568,7 +568,7 @@ def test_ultrafeedback_binarized_snapshot_reads_the_prefs_splits(tmp_path):
     write_jsonl(tmp_path / "bad.jsonl", [bad])
     with pytest.raises(InputError, match="no response to judge") as err:
         load("ultrafeedback", str(tmp_path / "bad.jsonl"))
-    assert err.value.line == 1
+    assert (err.value.line, err.value.field) == (1, "chosen")
 
 
 def test_arena_kaggle_55k_csv_turn_lists_winner_columns_and_test_split(tmp_path, capsys):

@@ -57,19 +57,19 @@ def render_tail(turns) -> str:
     return text
 
 
-def split_pair(conv_a, conv_b, *, row) -> tuple[object, str, str, bool]:
-    """(question, response a, response b, diverged) from two conversations of the same user turns."""
-    for name, conv in (("a", conv_a), ("b", conv_b)):
+def split_pair(conv_a, conv_b, *, row, fields=("conversation_a", "conversation_b")) -> tuple[object, str, str, bool]:
+    """(question, response a, response b, diverged) from two conversations of the same user turns;
+    `fields` name the two in errors."""
+    for field, conv in zip(fields, (conv_a, conv_b)):
         if conv[-1][0] != "assistant":
-            raise row.error("the conversation ends with a user turn: there is no response to judge",
-                            f"conversation_{name}")
+            raise row.error("the conversation ends with a user turn: there is no response to judge", field)
     common = 0
     while common < min(len(conv_a), len(conv_b)) - 1 and conv_a[common] == conv_b[common]:
         common += 1
     while common > 0 and conv_a[common - 1][0] != "user":
         common -= 1
     if common == 0:
-        raise row.error("the two conversations do not open with the same user turn", "conversation_a")
+        raise row.error("the two conversations do not open with the same user turn", fields[0])
     history, tail_a, tail_b = conv_a[:common], conv_a[common:], conv_b[common:]
     question = history[0][1] if len(history) == 1 else tuple(history)
     diverged = len(tail_a) > 1 or len(tail_b) > 1

@@ -3,7 +3,8 @@
 `rows(src)` yields `Row(path, line, obj, raw)` from `.jsonl[.gz]` (the project's JSONL reader,
 exact lines), `.json` (a list of objects; `line` = record number), `.csv` (the line a record
 starts on; every cell is text, quoted cells may span lines) and `.parquet` (line = row number,
-read by pyarrow: the `[data]` extra). A folder yields its files of those kinds in name order. `convert(rows, build, rejects)` turns each row into a Pair, or a drop reason, and
+read by pyarrow: the `[data]` extra). A folder yields its files of those kinds in name order.
+`convert(rows, build, rejects)` turns each row into a Pair (or several, or a drop reason) and
 keeps the InputError of a bad row in `rejects` (`--on-error skip`) or raises it.
 """
 from __future__ import annotations

@@ -86,7 +86,7 @@ def _kaggle_pair(row):
         if isinstance(row.obj.get(key), str):
             meta[key] = row.obj[key]
     convs = [merge(t for q, r in zip(prompt, side) for t in (("user", q), ("assistant", r))) for side in (ra, rb)]
-    question, a, b, diverged = split_pair(*convs, row=row)
+    question, a, b, diverged = split_pair(*convs, row=row, fields=("response_a", "response_b"))
     if diverged:
         meta["diverged"] = True
     return Pair(f"arena-{row.need('id', (str, int))}", question, a, b, label=label, subset="arena", meta=meta)

@@ -26,7 +26,7 @@ def _build(row):
     folder, stem = _names(row.path)
     chosen = from_hh(row.need("chosen"), row=row, field="chosen")
     rejected = from_hh(row.need("rejected"), row=row, field="rejected")
-    question, c, r, diverged = split_pair(chosen, rejected, row=row)
+    question, c, r, diverged = split_pair(chosen, rejected, row=row, fields=("chosen", "rejected"))
     category = "harmless" if "harmless" in folder else "helpful" if "helpful" in folder else None
     return chosen_rejected_pair(f"hh-{folder}-{stem}-{row.line:05d}", question, c, r,
                                 meta={"diverged": True} if diverged else None,

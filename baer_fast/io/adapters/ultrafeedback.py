@@ -65,7 +65,7 @@ def _binarized(row):
     if None not in scores.values() and scores["chosen"] == scores["rejected"]:
         return "chosen and rejected rated equal"
     convs = [from_messages(row.need(k, list), row=row, field=k) for k in ("chosen", "rejected")]
-    question, chosen, rejected, diverged = split_pair(*convs, row=row)
+    question, chosen, rejected, diverged = split_pair(*convs, row=row, fields=("chosen", "rejected"))
     return chosen_rejected_pair(_pair_id(row), question, chosen, rejected,
                                 meta={"diverged": True} if diverged else None,
                                 chosen_meta={"rating": scores["chosen"]}, rejected_meta={"rating": scores["rejected"]},
