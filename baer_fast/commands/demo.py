@@ -62,9 +62,10 @@ def run(args) -> int:
     import json
 
     from baer_fast.io.adapters import load
+    from baer_fast.io.jsonl import make_dir
 
     out_dir = args.out or tempfile.mkdtemp(prefix="baer-demo-")
-    os.makedirs(out_dir, exist_ok=True)
+    make_dir(out_dir, field="--out")
     imported = load("llmbar", sample_dir())
     logging.getLogger("baer_fast").info("LLMBar Natural sample: %d pairs, %d backbones; files in %s",
                                         len(imported.pairs), len(imported.banks), out_dir)

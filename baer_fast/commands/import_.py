@@ -38,13 +38,14 @@ def run(args) -> int:
     from collections import Counter
 
     from baer_fast.io.adapters import load
+    from baer_fast.io.jsonl import make_dir
     from baer_fast.io.records import write_pairs, write_signals
     from baer_fast.io.rejects import rejects_for, report_rejects
 
     pairs_path = os.path.join(args.out, "pairs.jsonl")
     rejects = rejects_for(args, out=pairs_path)
     imported = load(args.kind, args.src, rejects=rejects, options=args)
-    os.makedirs(args.out, exist_ok=True)
+    make_dir(args.out, field="--out")
     n = write_pairs(pairs_path, imported.pairs)
     for note in imported.notes:
         logging.getLogger("baer_fast").info(note)

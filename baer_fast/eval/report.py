@@ -18,7 +18,7 @@ from baer_fast.eval.calibration import reliability
 from baer_fast.eval.html_parts import figure as _figure, img as _img, pct as _pct, save_png as _save_png
 from baer_fast.eval.html_parts import table as _table
 from baer_fast.eval.metrics import expert_predictions, head_predictions, label_signs, mcnemar_exact
-from baer_fast.io.jsonl import atomic_open
+from baer_fast.io.jsonl import atomic_open, make_dir
 
 N_BINS = 10
 _CSS = """body{font-family:system-ui,sans-serif;margin:2em;max-width:70em;color:#222}
@@ -174,12 +174,9 @@ def _fair_baseline_html(report: dict) -> str:
 def write_report(out_dir: str, *, records, scores, roles, report: dict, artifact: dict | None = None,
                  title: str = "") -> str:
     """Write DIR/report.html and its PNGs; return the HTML path."""
-    from baer_fast.errors import InputError
     from baer_fast.eval.report_sections import figure_sections
 
-    if os.path.exists(out_dir) and not os.path.isdir(out_dir):
-        raise InputError("exists and is not a folder", path=out_dir, field="--report")
-    os.makedirs(out_dir, exist_ok=True)
+    make_dir(out_dir, field="--report")
     experts = sorted(report["experts"])
     y = label_signs(records)
     in_split = split_mask(roles, report["split"])

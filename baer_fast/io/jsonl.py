@@ -127,6 +127,16 @@ def dumps(obj: Any) -> str:
     return json.dumps(obj, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
 
 
+def make_dir(path: str, *, field: str | None = None) -> None:
+    """Create the output folder `path` (and its parents), or say why it cannot be one."""
+    if os.path.exists(path) and not os.path.isdir(path):
+        raise InputError("exists and is not a folder", path=path, field=field)
+    try:
+        os.makedirs(path, exist_ok=True)
+    except OSError as e:
+        raise InputError(f"cannot create this folder: {e.strerror or e}", path=path, field=field) from None
+
+
 @contextmanager
 def atomic_open(path: str, mode: str = "w", *, sync_dir: bool = True):
     """Open a temp file beside `path`; on clean exit fsync and rename over `path`, else delete it.

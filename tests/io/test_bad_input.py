@@ -124,3 +124,20 @@ def test_derived_parameters_that_are_not_an_object_are_named(cli, tmp_path):
     side.write_text("[1, 2]")
     code, _, err = cli("fit", "--signals", sig, "--condition", "c", "--out", tmp_path / "h.json")
     assert code == 2 and f"{side}: expected a JSON object {{expert: parameters}}, got list" in err
+
+
+def test_an_output_folder_that_cannot_be_one_is_named(cli, tmp_path):
+    """import / demo --out naming a file, or a folder that cannot be created: exit 2 with the path
+    and the flag, not a FileExistsError traceback."""
+    src = tmp_path / "t.csv"
+    src.write_text("q,good,bad\nhi,yes,no\n", encoding="utf-8")
+    table = ["--question-col", "q", "--chosen-col", "good", "--rejected-col", "bad"]
+    afile = tmp_path / "afile"
+    afile.write_text("keep me")
+    code, _, err = cli("import", "table", src, "--out", afile, *table)
+    assert code == 2 and f"{afile}: field '--out': exists and is not a folder" in err
+    assert afile.read_text() == "keep me"
+    code, _, err = cli("import", "table", src, "--out", afile / "below", *table)
+    assert code == 2 and "field '--out': cannot create this folder" in err
+    code, _, err = cli("demo", "--out", afile)
+    assert code == 2 and "exists and is not a folder" in err
