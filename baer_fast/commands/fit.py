@@ -115,6 +115,9 @@ def run(args) -> int:
     from baer_fast.io.rejects import rejects_for, report_rejects
     from baer_fast.selection.fit import check_one_condition, fit_condition
 
+    from baer_fast.io.jsonl import check_output
+
+    check_output(args.out)
     rejects = rejects_for(args, out=args.out)
     try:
         records = read_signals_many(args.signals, rejects=rejects)

@@ -148,6 +148,10 @@ def run(args) -> int:
     from baer_fast.selection.costs import read_costs_file
     from baer_fast.selection.fit import check_one_condition
     from baer_fast.io.splits import SplitSpec
+    from baer_fast.io.jsonl import check_output
+
+    if args.plot:
+        check_output(args.plot, field="--plot")
     rejects = rejects_for(args, out=args.plot or "frontier")
     try:
         records = read_signals_many(args.signals, rejects=rejects)

@@ -43,9 +43,9 @@ def run(args) -> int:
     from baer_fast.io.rejects import rejects_for, report_rejects
 
     pairs_path = os.path.join(args.out, "pairs.jsonl")
+    make_dir(args.out, field="--out")             # before the source is read: it may take a while
     rejects = rejects_for(args, out=pairs_path)
     imported = load(args.kind, args.src, rejects=rejects, options=args)
-    make_dir(args.out, field="--out")
     n = write_pairs(pairs_path, imported.pairs)
     for note in imported.notes:
         logging.getLogger("baer_fast").info(note)

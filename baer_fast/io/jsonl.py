@@ -137,6 +137,17 @@ def make_dir(path: str, *, field: str | None = None) -> None:
         raise InputError(f"cannot create this folder: {e.strerror or e}", path=path, field=field) from None
 
 
+def check_output(path: str, *, field: str = "--out") -> None:
+    """Before the work starts: `path` is no folder, and its folder exists (or is made) and can be
+    written, so a long run does not end on an output it cannot write."""
+    if os.path.isdir(path):
+        raise InputError("is a directory, expected an output file path", path=path, field=field)
+    folder = os.path.dirname(os.path.abspath(path))
+    make_dir(folder, field=field)
+    if not os.access(folder, os.W_OK):
+        raise InputError("cannot write here: permission denied", path=folder, field=field)
+
+
 @contextmanager
 def atomic_open(path: str, mode: str = "w", *, sync_dir: bool = True):
     """Open a temp file beside `path`; on clean exit fsync and rename over `path`, else delete it.
@@ -147,8 +158,8 @@ def atomic_open(path: str, mode: str = "w", *, sync_dir: bool = True):
     folder = os.path.dirname(os.path.abspath(path))
     if os.path.isdir(path):
         raise InputError("is a directory, expected a file path to write", path=path)
+    make_dir(folder)
     try:
-        os.makedirs(folder, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(path) + ".", suffix=".tmp", dir=folder)
     except OSError as e:
         raise InputError(f"cannot write here: {e.strerror or e}", path=path) from None

@@ -141,3 +141,15 @@ def test_an_output_folder_that_cannot_be_one_is_named(cli, tmp_path):
     assert code == 2 and "field '--out': cannot create this folder" in err
     code, _, err = cli("demo", "--out", afile)
     assert code == 2 and "exists and is not a folder" in err
+
+
+def test_fit_and_frontier_check_their_output_before_the_work(cli, tmp_path):
+    """An output that cannot be written is named before the signals are even read (the missing
+    signals file would otherwise be the error), so a long fit or search never ends on it."""
+    afile = tmp_path / "afile"
+    afile.write_text("")
+    missing = tmp_path / "no-such-signals.jsonl"
+    code, _, err = cli("fit", "--signals", missing, "--condition", "c", "--out", afile / "h.json")
+    assert code == 2 and f"{afile}: field '--out': exists and is not a folder" in err
+    code, _, err = cli("frontier", "--signals", missing, "--plot", tmp_path)
+    assert code == 2 and "field '--plot': is a directory" in err
