@@ -110,21 +110,13 @@ class Judge:
     # ------------------------------------------------------------------ inputs
 
     def room(self) -> int:
-        """Tokens left for question + responses after the longest prompt's fixed text, less the
-        largest generation budget of the head's generative experts (reasoning must fit too)."""
+        """Tokens left for question + responses in every prompt of the head's experts (bank/truncation.room_for)."""
         if self._room is None:
-            from baer_fast import protocols
-            from baer_fast.bank.prompting import PromptEncoder
+            from baer_fast.bank.truncation import room_for
 
             loaded = self.engine.loaded
-            enc = PromptEncoder(loaded.tokenizer, model_name=loaded.name, context_len=1 << 62)
-            overhead = max(len(enc.encode(p, pair_id="-", expert=name))
-                           for name in protocols.prompt_experts_for(self.experts)
-                           for p in protocols.get(name).prompts("", "", ""))
-            from baer_fast.bank.generative import GenerationConfig
-            gen = self.options.generation or GenerationConfig()
-            reserve = max((gen.budget(e) for e in self.experts if e in protocols.GENERATIVE), default=0)
-            self._room = loaded.context_len - overhead - reserve
+            self._room = room_for(loaded.tokenizer, loaded.context_len, self.experts, self.options.generation,
+                                  name=loaded.name)
         return self._room
 
     def pairs(self, questions: Sequence[str], responses_a: Sequence[str], responses_b: Sequence[str], *,

@@ -103,6 +103,7 @@ class PromptEncoder:
             if len(ids) > self.context_len:
                 raise InputError(f"pair {pair_id!r}: the {expert}/{prompt.key} prompt is {len(ids)} tokens, longer "
                                  f"than the context window of {self.model_name!r} ({self.context_len}); "
-                                 "shorten the question or responses (baer-fast never truncates one side)",
+                                 "shorten the question or responses, or pass --truncate to cut both sides alike "
+                                 "(baer-fast never truncates one side)",
                                  field="response_a")
         return out

@@ -5,8 +5,8 @@ itself), so (q, a, b) and (q, b, a) are cut identically and the swap invariant s
 The question is capped at a quarter of the room; a conversation's turns share that cap the
 same way (every turn keeps min(its length, T), one T for all, so a long last turn cannot take
 the earliest turns' room). Text that is not valid UTF-8 (lone surrogates) is replaced with
-U+FFFD first. Used by the in-process Judge, where every pair
-must get a score; `baer-fast experts` refuses over-long pairs instead.
+U+FFFD first. Used by the in-process Judge, where every pair must get a score, and by
+`experts` / `score --model` with `--truncate` (without it they refuse an over-long pair).
 """
 from __future__ import annotations
 
@@ -89,3 +89,33 @@ def fit_pair(tokenizer, question, a: str, b: str, *, room: int) -> Cut:
 
 def _as_question(question, turns):
     return turns[0][1] if isinstance(question, str) else tuple(turns)
+
+
+def room_for(tokenizer, context_len: int, experts, generation=None, *, name: str = "the model") -> int:
+    """Tokens left for question + responses after the longest prompt's fixed text of `experts`,
+    less the largest generation budget of their generative experts (reasoning must fit too)."""
+    from baer_fast import protocols
+    from baer_fast.bank.generative import GenerationConfig
+    from baer_fast.bank.prompting import PromptEncoder
+
+    enc = PromptEncoder(tokenizer, model_name=name, context_len=1 << 62)
+    overhead = max((len(enc.encode(p, pair_id="-", expert=e)) for e in protocols.prompt_experts_for(experts)
+                    for p in protocols.get(e).prompts("", "", "")), default=0)
+    gen = generation or GenerationConfig()
+    reserve = max((gen.budget(e) for e in experts if e in protocols.GENERATIVE), default=0)
+    return context_len - overhead - reserve
+
+
+def cut_pairs(pairs, tokenizer, room: int) -> tuple[list, int]:
+    """Each pair that does not fit `room` cut by fit_pair and marked meta.truncated; (pairs, how many)."""
+    import dataclasses
+
+    out, n_cut = [], 0
+    for p in pairs:
+        cut = fit_pair(tokenizer, p.question, p.response_a, p.response_b, room=room)
+        if cut.truncated:
+            n_cut += 1
+            p = dataclasses.replace(p, question=cut.question, response_a=cut.response_a,
+                                    response_b=cut.response_b, meta={**p.meta, "truncated": True})
+        out.append(p)
+    return out, n_cut

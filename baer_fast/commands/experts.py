@@ -64,6 +64,10 @@ def add_engine_arguments(p) -> None:
     p.add_argument("--batch-invariant", action="store_true",
                    help="compute each distinct pair in engine and decoder calls of its own: its runs are the same "
                         "bits whatever other pairs share the input (hf backend; slower, docs/protocols.md)")
+    p.add_argument("--truncate", action="store_true",
+                   help="cut a pair longer than the judge's context symmetrically (both responses to one token "
+                        "cap, the question to a quarter of the room), as the Python Judge does, instead of "
+                        "stopping on it; cut pairs are counted and marked meta.truncated")
     from baer_fast.runtime.vllm.backend import add_arguments as add_backend_arguments
     add_backend_arguments(p)     # --backend hf|vllm, --tensor-parallel-size, ... (vllm imported only if chosen)
 
@@ -89,8 +93,9 @@ def fingerprint(args, names: list[str], params_file: str | None) -> dict:
             "weights": weights, "input_sha256": file_sha256(args.input), "experts": names,
             "engine": _engine_kind(args), "dtype": args.dtype,
             "derived_params_sha256": file_sha256(params_file) if params_file else None,
-            # only when on, so outputs written before the flag existed still resume
-            **({"batch_invariant": True} if getattr(args, "batch_invariant", False) else {})}
+            # only when on, so outputs written before the flags existed still resume
+            **({"batch_invariant": True} if getattr(args, "batch_invariant", False) else {}),
+            **({"truncate": True} if getattr(args, "truncate", False) else {})}
 
 
 def _engine_kind(args) -> str:
@@ -184,6 +189,8 @@ def stream_signals(args, pairs, names, derived, params, target, fp) -> str:
 
     config = EngineConfig(memory_budget_bytes=int(args.memory_gb * 2**30), batch_tokens=args.batch_tokens,
                           kernels=args.kernels)
+    if getattr(args, "truncate", False):
+        pairs = _cut_to_context(args, pairs, names)
     writer = _open_writer(target, fp, args.overwrite)
     texts = _open_writer(args.out + ".texts.jsonl", fp, args.overwrite) if args.keep_texts and args.generation else None
     from baer_fast.bank.canonical import chunks
@@ -228,6 +235,20 @@ def stream_signals(args, pairs, names, derived, params, target, fp) -> str:
         print("generative experts (cost per expert, this run):\n" + "\n".join(report.generative.lines()),
               file=sys.stderr)
     return _summary(len(pairs), len(todo), report, time.perf_counter() - t0)
+
+
+def _cut_to_context(args, pairs, names) -> list:
+    """--truncate: every pair cut to the room its longest prompt leaves (bank/truncation.py)."""
+    from baer_fast.bank.truncation import cut_pairs, room_for
+    from baer_fast.runtime.model.load import tokenizer_and_context
+
+    tok, context_len, name = tokenizer_and_context(args.model, trust_remote_code=args.trust_remote_code)
+    room = room_for(tok, context_len, names, args.generation, name=name)
+    pairs, n_cut = cut_pairs(pairs, tok, room)
+    if n_cut:
+        log.warning("--truncate: cut %d of %d pairs to the %d tokens of question and responses that %s's "
+                    "context leaves (meta.truncated)", n_cut, len(pairs), room, name)
+    return pairs
 
 
 def _summary(total: int, new: int, report, seconds: float) -> str:

@@ -235,3 +235,27 @@ def test_the_hub_kernels_package_itself_passes_the_check(monkeypatch, tmp_path):
     monkeypatch.syspath_prepend(str(tmp_path))
     _hub_kernels_installed(monkeypatch)
     check_kernels_not_shadowed()
+
+
+def test_truncate_cuts_over_long_pairs_symmetrically_instead_of_stopping(tmp_path, capsys):
+    """experts / score --model refuse a pair longer than the judge's context (nothing cut on one
+    side); --truncate cuts it as the Python Judge does: every pair gets runs, the cut ones are
+    marked, and the cut is the same for a pair and its swap (runs mirror)."""
+    import json
+
+    from tests.fixtures.tiny_models import build_model_dir
+
+    model = build_model_dir(str(tmp_path / "llama_192"), arch="llama", max_pos=192, seed=3)
+    long = "word " * 300
+    pairs = tmp_path / "pairs.jsonl"
+    write_pairs(str(pairs), [Pair("long1", "q?", long, "short"), Pair("long2", "q?", "short", long),
+                             Pair("ok", "q?", "yes", "no")])
+    out = tmp_path / "sig.jsonl"
+    args = ["experts", "--model", model, "--input", str(pairs), "--experts", "direct", "-q"]
+    assert main([*args, "--out", str(tmp_path / "refused.jsonl")]) == 2
+    assert "context window" in capsys.readouterr().err
+    assert main([*args, "--out", str(out), "--truncate"]) == 0
+    recs = {r["id"]: r for r in map(json.loads, open(out, encoding="utf-8"))}
+    assert [r["meta"].get("truncated") for r in recs.values()] == [True, True, None]
+    u1, u2 = recs["long1"]["experts"]["direct"], recs["long2"]["experts"]["direct"]
+    assert u1 == pytest.approx([1 - u2[1], 1 - u2[0]], abs=1e-6)

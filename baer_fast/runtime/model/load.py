@@ -238,16 +238,12 @@ def load_model(path: str, *, device: str = "auto", dtype: str = "auto", attn: st
     import torch
 
     check_kernels_not_shadowed()
-    from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
+    from transformers import AutoModelForCausalLM
 
     check_model_dir(path)
     if device == "auto":
         device = "cuda" if torch.cuda.is_available() else "cpu"
-    tok = AutoTokenizer.from_pretrained(path, local_files_only=True, trust_remote_code=trust_remote_code)
-    if not getattr(tok, "chat_template", None):
-        raise InputError("the tokenizer has no chat template; judge prompts are rendered with the "
-                         "model's own template — use an instruction-tuned model", path=path)
-    config = AutoConfig.from_pretrained(path, local_files_only=True, trust_remote_code=trust_remote_code)
+    tok, config = _tokenizer_and_config(path, trust_remote_code)
     windows = attention_windows(config)             # unsupported layer types: refused before the weights load
     torch_dtype, name = _auto_dtype(device, dtype), os.path.basename(os.path.normpath(path))
     check_fits(path, device, torch_dtype, config)
@@ -259,6 +255,25 @@ def load_model(path: str, *, device: str = "auto", dtype: str = "auto", attn: st
     loaded = LoadedModel(model, tok, path, cache_arg, _context_len(model.config, name),
                          _kv_bytes_per_token(model, kv_dims), windows, *logit_map(model, logits, hidden), kv_dims)
     return loaded
+
+
+def _tokenizer_and_config(path: str, trust_remote_code: bool):
+    from transformers import AutoConfig, AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(path, local_files_only=True, trust_remote_code=trust_remote_code)
+    if not getattr(tok, "chat_template", None):
+        raise InputError("the tokenizer has no chat template; judge prompts are rendered with the "
+                         "model's own template — use an instruction-tuned model", path=path)
+    return tok, AutoConfig.from_pretrained(path, local_files_only=True, trust_remote_code=trust_remote_code)
+
+
+def tokenizer_and_context(path: str, *, trust_remote_code: bool = False):
+    """(tokenizer, context length, name) of a model folder, without its weights: what cutting
+    pairs to the context needs before the engine opens."""
+    check_model_dir(path)
+    tok, config = _tokenizer_and_config(path, trust_remote_code)
+    name = os.path.basename(os.path.normpath(path))
+    return tok, _context_len(config, name), name
 
 
 PROBE = 8      # tokens of the load-time probe forward
