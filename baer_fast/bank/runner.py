@@ -12,7 +12,7 @@ from baer_fast import protocols
 from baer_fast.bank.queries import build_all_queries, run_shared
 from baer_fast.io.records import Pair, Signals, question_text
 from baer_fast.protocols.base import snap
-from baer_fast.io.splits import role
+from baer_fast.io.splits import role, split_key
 from baer_fast.io.text_stats import pair_meta as text_pair_meta
 from baer_fast.runtime.config import EngineConfig
 from baer_fast.runtime.open import HfOptions, open_engine
@@ -139,7 +139,7 @@ def check_finite(loaded, pairs: list[Pair], rows: list[dict]) -> None:
 
 
 def _is_test(pair_like) -> bool:
-    return role(pair_like.id, pair_like.split) == "test"
+    return role(split_key(pair_like), pair_like.split) == "test"
 
 
 def fit_derived(rows: list, names: list[str]) -> dict:

@@ -1,7 +1,9 @@
 """Deterministic data roles from a hash of the pair id; an explicit `split` field wins.
 
 The role of a pair never depends on its label, its position in a file, or the
-other pairs present, so every backbone of a benchmark sees the same split.
+other pairs present, so every backbone of a benchmark sees the same split. Pairs that share
+`meta.split_group` (RewardBench 2's pairs of one prompt, which share its chosen completion)
+are hashed by that key instead of their ids, so a group never straddles fit and test.
 """
 from __future__ import annotations
 
@@ -39,5 +41,11 @@ def role(pair_id: str, explicit: str | None = None, spec: SplitSpec = SplitSpec(
     return "calibration" if x < spec.selection + spec.calibration else "test"
 
 
+def split_key(record) -> str:
+    """What a record's role is hashed from: its `meta.split_group` when set, else its id."""
+    group = (getattr(record, "meta", None) or {}).get("split_group")
+    return f"group:{group}" if isinstance(group, str) and group else record.id
+
+
 def roles(records, spec: SplitSpec = SplitSpec()) -> list[str]:
-    return [role(r.id, r.split, spec) for r in records]
+    return [role(split_key(r), r.split, spec) for r in records]

@@ -25,7 +25,7 @@ from baer_fast.selection.costs import CostModel, expert_costs, expert_sources, p
 from baer_fast.features.evidence import EPS, evidence, runs_tensor, stack_features
 from baer_fast.heads.stack import LAMBDAS, StackHead, cv_lambda, fit_stack_weights, training_rms
 from baer_fast.selection.nested import fold_assignments
-from baer_fast.io.splits import SplitSpec
+from baer_fast.io.splits import SplitSpec, split_key
 
 log = logging.getLogger("baer_fast")
 
@@ -98,7 +98,7 @@ class SubsetCV:
         self.index = {e: k for k, e in enumerate(experts)}
         self.full = tuple(sorted(experts))        # the whole bank's key (selection/allocation.py: every move)
         self.subsets, self.categories, self.y, self.lam = [r.subset for r in rows], list(categories), y, lam
-        ids = [r.id for r in rows]
+        ids = [split_key(r) for r in rows]
         self.folds = list(fold_assignments(ids, 5, model.repeats, "baer-budget"))
         self.rounding, self.criterion = model.rounding, model.criterion
         self._memo: dict[tuple, tuple] = {}
@@ -260,7 +260,7 @@ def fit_stack(rows: Sequence, y: np.ndarray, roles, *, experts, categories, lamb
     """The stack (Eq. 6) on these non-test rows, lambda by 5-fold CV (heads.stack.cv_lambda) -> (head, info)."""
     probe = StackHead(list(experts), list(categories), np.ones(1), np.zeros(1), 0.0, eps)
     phi = probe.features(rows)
-    lam, _ = cv_lambda(phi, y, fold_assignments([r.id for r in rows], 5, 1, "baer-budget:lambda")[0], lambdas)
+    lam, _ = cv_lambda(phi, y, fold_assignments([split_key(r) for r in rows], 5, 1, "baer-budget:lambda")[0], lambdas)
     rms, w = fit_stack_weights(phi, y, lam)
     return StackHead(list(experts), list(categories), rms, w, lam, eps), {"lambda": lam}
 
@@ -310,7 +310,7 @@ def nested_search(rows: Sequence, y: np.ndarray, experts: Sequence[str], space, 
                   categories: Sequence[str], *, model: CostModel = CostModel(), eps: float = EPS) -> Nested:
     """The whole search cross-validated: inside each outer training fold, lambda, search and choice run
     exactly as on all rows; the chosen subset's stack and the full stack are scored on the held-out fold."""
-    ids = [r.id for r in rows]
+    ids = [split_key(r) for r in rows]
     folds = fold_assignments(ids, 5, model.outer_repeats, "baer-budget:outer")
     whole = space.cv(rows, y, experts, categories, lam=1.0, eps=eps, model=model)     # features of every row
     phi_full = whole.phi(whole.full)

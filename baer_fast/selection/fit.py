@@ -33,7 +33,7 @@ from baer_fast.selection.nested import (BAG_PARTS, CANDIDATES, INNER_FOLDS, N_FO
                                         DevData, bag_parts, best_constant, dev_data, fold_accuracy, fold_assignments,
                                         oof_scores)
 from baer_fast.selection.rule import BAR, se_choice
-from baer_fast.io.splits import SplitSpec, roles as split_roles
+from baer_fast.io.splits import SplitSpec, roles as split_roles, split_key
 
 log = logging.getLogger("baer_fast")
 
@@ -203,7 +203,7 @@ def _fit(records, *, condition, spec, lambdas, eps, head, reference_expert, poin
     categories = sorted({r.subset for r in rows})
     task_categories = sorted({r.category for r in rows if getattr(r, "category", None)})
     y = np.array([1.0 if r.label == "a" else -1.0 for r in rows])
-    ids = [r.id for r in rows]
+    ids = [split_key(r) for r in rows]         # fold keys: a split group's rows share a fold
     data = dev_data(rows, y, stack_experts=stack_experts, route_experts=route_experts, categories=categories,
                     task_categories=task_categories, eps=eps)
     route = len(route_experts) > 1 or head == "route"       # one expert: the router is the constant head

@@ -24,6 +24,7 @@ import numpy as np
 from baer_fast.features.evidence import EPS, evidence, runs_tensor, stack_features
 from baer_fast.features.reliability import reliability_features
 from baer_fast.heads.router import CV_TREES, choose_model, fit_model, routing_targets
+from baer_fast.io.splits import split_key
 from baer_fast.heads.stack import (LAMBDAS, cv_lambda, cv_shrunk_lambda, fit_shrunk_weights, fit_stack_weights,
                                    mean_weights, vote_weights)
 
@@ -38,13 +39,18 @@ CANDIDATES = ("mean", "vote") + RULE_ORDER     # all compared out of fold; mean 
 
 def fold_assignments(ids: Sequence[str], n_folds: int = N_FOLDS, repeats: int = N_REPEATS,
                      salt: str = SALT) -> np.ndarray:
-    """[repeats, N] fold of each id: ids ordered by sha256(salt:repeat:id), cut into balanced blocks."""
+    """[repeats, N] fold of each id: the distinct ids ordered by sha256(salt:repeat:id), cut into
+    balanced blocks. Rows given the same key (io.splits.split_key: a split group) share a fold;
+    with distinct keys every row is its own block member, as before groups existed."""
+    distinct = list(dict.fromkeys(ids))
     out = np.empty((repeats, len(ids)), np.int64)
     for r in range(repeats):
-        keys = [hashlib.sha256(f"{salt}:{r}:{i}".encode("utf-8")).digest() for i in ids]
-        order = np.asarray(sorted(range(len(ids)), key=keys.__getitem__), np.int64)
-        for f, block in enumerate(np.array_split(order, min(n_folds, max(len(ids), 1)))):
-            out[r, block] = f
+        digest = {k: hashlib.sha256(f"{salt}:{r}:{k}".encode("utf-8")).digest() for k in distinct}
+        order = sorted(distinct, key=digest.__getitem__)
+        fold = {}
+        for f, block in enumerate(np.array_split(np.arange(len(order)), min(n_folds, max(len(order), 1)))):
+            fold.update((order[i], f) for i in block)
+        out[r] = [fold[k] for k in ids]
     return out
 
 
@@ -69,7 +75,7 @@ def dev_data(rows: Sequence, y: np.ndarray, *, stack_experts: Sequence[str], rou
                          [getattr(r, "category", None) for r in rows], task_categories)
     _, _, zr, _ = evidence(runs_tensor(rows, route_experts), eps)
     rho = reliability_features(rows, route_experts, categories, eps, task_categories)
-    return DevData([r.id for r in rows], np.asarray(y, np.float64), list(stack_experts), list(route_experts),
+    return DevData([split_key(r) for r in rows], np.asarray(y, np.float64), list(stack_experts), list(route_experts),
                    z, phi, rho, zr, routing_targets(rows, route_experts, y, eps))
 
 

@@ -25,3 +25,22 @@ def test_role_depends_on_id_and_seed_only():
     base = roles(rows)
     assert roles(list(reversed(rows))) == list(reversed(base))
     assert roles(rows, SplitSpec(seed="other")) != base
+
+
+def test_a_split_group_never_straddles_roles():
+    """Pairs sharing meta.split_group (RewardBench 2's pairs of one prompt) take one role, hashed
+    from the group; records without a group keep the role of their id."""
+    from baer_fast.io.records import Signals
+
+    recs = [Signals(f"p{g}-c0-r{k}", {"e": [0.5, 0.5]}, meta={"split_group": f"p{g}"})
+            for g in range(300) for k in range(3)]
+    got = roles(recs)
+    by_group = {}
+    for r, x in zip(recs, got):
+        by_group.setdefault(r.meta["split_group"], set()).add(x)
+    assert all(len(v) == 1 for v in by_group.values())
+    assert set(Counter(next(iter(v)) for v in by_group.values())) == {"selection", "calibration", "test"}
+    # without the group the same ids scatter: the grouping is what keeps them together
+    plain = roles([Signals(r.id, r.experts) for r in recs])
+    assert any(len({plain[3 * g + k] for k in range(3)}) > 1 for g in range(300))
+    assert roles(make_signals(50)) == [role(r.id) for r in make_signals(50)]

@@ -30,6 +30,24 @@ def test_fold_assignments_depend_on_ids_only_and_are_balanced():
     assert not np.array_equal(f[0], f[1])          # repeats draw different assignments
 
 
+def test_rows_of_one_split_group_share_every_fold():
+    """Repeated keys (io.splits.split_key of RewardBench 2's pairs of one prompt) land in one fold;
+    distinct keys are cut exactly as before groups existed (the old rule, recomputed here)."""
+    import hashlib
+
+    keys = [f"group:p{g}" for g in range(40) for _ in range(3)]
+    f = fold_assignments(keys, 5, 2)
+    for r in range(2):
+        assert all(len(set(f[r, 3 * g:3 * g + 3])) == 1 for g in range(40))
+        assert sorted(np.bincount(f[r])) == [24] * 5              # 8 groups of 3 per fold
+    ids = [f"q{i}" for i in range(37)]
+    old = np.empty(len(ids), np.int64)
+    digest = [hashlib.sha256(f"baer-nested:0:{i}".encode()).digest() for i in ids]
+    for k, block in enumerate(np.array_split(sorted(range(len(ids)), key=digest.__getitem__), 5)):
+        old[block] = k
+    np.testing.assert_array_equal(fold_assignments(ids, 5, 1)[0], old)
+
+
 def test_fit_is_identical_across_runs_and_row_orders():
     rows = _with_category(specialist_signals(N, seed=21))
     shuffled = rows[:]
