@@ -16,8 +16,9 @@ def add_arguments(p) -> None:
     p.add_argument("--bootstrap", type=int, default=1000, metavar="N",
                    help="resamples of the accuracy bootstrap interval (accuracy_ci; default 1000)")
     p.add_argument("--bootstrap-seed", type=int, default=0, help="seed of the bootstrap resampling")
-    p.add_argument("--leaderboard", choices=("rewardbench",),
-                   help="also compute a benchmark's leaderboard scores (rewardbench: section scores)")
+    p.add_argument("--leaderboard", choices=("rewardbench", "rewardbench-2"),
+                   help="also compute a benchmark's leaderboard scores (rewardbench: section scores; "
+                        "rewardbench-2: a prompt right when the head is right on all its pairs)")
     p.add_argument("--baselines", metavar="A,B,...",
                    help="the baseline pool (comma-separated experts); default: every expert except reference, "
                         "pointwise, deliberate and any --internal")

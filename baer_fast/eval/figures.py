@@ -16,7 +16,7 @@ import numpy as np
 class FigureOptions:
     bootstrap: int = 1000          # resamples of the accuracy interval
     seed: int = 0                  # its generator's seed
-    leaderboard: str | None = None  # "rewardbench": section scores from per-subset accuracy
+    leaderboard: str | None = None  # "rewardbench" (section scores) or "rewardbench-2" (best-of-N per prompt)
 
 
 def figures(records, scores, roles, *, split: str, experts, model: str = "head",
@@ -41,7 +41,11 @@ def figures(records, scores, roles, *, split: str, experts, model: str = "head",
     if options.leaderboard:
         from baer_fast.eval.leaderboard import LEADERBOARDS
 
-        out["leaderboard"] = LEADERBOARDS[options.leaderboard](out["per_subset"], model=model)
+        from baer_fast.eval.metrics import head_predictions
+
+        correct = head_predictions(scores) == label_signs(records)
+        out["leaderboard"] = LEADERBOARDS[options.leaderboard](out["per_subset"], model=model, records=records,
+                                                               correct=correct, rows=rows)
     return out
 
 
@@ -72,8 +76,10 @@ def format_figures(report: dict) -> str:
     lines += _bias_lines(report.get("bias") or {})
     board = report.get("leaderboard")
     if board:
-        lines.append("  RewardBench sections: " + ", ".join(f"{k} {_pct(v).strip()}"
-                                                          for k, v in board["sections"].items()))
+        name = "RewardBench 2 subsets (best-of-N per prompt)" if "prompts" in board else "RewardBench sections"
+        lines.append(f"  {name}: " + ", ".join(f"{k} {_pct(v).strip()}" for k, v in board["sections"].items()))
+        if board.get("note"):
+            lines.append(f"  ({board['note']})")
     return "\n".join(lines)
 
 

@@ -1,4 +1,4 @@
-"""`eval --leaderboard rewardbench`: RewardBench's section scores from per-subset accuracies.
+"""`eval --leaderboard rewardbench | rewardbench-2`: a benchmark's own scores from the head's.
 
 Computed the way RewardBench computes them (reward-bench's `calculate_scores_per_section` and
 its leaderboard): a section's score is the mean of its subsets' accuracies weighted by the
@@ -7,8 +7,14 @@ subsets), over the subsets present; "Prior Sets (0.5 weight)" is the plain mean 
 preference sets present (anthropic_helpful, anthropic_hhh, shp, summarize); "Score" averages
 the sections present with weights 2, 2, 2, 2, 1. Output: the results file's shape (model,
 model_type, one accuracy per subset) plus the sections, as fractions in [0, 1].
+RewardBench 2 counts a prompt right only when its chosen completion beats every rejected one:
+here, when the head is right on every pair of the prompt (meta.prompt_id); a subset's score is
+its prompts' mean and "Score" the subsets' mean. Ties is read the same way, not by RewardBench
+2's own margin-weighted Ties score (said in the output).
 """
 from __future__ import annotations
+
+import numpy as np
 
 from baer_fast.io.adapters.rewardbench import SECTIONS
 
@@ -43,7 +49,7 @@ def section_scores(subset_accuracy: dict) -> dict:
     return out
 
 
-def rewardbench(per_subset: dict, *, model: str) -> dict:
+def rewardbench(per_subset: dict, *, model: str, **_) -> dict:
     """The results file (model, model_type, accuracy per subset) and the section scores."""
     acc = {s: g["accuracy"] for s, g in per_subset.items()}
     known = set(EXAMPLE_COUNTS) | set(SECTIONS["prior-sets"])
@@ -52,4 +58,31 @@ def rewardbench(per_subset: dict, *, model: str) -> dict:
             "missing_subsets": sorted(known - set(acc)), "unknown_subsets": sorted(set(acc) - known)}
 
 
-LEADERBOARDS = {"rewardbench": rewardbench}
+RB2_SUBSETS = ("Factuality", "Precise IF", "Math", "Safety", "Focus", "Ties")
+
+
+def rewardbench_2(per_subset: dict, *, model: str, records, correct, rows, **_) -> dict:
+    """Best-of-N per prompt: a prompt is right when every one of its pairs in `rows` is."""
+    from baer_fast.errors import InputError
+
+    prompts: dict = {}
+    for i in np.flatnonzero(rows):
+        pid = records[i].meta.get("prompt_id")
+        if pid is None:
+            raise InputError(f"pair {records[i].id!r} has no meta.prompt_id: --leaderboard rewardbench-2 needs "
+                             "pairs imported from RewardBench 2 (baer-fast import rewardbench)", field="--leaderboard")
+        prompts.setdefault((records[i].subset, pid), []).append(bool(correct[i]))
+    right: dict = {}
+    for (subset, _), oks in sorted(prompts.items()):
+        right.setdefault(subset, []).append(all(oks))
+    sections = {s: float(np.mean(v)) for s, v in right.items()}
+    if sections:
+        sections["Score"] = float(np.mean(list(sections.values())))
+    return {"results": {"model": model, "model_type": "BAER (pairwise)", **{s: sections[s] for s in right}},
+            "sections": sections, "prompts": {s: len(v) for s, v in right.items()},
+            "missing_subsets": [s for s in RB2_SUBSETS if s not in right],
+            "note": "Ties is scored as every correct answer beating every incorrect one, not by RewardBench 2's "
+                    "margin-weighted Ties score"}
+
+
+LEADERBOARDS = {"rewardbench": rewardbench, "rewardbench-2": rewardbench_2}

@@ -90,6 +90,8 @@ def _leaderboard(board: dict) -> list:
              table(["section", "score %"], [[k, _pct(v)] for k, v in board["sections"].items()])]
     if board.get("missing_subsets"):
         parts.append(f"<p>Subsets absent here: {html.escape(', '.join(board['missing_subsets']))}.</p>")
+    if board.get("note"):
+        parts.append(f"<p>{html.escape(board['note'])}.</p>")
     return parts
 
 

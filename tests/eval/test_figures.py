@@ -10,7 +10,7 @@ from baer_fast.eval.bias import bias, length_bias, position_consistency
 from baer_fast.eval.bootstrap import accuracy_interval
 from baer_fast.eval.breakdown import per_category, per_subset
 from baer_fast.eval.calibration import calibration, calibration_of
-from baer_fast.eval.leaderboard import rewardbench, section_scores
+from baer_fast.eval.leaderboard import rewardbench, rewardbench_2, section_scores
 from baer_fast.io.records import Signals
 
 from tests.fixtures.tolerances import fp64_tol  # noqa: E402
@@ -96,6 +96,42 @@ def test_rewardbench_sections_weight_by_example_counts():
     board = rewardbench({k: {"accuracy": v, "n": 1} for k, v in acc.items()}, model="m")
     assert board["results"]["model"] == "m" and board["results"]["shp"] == 0.8
     assert "donotanswer" in board["missing_subsets"]
+
+
+def test_rewardbench_2_counts_a_prompt_only_when_every_pair_is_right(tmp_path, capsys):
+    """Best-of-N by hand: Math p1 (3 pairs right) and p2 (one wrong) -> 0.5; Focus p3 right -> 1.0;
+    Score = their mean. Rows outside the split are not read; a pair without prompt_id is refused.
+    Then the same through `eval --leaderboard rewardbench-2`."""
+    import json
+
+    from baer_fast.cli import main
+    from baer_fast.errors import InputError
+    from baer_fast.io.records import write_signals
+
+    spec = [("Math", "p1", True)] * 3 + [("Math", "p2", True), ("Math", "p2", False), ("Math", "p2", True),
+                                         ("Focus", "p3", True), ("Focus", "p3", True), ("Focus", "p3", True)]
+    recs = [Signals(f"rewardbench-{pid}-c0-r{k % 3}", {"e": [0.9, 0.8]}, subset=sub, label="a",
+                    meta={"prompt_id": pid, "split_group": f"rewardbench-{pid}"})
+            for k, (sub, pid, _) in enumerate(spec)]
+    correct = np.array([ok for _, _, ok in spec])
+    board = rewardbench_2({}, model="m", records=recs, correct=correct, rows=np.ones(9, bool))
+    assert board["sections"] == {"Focus": 1.0, "Math": 0.5, "Score": 0.75}
+    assert board["prompts"] == {"Focus": 1, "Math": 2} and "Ties" in board["missing_subsets"]
+    rows = np.ones(9, bool)
+    rows[4] = False                                   # the wrong pair outside the split: p2 counts as right
+    assert rewardbench_2({}, model="m", records=recs, correct=correct, rows=rows)["sections"]["Math"] == 1.0
+    bare = [Signals("x", {"e": [0.9, 0.8]}, subset="Math", label="a")]
+    with pytest.raises(InputError, match="needs pairs imported from RewardBench 2"):
+        rewardbench_2({}, model="m", records=bare, correct=np.ones(1, bool), rows=np.ones(1, bool))
+
+    signals, scores = tmp_path / "s.jsonl", tmp_path / "scores.jsonl"
+    write_signals(str(signals), recs)
+    scores.write_text("".join(json.dumps({"id": r.id, "score": 1.0 if ok else -1.0}) + "\n"
+                              for r, (_, _, ok) in zip(recs, spec)))
+    assert main(["eval", "--signals", str(signals), "--scores", str(scores), "--split", "all", "--json",
+                 "--leaderboard", "rewardbench-2", "--bootstrap", "50"]) == 0
+    got = json.loads(capsys.readouterr().out)["leaderboard"]
+    assert got["sections"] == {"Focus": 1.0, "Math": 0.5, "Score": 0.75} and "margin-weighted" in got["note"]
 
 
 def test_per_subset_and_category_by_hand():

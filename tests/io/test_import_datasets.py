@@ -645,6 +645,8 @@ def test_rewardbench_2_rows_give_one_pair_per_chosen_and_rejected(tmp_path):
     assert [p.id for p in got.pairs] == ["rewardbench-f1-c0-r0", "rewardbench-f1-c0-r1", "rewardbench-f1-c0-r2",
                                          "rewardbench-t7-c0-r0", "rewardbench-t7-c1-r0"]
     assert [p.meta["prompt_id"] for p in got.pairs] == ["f1"] * 3 + ["t7"] * 2
+    from baer_fast.io.splits import roles
+    assert len(set(roles(got.pairs[:3]))) == 1 and len(set(roles(got.pairs[3:]))) == 1   # one role per prompt
     for p in got.pairs:
         side = "a" if a_is_chosen(p.id) else "b"
         assert p.label == side and getattr(p, f"response_{side}") in ("Lima.", "2", "3")

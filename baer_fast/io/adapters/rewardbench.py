@@ -8,8 +8,8 @@ the sources' files under `raw/` are skipped. `category` is the subset's leaderbo
 
 RewardBench 2 (allenai/reward-bench-2), where `chosen` and `rejected` are lists of completions,
 gives one pair per (chosen, rejected) combination: ids `rewardbench-<id>-c<i>-r<j>`,
-`meta.prompt_id` = the row's id, `subset` = its section (Factuality, Precise IF, Math, Safety,
-Focus, Ties).
+`meta.prompt_id` = the row's id (also `meta.split_group`: a prompt's pairs share one split role),
+`subset` = its section (Factuality, Precise IF, Math, Safety, Focus, Ties).
 """
 from __future__ import annotations
 
@@ -58,7 +58,7 @@ def _rb2_pairs(row, rid, question, subset: str) -> list:
         if not texts or not all(isinstance(t, str) for t in texts):
             raise row.error("expected a non-empty list of completion strings (RewardBench 2)", k)
         sides[k] = texts
-    meta = {"prompt_id": str(rid)}
+    meta = {"prompt_id": str(rid), "split_group": f"rewardbench-{rid}"}     # a prompt's pairs share a split
     return [chosen_rejected_pair(f"rewardbench-{rid}-c{i}-r{j}", question, c, r, meta=meta, subset=subset)
             for i, c in enumerate(sides["chosen"]) for j, r in enumerate(sides["rejected"])]
 
@@ -85,8 +85,8 @@ def load(src: str, *, rejects=None, options=None) -> Imported:
     if rb2:
         out.notes.append(f"rewardbench: {len(rb2)} RewardBench 2 prompts gave "
                          f"{sum('prompt_id' in p.meta for p in pairs)} pairs, one per chosen x rejected "
-                         "completion (meta.prompt_id groups them); its leaderboard counts a prompt right only "
-                         "when the chosen beats every rejected one, which eval does not compute")
+                         "completion (meta.prompt_id groups them, and they share one split role); "
+                         "eval --leaderboard rewardbench-2 counts a prompt right only when all its pairs are")
     unknown = sorted({p.subset for p in pairs if p.category is None and "prompt_id" not in p.meta})
     if unknown:
         out.notes.append(f"rewardbench: subsets outside the leaderboard's sections (no category): {', '.join(unknown)}")
