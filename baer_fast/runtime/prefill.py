@@ -22,7 +22,7 @@ from baer_fast.runtime.config import EngineConfig
 from baer_fast.runtime.model.masks import layer_masks, windowed
 from baer_fast.runtime.model.flops import flop_model
 from baer_fast.runtime.model.kv import layer_kv
-from baer_fast.runtime.plan.prefix_tree import Node, ancestors, build_tree, causal_scores, subtree, tree_tokens
+from baer_fast.runtime.plan.prefix_tree import Node, ancestors, build_tree, subtree, tree_tokens
 from baer_fast.runtime.queries import EngineResult, EngineStats, Query
 from baer_fast.runtime.model.readout import read_rows
 

@@ -3,8 +3,6 @@ import json
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
 from baer_fast.io.records import Signals
 from baer_fast.protocols import calibraeval, pride
