@@ -43,14 +43,19 @@ def fold_assignments(ids: Sequence[str], n_folds: int = N_FOLDS, repeats: int = 
     balanced blocks. Rows given the same key (io.splits.split_key: a split group) share a fold;
     with distinct keys every row is its own block member, as before groups existed."""
     distinct = list(dict.fromkeys(ids))
+    if len(distinct) == len(ids):                      # every key distinct: the usual case
+        where = np.arange(len(ids))
+    else:                                              # each row's index into `distinct`
+        index = {k: j for j, k in enumerate(distinct)}
+        where = np.asarray([index[k] for k in ids], np.int64)
     out = np.empty((repeats, len(ids)), np.int64)
     for r in range(repeats):
-        digest = {k: hashlib.sha256(f"{salt}:{r}:{k}".encode("utf-8")).digest() for k in distinct}
-        order = sorted(distinct, key=digest.__getitem__)
-        fold = {}
-        for f, block in enumerate(np.array_split(np.arange(len(order)), min(n_folds, max(len(order), 1)))):
-            fold.update((order[i], f) for i in block)
-        out[r] = [fold[k] for k in ids]
+        keys = [hashlib.sha256(f"{salt}:{r}:{k}".encode("utf-8")).digest() for k in distinct]
+        order = np.asarray(sorted(range(len(distinct)), key=keys.__getitem__), np.int64)
+        fold = np.empty(len(distinct), np.int64)
+        for f, block in enumerate(np.array_split(order, min(n_folds, max(len(distinct), 1)))):
+            fold[block] = f
+        out[r] = fold[where]
     return out
 
 
