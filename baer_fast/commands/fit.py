@@ -112,10 +112,9 @@ def only_experts(records: list, names: str | None, where: str) -> tuple[list, di
 def run(args) -> int:
     from baer_fast import artifact
     from baer_fast.io.records import read_signals_many
+    from baer_fast.io.jsonl import check_output
     from baer_fast.io.rejects import rejects_for, report_rejects
     from baer_fast.selection.fit import check_one_condition, fit_condition
-
-    from baer_fast.io.jsonl import check_output
 
     check_output(args.out)
     rejects = rejects_for(args, out=args.out)
