@@ -60,6 +60,24 @@ def files(src: str, keep: Callable[[str], bool] | None = None) -> list[str]:
     return [src]
 
 
+def skipping(drop: Callable[[str], bool]) -> tuple[Callable[[str], bool], list]:
+    """A `keep` predicate for files()/rows() that sets aside the paths `drop` names, and the list
+    they are set aside in (filled as the folder is read), for the import's note."""
+    skipped: list = []
+
+    def keep(path: str) -> bool:
+        if drop(path):
+            skipped.append(path)
+            return False
+        return True
+    return keep, skipped
+
+
+def file_stem(path: str) -> str:
+    """A data file's name up to its first dot (`test.jsonl.gz` -> `test`): the part ids are built from."""
+    return os.path.basename(path).split(".")[0]
+
+
 def rows(src: str, rejects=None, keep: Callable[[str], bool] | None = None) -> Iterator[Row]:
     for path in files(src, keep):
         if path.endswith((".jsonl", ".jsonl.gz")):

@@ -13,13 +13,12 @@ import os
 
 from baer_fast.io.adapters import Imported
 from baer_fast.io.adapters._conv import from_hh, split_pair
-from baer_fast.io.adapters._rows import chosen_rejected_pair, convert, rows, summary
+from baer_fast.io.adapters._rows import chosen_rejected_pair, convert, file_stem, rows, skipping, summary
 
 
 def _names(path: str) -> tuple[str, str]:
     folder = os.path.basename(os.path.dirname(os.path.abspath(path))) or "hh"
-    stem = os.path.basename(path).split(".")[0]
-    return folder, stem
+    return folder, file_stem(path)
 
 
 def _build(row):
@@ -39,14 +38,7 @@ _NOT_PAIRS = "red-team-attempts"
 
 
 def load(src: str, *, rejects=None, options=None) -> Imported:
-    skipped = []
-
-    def keep(path: str) -> bool:
-        if _NOT_PAIRS in os.path.relpath(path, src).split(os.sep):
-            skipped.append(path)
-            return False
-        return True
-
+    keep, skipped = skipping(lambda path: _NOT_PAIRS in os.path.relpath(path, src).split(os.sep))
     pairs, dropped = convert(rows(src, rejects, keep), _build, rejects)
     out = Imported(pairs)
     n_div = sum(bool(p.meta.get("diverged")) for p in pairs)

@@ -17,7 +17,7 @@ import os
 
 from baer_fast.io.adapters import Imported
 from baer_fast.io.adapters._conv import from_messages
-from baer_fast.io.adapters._rows import chosen_rejected_pair, convert, files, rows, summary
+from baer_fast.io.adapters._rows import chosen_rejected_pair, convert, files, rows, skipping, summary
 
 # RewardBench's section -> subsets map (SUBSET_MAPPING in rewardbench/constants.py of
 # github.com/allenai/reward-bench) and the prior sets its leaderboard averages ("Prior Sets").
@@ -68,17 +68,11 @@ def load(src: str, *, rejects=None, options=None) -> Imported:
     # (data/raw-*, earlier data/train-*; same ids) and the sources' files under raw/: beside a
     # filtered file, only filtered files are read.
     filtered = os.path.isdir(src) and any(os.path.basename(p).startswith("filtered") for p in files(src))
-    skipped = []
-
-    def keep(path: str) -> bool:
-        if filtered and not os.path.basename(path).startswith("filtered"):
-            skipped.append(os.path.relpath(path, src))
-            return False
-        return True
-
+    keep, skipped = skipping(lambda path: filtered and not os.path.basename(path).startswith("filtered"))
     pairs, dropped = convert(rows(src, rejects, keep), _build, rejects)
     out = Imported(pairs)
-    shown = ", ".join(sorted(skipped)[:4]) + (f" and {len(skipped) - 4} more" if len(skipped) > 4 else "")
+    names = sorted(os.path.relpath(p, src) for p in skipped)
+    shown = ", ".join(names[:4]) + (f" and {len(names) - 4} more" if len(names) > 4 else "")
     out.notes.append(summary("rewardbench", pairs, dropped)
                      + (f"; read the filtered split, skipped {shown}" if skipped else ""))
     rb2 = {p.meta["prompt_id"] for p in pairs if "prompt_id" in p.meta}

@@ -8,12 +8,10 @@ cell may be a string or a list of {role, content} messages. CSV cells are text; 
 """
 from __future__ import annotations
 
-import os
-
 from baer_fast.errors import InputError
 from baer_fast.io.adapters import Imported
 from baer_fast.io.adapters._conv import from_messages
-from baer_fast.io.adapters._rows import chosen_rejected_pair, convert, rows, summary
+from baer_fast.io.adapters._rows import chosen_rejected_pair, convert, file_stem, rows, summary
 
 LABELS = {"a": "a", "b": "b", "tie": "tie", "A": "a", "B": "b", "1": "a", "2": "b", "0": "tie",
           "model_a": "a", "model_b": "b"}
@@ -42,8 +40,7 @@ def _builder(opts):
     def build(row):
         from baer_fast.io.records import Pair
 
-        stem = os.path.basename(row.path).split(".")[0]
-        pid = str(row.need(opts.id_col, (str, int))) if opts.id_col else f"{stem}-{row.line}"
+        pid = str(row.need(opts.id_col, (str, int))) if opts.id_col else f"{file_stem(row.path)}-{row.line}"
         fields = {"subset": str(row.need(opts.subset_col, (str, int))) if opts.subset_col else "default",
                   "category": str(row.need(opts.category_col, (str, int))) if opts.category_col else None}
         question = _question(row, opts.question_col)

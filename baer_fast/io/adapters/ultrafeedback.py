@@ -17,7 +17,7 @@ import os
 
 from baer_fast.io.adapters import Imported
 from baer_fast.io.adapters._conv import from_messages, split_pair
-from baer_fast.io.adapters._rows import chosen_rejected_pair, convert, files, rows, summary
+from baer_fast.io.adapters._rows import chosen_rejected_pair, convert, file_stem, files, rows, skipping, summary
 
 RATINGS = ("overall_score", "fine-grained_score")
 _REPEATS = ("_sft", "_gen")      # binarized splits that repeat the prefs splits' prompts
@@ -36,7 +36,7 @@ def _pair_id(row) -> str:
     rid = row.obj.get("id") or row.obj.get("prompt_id")
     if isinstance(rid, (str, int)) and not isinstance(rid, bool):
         return f"ultrafeedback-{rid}"
-    return f"ultrafeedback-{os.path.basename(row.path).split('.')[0]}-{row.line:06d}"
+    return f"ultrafeedback-{file_stem(row.path)}-{row.line:06d}"
 
 
 def _rated(row, key: str):
@@ -80,21 +80,20 @@ def _builder(key: str, kinds: set):
     return build
 
 
+def _repeats_prefs(path: str) -> bool:
+    """A binarized `*_sft` / `*_gen` split file (the prefs splits' prompts again)."""
+    name = os.path.basename(path)
+    return any(f"{r}-" in name or f"{r}." in name for r in _REPEATS)
+
+
 def load(src: str, *, rejects=None, options=None) -> Imported:
     key = getattr(options, "rating", None) or RATINGS[0]
     prefs = os.path.isdir(src) and any("_prefs" in os.path.basename(p) for p in files(src))
-    skipped = []
-
-    def keep(path: str) -> bool:
-        name = os.path.basename(path)
-        if prefs and any(f"{r}-" in name or f"{r}." in name for r in _REPEATS):
-            skipped.append(name)
-            return False
-        return True
-
+    keep, skipped = skipping(lambda path: prefs and _repeats_prefs(path))
     kinds: set = set()
     pairs, dropped = convert(rows(src, rejects, keep), _builder(key, kinds), rejects)
     out = Imported(pairs)
     out.notes.append(summary(f"ultrafeedback ({', '.join(sorted(kinds))})", pairs, dropped)
-                     + (f"; read the prefs splits, skipped {', '.join(sorted(skipped))}" if skipped else ""))
+                     + (f"; read the prefs splits, skipped {', '.join(sorted(map(os.path.basename, skipped)))}"
+                        if skipped else ""))
     return out
