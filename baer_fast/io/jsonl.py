@@ -97,9 +97,17 @@ def _parse_line(raw: bytes, *, path: str, line_no: int, last: bool = False) -> d
         raise InputError(f"malformed JSON: {e}", path=path, line=line_no) from None
     if not isinstance(obj, dict):
         raise InputError(f"expected a JSON object, got {type(obj).__name__}", path=path, line=line_no)
-    if b"\\ud" in raw or b"\\uD" in raw:     # only a \uD800-\uDFFF escape can make one
+    if may_hold_surrogate(raw):
         check_unicode(obj, path=path, line=line_no)
     return obj
+
+
+def may_hold_surrogate(text: str | bytes) -> bool:
+    """Whether parsed JSON `text` can hold an unpaired surrogate: only a \\uD800-\\uDFFF escape makes one
+    (UTF-8 text cannot), so text without a `\\ud` / `\\uD` needs no walk of its strings."""
+    if isinstance(text, bytes):
+        return b"\\ud" in text or b"\\uD" in text
+    return "\\ud" in text or "\\uD" in text
 
 
 def check_unicode(obj: Any, *, path: str | None, line: int | None, field: str | None = None) -> None:

@@ -608,6 +608,12 @@ def test_arena_kaggle_55k_csv_turn_lists_winner_columns_and_test_split(tmp_path,
     assert rc == 0 and [p.id for p in read_pairs(str(out / "pairs.jsonl"))] == ["arena-53567"]
     rej = [json.loads(line) for line in open(out / "pairs.jsonl.rejects.jsonl", encoding="utf-8")]
     assert [(r["line"], r["field"]) for r in rej] == [(2, "winner_model_a"), (3, "response_a")]
+    cut = [[1, "m", "n", json.dumps(["cut \ud83d"]), json.dumps(["x"]), json.dumps(["y"]), 1, 0, 0]]
+    with open(tmp_path / "cut.csv", "w", newline="", encoding="utf-8") as f:   # json.dumps escapes the half emoji
+        csv_mod.writer(f).writerows([head, *cut])
+    with pytest.raises(InputError, match="unpaired surrogate") as err:
+        load("arena", str(tmp_path / "cut.csv"))
+    assert (err.value.line, err.value.field) == (2, "prompt[0]")
 
 
 def test_import_names_signals_left_by_an_earlier_import(sources, tmp_path, capsys, caplog):

@@ -7,20 +7,22 @@ import json
 import os
 
 from baer_fast.errors import InputError
-from baer_fast.io.jsonl import check_unicode
+from baer_fast.io.jsonl import check_unicode, may_hold_surrogate
 
 
 def read_json(path: str):
     opener = gzip.open if path.endswith(".gz") else open
     try:
         with opener(path, "rt", encoding="utf-8") as fh:
-            data = json.load(fh)
+            text = fh.read()
+        data = json.loads(text)
     except FileNotFoundError:
         raise InputError("file not found", path=path) from None
     except (ValueError, OSError) as e:
         raise InputError(f"not valid JSON: {e}", path=path) from None
-    for i, record in enumerate(data if isinstance(data, list) else [data], start=1):
-        check_unicode(record, path=path, line=i if isinstance(data, list) else None)   # line = record number
+    if may_hold_surrogate(text):
+        for i, record in enumerate(data if isinstance(data, list) else [data], start=1):
+            check_unicode(record, path=path, line=i if isinstance(data, list) else None)   # line = record number
     return data
 
 
@@ -35,7 +37,8 @@ def read_jsonl(path: str) -> list[dict]:
                         out.append(json.loads(line))
                     except ValueError as e:
                         raise InputError(f"malformed JSON: {e}", path=path, line=line_no) from None
-                    check_unicode(out[-1], path=path, line=line_no)
+                    if may_hold_surrogate(line):
+                        check_unicode(out[-1], path=path, line=line_no)
     except FileNotFoundError:
         raise InputError("file not found", path=path) from None
     return out

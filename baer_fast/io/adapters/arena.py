@@ -16,7 +16,7 @@ import json
 from baer_fast.io.adapters import Imported
 from baer_fast.io.adapters._conv import check_winner, from_messages, merge, split_pair
 from baer_fast.io.adapters._rows import convert, rows, summary
-from baer_fast.io.jsonl import check_unicode
+from baer_fast.io.jsonl import check_unicode, may_hold_surrogate
 
 WINNERS = {"model_a": "a", "model_b": "b", "tie": "tie", "tie (bothbad)": "tie"}
 
@@ -53,15 +53,16 @@ KAGGLE_WINNERS = ("winner_model_a", "winner_model_b", "winner_tie")
 
 def _turns(row, name: str) -> list:
     """A Kaggle cell: a JSON list of per-turn strings (text in the CSV), or the list itself."""
-    cell = row.obj.get(name)
-    if isinstance(cell, str):
+    cell = text = row.obj.get(name)
+    if isinstance(text, str):
         try:
-            cell = json.loads(cell)
+            cell = json.loads(text)
         except ValueError as e:
             raise row.error(f"expected a JSON list of per-turn strings: {e}", name) from None
     if not isinstance(cell, list) or not cell or not all(t is None or isinstance(t, str) for t in cell):
         raise row.error("expected a non-empty list of per-turn strings (null where a model did not answer)", name)
-    check_unicode(cell, path=row.path, line=row.line, field=name)
+    if isinstance(text, str) and may_hold_surrogate(text):      # a list read as such was checked by its reader
+        check_unicode(cell, path=row.path, line=row.line, field=name)
     return cell
 
 
