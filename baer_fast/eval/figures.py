@@ -40,7 +40,6 @@ def figures(records, scores, roles, *, split: str, experts, model: str = "head",
                                       seed=options.seed)}
     if options.leaderboard:
         from baer_fast.eval.leaderboard import LEADERBOARDS
-
         from baer_fast.eval.metrics import head_predictions
 
         correct = head_predictions(scores) == label_signs(records)

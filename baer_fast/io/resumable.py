@@ -20,7 +20,7 @@ import json
 import os
 
 from baer_fast.errors import InputError
-from baer_fast.io.jsonl import atomic_open, dumps, fsync_dir
+from baer_fast.io.jsonl import atomic_open, check_output, dumps, fsync_dir
 
 try:
     import fcntl
@@ -55,8 +55,7 @@ class ResumableWriter:
         self.path, self.fingerprint = path, json.loads(json.dumps(fingerprint))
         self.done_ids: set[str] = set()
         self.resumed = False
-        if os.path.isdir(path):
-            raise InputError("is a directory, expected an output file path", path=path, field="--out")
+        check_output(path)
         if overwrite:
             for p in (path, progress_path(path)):
                 if os.path.exists(p):
