@@ -2,7 +2,7 @@
 
 Boundary: tensors of expert runs in, per-expert features out. Knows nothing about files,
 experts' names, heads or labels. Definitions: the numpy reference of record,
-`baer_fast.features.evidence` (p = mean of non-missing runs, delta = their spread,
+`baer_fast.features.evidence` (p = mean of non-missing runs, centred, order pairs first; delta = their spread;
 z = clipped logit of p, zt = z / (1 + 4 delta), phi = stack map with category interactions).
 
     evidence_features_ref(u, eps, *, category=None, n_categories=0)  torch reference, CPU path
@@ -39,12 +39,19 @@ def evidence_features_ref(u: torch.Tensor, eps: float = EPS, *,
     _check_runs(u)
     have = ~torch.isnan(u)                               # [N, K, M]
     n = have.sum(-1)                                     # [N, K] int
-    total = torch.where(have, u, 0.0).sum(-1)
-    p = torch.where(n > 0, total / n.clamp(min=1), 0.5)
+    centred = torch.where(have, u - 0.5, 0.0)
+    if centred.shape[-1] % 2:                            # display-order pairs summed first, as numpy
+        centred = torch.cat([centred, centred.new_zeros(centred.shape[:-1] + (1,))], dim=-1)
+    pairs = centred[..., 0::2] + centred[..., 1::2]
+    total = pairs.new_zeros(pairs.shape[:-1])
+    for j in range(pairs.shape[-1]):
+        total = total + pairs[..., j]
+    c = torch.where(n > 0, total / n.clamp(min=1), 0.0)
+    p = 0.5 + c
     hi = torch.where(have, u, float("-inf")).amax(-1)
     lo = torch.where(have, u, float("inf")).amin(-1)
     delta = torch.where(n > 0, hi - lo, 0.0)
-    c = (p - 0.5).clamp(eps - 0.5, 0.5 - eps)
+    c = c.clamp(eps - 0.5, 0.5 - eps)
     z = torch.log(0.5 + c) - torch.log(0.5 - c)
     zt = z / (1.0 + 4.0 * delta)
     phi = None if category is None else _stack_map_ref(z, zt, category, n_categories)
@@ -132,11 +139,14 @@ if triton is not None:
         eps = tl.load(eps_ptr)                  # in u's dtype: an fp32 scalar arg would round it
         have = u == u                           # False exactly for NaN (missing) and padding
         n = tl.sum(have.to(u.dtype), axis=2)
-        p = tl.where(n > 0, tl.sum(tl.where(have, u, 0.0), axis=2) / tl.maximum(n, 1.0), 0.5)
+        # centred runs, as the reference; tl.sum's order is the compiler's, so the swap's negation
+        # holds to rounding here and bit for bit on the reference paths
+        c = tl.where(n > 0, tl.sum(tl.where(have, u - 0.5, 0.0), axis=2) / tl.maximum(n, 1.0), 0.0)
+        p = 0.5 + c
         hi = tl.max(tl.where(have, u, float("-inf")), axis=2)
         lo = tl.min(tl.where(have, u, float("inf")), axis=2)
         delta = tl.where(n > 0, hi - lo, 0.0)
-        c = tl.minimum(tl.maximum(p - 0.5, eps - 0.5), 0.5 - eps)
+        c = tl.minimum(tl.maximum(c, eps - 0.5), 0.5 - eps)
         z = tl.log(0.5 + c) - tl.log(0.5 - c)
         zt = z / (1.0 + 4.0 * delta)
         out = rows[:, None] * K + ks[None, :]

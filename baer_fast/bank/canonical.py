@@ -4,11 +4,13 @@ order, orientation or duplicates.
 A batch of pairs is reduced to its distinct contents, each in one canonical orientation
 (responses in text order), sorted by content. The engine runs that list; each input pair takes
 its content's runs, mirrored with the swap rule (io.records.swap_runs) where its orientation is
-the other one. Runs are snapped (protocols.base.snap) first, so the mirror is exact both ways.
-Hence, bit for bit: a pair and its swap mirror, duplicates agree, and a permuted or re-labelled
-batch gives the permuted runs. What still moves floats is the *set* of other contents in the
-batch (padding widths, chunking, shared question prefixes change the rounding of batched
-matmuls and attention): docs/protocols.md, "Symmetry and determinism".
+the other one. Runs are snapped (protocols.base.snap) first, so the mirror is exact both ways;
+a pair whose two responses are one text is its own swap, and its runs become a fixed point of
+it (`self_mirror`). Hence, bit for bit: a pair and its swap mirror, duplicates agree, identical
+responses score 0, and a permuted or re-labelled batch gives the permuted runs. What still
+moves floats is the *set* of other contents in the batch (padding widths, chunking, shared
+question prefixes change the rounding of batched matmuls and attention): docs/protocols.md,
+"Symmetry and determinism".
 """
 from __future__ import annotations
 
@@ -63,6 +65,23 @@ def _swap_key(key: str) -> str:
     return _KEY_SWAP.get(head, head) + sep + rest
 
 
+def self_mirror(runs: list) -> list:
+    """Snapped runs of a pair whose two responses are the same text -> the nearest fixed point of the
+    swap (io.records.swap_runs), so that every antisymmetric head scores the pair exactly 0. Such a
+    pair is its own swap, yet its two display orders are computed at different places in a batch and
+    round differently (1e-8 in float32). Each (order ab, order ba) pair of runs becomes (v, 1 - v), v
+    the mean of the two orders' evidence for a (the one present if the other is missing); an odd run
+    list (one order) becomes 1/2."""
+    if len(runs) % 2:
+        return [None if u is None else 0.5 for u in runs]
+    out = []
+    for ab, ba in zip(runs[0::2], runs[1::2]):
+        seen = [u for u in (ab, None if ba is None else 1.0 - ba) if u is not None]
+        v = None if not seen else snap(sum(seen) / len(seen))
+        out += [None, None] if v is None else [v, 1.0 - v]
+    return out
+
+
 def restore(rows: list[dict], pairs: list[Pair], at: list[int]) -> list[dict]:
     """Per input pair, its content's row: runs snapped, and mirrored (with the texts' order keys)
     where the pair is flipped; every other field as computed."""
@@ -70,7 +89,9 @@ def restore(rows: list[dict], pairs: list[Pair], at: list[int]) -> list[dict]:
     for p, k in zip(pairs, at):
         row = dict(rows[k])
         runs = {name: [snap(u) for u in r] for name, r in row["runs"].items()}
-        if is_flipped(p):
+        if p.response_a == p.response_b:
+            runs = {name: self_mirror(r) for name, r in runs.items()}
+        elif is_flipped(p):
             runs = {name: swap_runs(r) for name, r in runs.items()}
             if "texts" in row:
                 row["texts"] = {name: {_swap_key(key): v for key, v in t.items()} for name, t in row["texts"].items()}

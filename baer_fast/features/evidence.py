@@ -7,8 +7,10 @@ Runs in, features out; knows nothing about files, heads or labels.
     z_k  = logit(clip(p_k, EPS, 1 - EPS))
     zt_k = z_k / (1 + 4 d_k)
 
-Clipping is symmetric, so z(1-p) = -z(p) and hard 0/1 decisions stay finite
-(|z| <= logit(1 - EPS) = 6.9068).
+Clipping is symmetric and hard 0/1 decisions stay finite (|z| <= logit(1 - EPS) = 6.9068).
+The mean is taken of the centred runs u - 1/2, each display-order pair summed first: on runs
+snapped to 2^-53 (protocols.base.snap) a swap negates every centred run exactly and only
+exchanges the two members of a pair, so z, zt and phi negate bit for bit and delta is unchanged.
 """
 from __future__ import annotations
 
@@ -42,14 +44,26 @@ def evidence(u: np.ndarray, eps: float = EPS, *, kernels: str = "torch") -> tupl
         return _evidence_triton(u, eps)
     have = ~np.isnan(u)
     n = have.sum(-1)
-    total = np.where(have, u, 0.0).sum(-1)
-    p = np.where(n > 0, total / np.maximum(n, 1), 0.5)
+    c = np.where(n > 0, order_pair_sum(np.where(have, u - 0.5, 0.0)) / np.maximum(n, 1), 0.0)
     hi = np.where(have, u, -np.inf).max(-1)
     lo = np.where(have, u, np.inf).min(-1)
     delta = np.where(n > 0, hi - lo, 0.0)
-    z = logit_clipped(p, eps)
+    z = logit_centred(c, eps)
     zt = z / (1.0 + 4.0 * delta)
-    return p, delta, z, zt
+    return 0.5 + c, delta, z, zt
+
+
+def order_pair_sum(c: np.ndarray) -> np.ndarray:
+    """[..., M] -> [...]: runs (0, 1), (2, 3), ... (an expert's two display orders, io.records.swap_runs)
+    added first, then the pairs in order. A swap exchanges the members of each pair and negates them,
+    so the sum negates exactly; an odd run list is only negated, and any fixed order serves it."""
+    if c.shape[-1] % 2:
+        c = np.concatenate([c, np.zeros(c.shape[:-1] + (1,))], axis=-1)
+    pairs = c[..., 0::2] + c[..., 1::2]
+    total = np.zeros(c.shape[:-1])
+    for j in range(pairs.shape[-1]):
+        total = total + pairs[..., j]
+    return total
 
 
 def _use_triton(kernels: str) -> bool:
@@ -69,7 +83,12 @@ def _evidence_triton(u: np.ndarray, eps: float) -> tuple[np.ndarray, ...]:
 
 def logit_clipped(p: np.ndarray, eps: float = EPS) -> np.ndarray:
     """Odd logit: computed on the centred value so that logit(1-p) == -logit(p) to rounding."""
-    c = np.clip(np.asarray(p, dtype=np.float64) - 0.5, eps - 0.5, 0.5 - eps)
+    return logit_centred(np.asarray(p, dtype=np.float64) - 0.5, eps)
+
+
+def logit_centred(c: np.ndarray, eps: float = EPS) -> np.ndarray:
+    """logit(1/2 + c), clipped: exactly odd in c (the two logs exchange places when c flips)."""
+    c = np.clip(np.asarray(c, dtype=np.float64), eps - 0.5, 0.5 - eps)
     return np.log(0.5 + c) - np.log(0.5 - c)
 
 

@@ -116,12 +116,16 @@ def test_test_labels_cannot_move_it_but_training_labels_do():
 
 
 def test_a_tie_that_rounding_leaves_at_1e_16_in_one_orientation_is_broken_in_both():
-    """Four runs that cancel exactly one way round and to 3.7e-16 the other (u -> 1 - u rounds): an exact
-    `s == 0` test would break the tie in one orientation only and lose antisymmetry by |w|."""
-    rec = _rec(0, {"e1": [0.8200000000000001, 0.61, 0.39, 0.18], "e2": [0.5, 0.5]}, 300, 100)
-    inner = _stack()
-    assert (inner.score([rec])[0] == 0) != (inner.score([rec.swapped()])[0] == 0)
-    head = TieBreakHead(inner, 0.4)
+    """An inner head whose evidence cancels exactly one way round and to 3.7e-16 the other (runs that were
+    not snapped, so u -> 1 - u rounds): an exact `s == 0` test would break the tie in one orientation only
+    and lose antisymmetry by |w|."""
+    rec = _rec(0, {}, 300, 100)
+
+    class Inner:
+        def score(self, records):
+            return np.array([0.0 if r.meta["len_a"] == 300 else -3.7e-16 for r in records])
+
+    head = TieBreakHead(Inner(), 0.4)
     assert head.score([rec])[0] == 0.4 and head.score([rec.swapped()])[0] == -0.4
 
 

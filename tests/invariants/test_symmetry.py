@@ -5,6 +5,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 from baer_fast.features.evidence import evidence, runs_tensor
 from baer_fast.heads.stack import StackHead, fit_stack_weights
 from baer_fast.io.records import Signals
+from baer_fast.protocols.base import snap
 
 from tests.fixtures.data import make_signals
 
@@ -63,3 +64,27 @@ def test_swap_is_an_involution_on_records():
     for k in rec.experts:
         assert [None if u is None else round(u, 12) for u in twice.experts[k]] == \
                [None if u is None else round(u, 12) for u in rec.experts[k]]
+
+
+snapped = st.one_of(st.none(), st.floats(0.0, 1.0).map(snap), st.sampled_from([0.0, 0.5, 1.0]))
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.dictionaries(st.sampled_from(EXPERTS), st.lists(snapped, min_size=1, max_size=8), min_size=1, max_size=4),
+       st.sampled_from(["chat", "math", "unseen"]))
+def test_snapped_runs_negate_every_signed_feature_and_score_bit_for_bit(runs, subset):
+    """The runs the bank writes are snapped, so the swap is exact on them; so is everything computed from
+    them: z, zt and phi negate and delta stays, bit for bit, with any number of runs (samples) per expert,
+    and the fitted stack's score negates exactly, batched with other pairs in either position."""
+    rec = Signals("x", runs, subset=subset)
+    tx = rec.swapped()
+    p, d, z, zt = evidence(runs_tensor([rec], EXPERTS))
+    _, d2, z2, zt2 = evidence(runs_tensor([tx], EXPERTS))
+    assert (z2 == -z).all() and (zt2 == -zt).all() and (d2 == d).all()
+    head = fitted_head()
+    assert (head.features([tx]) == -head.features([rec])).all()
+    others = make_signals(5, seed=7)
+    s = head.score([rec] + others + [tx])
+    assert s[0] == -s[-1]
+    if rec.swapped().experts == rec.experts:        # a fixed point of the swap (identical responses) scores 0
+        assert s[0] == 0.0

@@ -23,3 +23,22 @@ def test_derived_fit_is_swap_invariant(loaded):
     run_experts(loaded, pairs, experts=["pride", "calibraeval"], report=r1)
     run_experts(loaded, [p.swapped() for p in pairs], experts=["pride", "calibraeval"], report=r2)
     assert r1.derived_params == r2.derived_params          # bit for bit: the same contents, swapped
+
+
+def test_identical_responses_give_a_fixed_point_of_the_swap_and_score_exactly_zero(loaded):
+    """A pair whose two responses are one text is its own swap. Its two display orders are computed at
+    different places in the batch and round differently, so the runs are made a fixed point of the swap
+    (bank/canonical.self_mirror): every antisymmetric head then scores it exactly 0."""
+    import dataclasses
+
+    from baer_fast.heads.default import DefaultHead
+
+    pairs = make_pairs(4, seed=11)
+    same = dataclasses.replace(pairs[0], id="same", response_b=pairs[0].response_a)
+    report = RunReport()
+    sig = run_experts(loaded, pairs + [same], experts=["direct", "score", "pointwise", "pride"], report=report)
+    twin = sig[-1]
+    assert twin.swapped().experts == twin.experts
+    assert twin.experts["pointwise"] == [0.5]
+    head = DefaultHead(sorted(twin.experts))
+    assert head.score([twin])[0] == 0.0
