@@ -108,5 +108,9 @@ def expert_costs(records: Sequence, experts: Sequence[str], override: dict | Non
         else:
             raise InputError(f"expert {e!r} has no cost: the signals record none for it and --costs "
                              "does not name it", field=f"meta.expert_cost.{e}")
+    if not any(out.values()):
+        raise InputError("every expert's recorded cost is 0 tokens, so any subset fits any budget; pass "
+                         "--costs FILE (expert -> tokens per pair), or drop meta.expert_cost to count experts",
+                         field="meta.expert_cost")
     source = "+".join(name for name, used in (("file", override), ("measured", measured)) if used)
     return out, source

@@ -151,3 +151,31 @@ def test_the_bank_records_where_a_native_or_derived_expert_comes_from(qwen_dir):
         cost = s.meta["expert_cost"]
         assert cost["cot_native"]["from"] == "cot" and cost["pride"]["from"] == "direct"
         assert "from" not in cost["cot"] and "from" not in cost["direct"]
+
+
+def test_costs_that_are_all_zero_are_refused_not_read_as_free(records):
+    """Recorded costs of 0 for every expert make every subset fit every budget: an error, not a choice."""
+    from baer_fast.selection.costs import expert_costs
+    zero = [type(r)(r.id, r.experts, r.subset, r.label, r.split,
+                    {"expert_cost": {e: {"prefilled": 0, "decoded": 0} for e in r.experts}}) for r in records]
+    with pytest.raises(InputError, match="recorded cost is 0") as e:
+        expert_costs(zero, ["cheap", "huge"])
+    assert e.value.field == "meta.expert_cost"
+
+
+def test_an_llmbar_copy_without_its_texts_records_no_cost_and_budgets_count_experts():
+    """The demo's sample keeps verdicts but not the generated texts: nothing to estimate tokens from, so
+    no meta.expert_cost (it used to record 0 tokens for every expert, which the budget read as free)."""
+    from baer_fast.commands.demo import sample_dir
+    from baer_fast.io.adapters import load
+    from baer_fast.io.adapters.costs import llmbar_cost
+    from baer_fast.selection.costs import expert_costs
+
+    assert llmbar_cost({"input": "q", "output_1": "a", "output_2": "b"}, {"results": [{}]}, "CoT") is None
+    got = llmbar_cost({"input": "q", "output_1": "a", "output_2": "b"},
+                      {"results": [{"swap = False": {"completion": ["Output (a)", "stop"]}}]}, "CoT")
+    assert got["decoded"] == 3 and got["prefilled"] > 200
+    bank = load("llmbar", sample_dir()).banks["GPT-4"]
+    assert not any("expert_cost" in s.meta for s in bank)
+    costs, source = expert_costs(bank, sorted(bank[0].experts))
+    assert source == "unit" and set(costs.values()) == {1.0}

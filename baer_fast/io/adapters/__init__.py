@@ -35,7 +35,8 @@ def load(kind: str, src: str, *, rejects=None, options=None) -> Imported:
 
 def bank_signals(pairs, runs_by_expert: dict[str, list], condition: str, costs: dict | None = None) -> list:
     """Build Signals for each pair from {expert: [runs per pair]} (pair order); costs, where the
-    source kept what the runs cost: {expert: [{"prefilled", "decoded"} per pair]} -> meta.expert_cost."""
+    source kept what the runs cost: {expert: [{"prefilled", "decoded"} or None per pair]} -> meta.expert_cost
+    (None: nothing to estimate from, so no entry)."""
     from baer_fast.io.text_stats import pair_meta
     from baer_fast.io.records import Signals
 
@@ -43,8 +44,9 @@ def bank_signals(pairs, runs_by_expert: dict[str, list], condition: str, costs: 
     for i, p in enumerate(pairs):
         experts = {name: runs[i] for name, runs in runs_by_expert.items()}
         meta = {"condition": condition, **pair_meta(p.question, p.response_a, p.response_b), **p.meta}
-        if costs:
-            meta["expert_cost"] = {name: c[i] for name, c in costs.items()}
+        kept = {name: c[i] for name, c in (costs or {}).items() if c[i] is not None}
+        if kept:
+            meta["expert_cost"] = kept
         out.append(Signals(p.id, experts, subset=p.subset, label=p.label, split=p.split, meta=meta,
                            category=p.category))
     return out

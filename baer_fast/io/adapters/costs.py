@@ -32,25 +32,27 @@ def _shots(protocol: str) -> int:
     return int(m.group(1)) if m else 0
 
 
-def llmbar_cost(item: dict, result: dict, protocol: str) -> dict:
-    """{"prefilled", "decoded"} estimated tokens of one (pair, protocol) LLMBar result item."""
+def llmbar_cost(item: dict, result: dict, protocol: str) -> dict | None:
+    """{"prefilled", "decoded"} estimated tokens of one (pair, protocol) LLMBar result item; None when
+    the item kept no generation to count (a copy stripped of its texts): no estimate, not 0 tokens."""
     q = tokens(item.get("input", ""))
     o1, o2 = tokens(item.get("output_1", "")), tokens(item.get("output_2", ""))
     shots = _shots(protocol) * (q + o1 + o2)
-    pre = dec = earlier = 0
+    pre = dec = earlier = calls = 0
     for step in result.get("results") or []:
         if _generated(step):                                   # a round before the verdict
             pre, dec = pre + TEMPLATE_TOKENS + q, dec + tokens(step[0])
-            earlier += tokens(step[0])
+            earlier, calls = earlier + tokens(step[0]), calls + 1
             continue
         if not isinstance(step, dict):
             continue
         for key, shown in (("score_1", o1), ("score_2", o2)):
             if _generated(step.get(key)):
                 pre, dec = pre + TEMPLATE_TOKENS + q + shown + shots, dec + tokens(step[key][0])
+                calls += 1
         for order in ("swap = False", "swap = True"):
             call = step.get(order) or {}
             if _generated(call.get("completion")):
                 shown = tokens(call["prompt"]) if "prompt" in call else TEMPLATE_TOKENS + q + o1 + o2 + earlier + shots
-                pre, dec = pre + shown, dec + tokens(call["completion"][0])
-    return {"prefilled": pre, "decoded": dec}
+                pre, dec, calls = pre + shown, dec + tokens(call["completion"][0]), calls + 1
+    return {"prefilled": pre, "decoded": dec} if calls else None
