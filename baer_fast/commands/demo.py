@@ -11,7 +11,8 @@ import tempfile
 
 
 def add_arguments(p) -> None:
-    p.add_argument("--out", help="keep the demo's files in this folder (default: a temp folder)")
+    p.add_argument("--out", help="keep the demo's files (pairs, signals, heads, scores) in this folder "
+                                 "(default: a temporary folder, removed at the end)")
     p.add_argument("--json", action="store_true", help="print per-condition reports as JSON")
 
 
@@ -31,6 +32,7 @@ def sample_pairs(n: int | None = None) -> list:
 def run_condition(condition: str, signals: list, out_dir: str) -> dict:
     from baer_fast import artifact
     from baer_fast.eval.metrics import evaluate
+    from baer_fast.io.jsonl import write_jsonl
     from baer_fast.io.records import write_signals
     from baer_fast.scoring import score_records
     from baer_fast.selection.fit import fit_condition
@@ -41,8 +43,9 @@ def run_condition(condition: str, signals: list, out_dir: str) -> dict:
     head_path = os.path.join(out_dir, f"head.{condition}.json")
     artifact.save(head_path, art)
     art = artifact.load(head_path)           # score from the frozen file, as users do
-    scores = [s["score"] for s in score_records(art, signals)]
-    report = evaluate(signals, scores, roles(signals), split="test")
+    records = score_records(art, signals)
+    write_jsonl(os.path.join(out_dir, f"scores.{condition}.jsonl"), records)
+    report = evaluate(signals, [s["score"] for s in records], roles(signals), split="test")
     report["head"] = art["head"]
     return report
 
@@ -58,18 +61,29 @@ def summary_row(condition: str, rep: dict) -> str:
             f"{100 * rep['oracle_any_expert']:6.1f}")
 
 
+def run_all(out_dir: str) -> dict:
+    """The sample imported into out_dir (pairs.jsonl, signals.*), then per backbone its head and scores."""
+    from baer_fast.io.adapters import load
+    from baer_fast.io.records import write_pairs
+
+    imported = load("llmbar", sample_dir())
+    write_pairs(os.path.join(out_dir, "pairs.jsonl"), imported.pairs)
+    logging.getLogger("baer_fast").info("LLMBar Natural sample: %d pairs, %d backbones; files in %s",
+                                        len(imported.pairs), len(imported.banks), out_dir)
+    return {c: run_condition(c, sig, out_dir) for c, sig in sorted(imported.banks.items())}
+
+
 def run(args) -> int:
     import json
 
-    from baer_fast.io.adapters import load
     from baer_fast.io.jsonl import make_dir
 
-    out_dir = args.out or tempfile.mkdtemp(prefix="baer-demo-")
-    make_dir(out_dir, field="--out")
-    imported = load("llmbar", sample_dir())
-    logging.getLogger("baer_fast").info("LLMBar Natural sample: %d pairs, %d backbones; files in %s",
-                                        len(imported.pairs), len(imported.banks), out_dir)
-    reports = {c: run_condition(c, sig, out_dir) for c, sig in sorted(imported.banks.items())}
+    if args.out:
+        make_dir(args.out, field="--out")
+        reports = run_all(args.out)
+    else:
+        with tempfile.TemporaryDirectory(prefix="baer-demo-") as tmp:
+            reports = run_all(tmp)
     if args.json:
         print(json.dumps(reports, indent=1))
         return 0

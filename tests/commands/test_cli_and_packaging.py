@@ -19,6 +19,27 @@ def test_demo_runs_on_the_embedded_sample(cli):
     assert all(0 <= float(r.split()[3]) <= 100 for r in rows)
 
 
+def test_demo_out_keeps_every_step_and_the_temporary_folder_goes(cli, tmp_path, monkeypatch):
+    """--out holds what the pipeline made (pairs, signals, heads, scores), so eval reruns from it; without
+    --out nothing is left behind."""
+    code, _, err = cli("--quiet", "demo", "--out", str(tmp_path / "d"))
+    assert code == 0, err
+    d = tmp_path / "d"
+    assert (d / "pairs.jsonl").exists()
+    for name in ("signals", "head", "scores"):
+        assert len(list(d.glob(f"{name}.*"))) == 6, name
+    code, out, err = cli("eval", "--signals", str(d / "signals.GPT-4.jsonl"), "--scores", str(d / "scores.GPT-4.jsonl"),
+                         "--head", str(d / "head.GPT-4.json"))
+    assert code == 0, err
+    monkeypatch.setenv("TMPDIR", str(tmp_path / "t"))
+    (tmp_path / "t").mkdir()
+    import tempfile
+    monkeypatch.setattr(tempfile, "tempdir", None)          # re-read TMPDIR
+    code, _, err = cli("--quiet", "demo")
+    assert code == 0, err
+    assert list((tmp_path / "t").iterdir()) == []
+
+
 def test_console_script_help_lists_commands():
     exe = Path(sys.executable).with_name("baer-fast")
     res = subprocess.run([str(exe), "--help"], capture_output=True, text=True, check=True)
