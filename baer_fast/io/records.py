@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Iterable, Iterator
 
 from baer_fast.errors import InputError
 from baer_fast.io.jsonl import is_finite_number, iter_jsonl_raw, write_jsonl
+from baer_fast.io.text_stats import STAT_NAMES
 
 if TYPE_CHECKING:
     from baer_fast.io.rejects import Rejects
@@ -187,6 +188,39 @@ def _opt_dict(obj: dict, name: str, *, path: str, line: int) -> dict:
     return val
 
 
+_META_COUNTS = ("len_q",) + tuple(f"{s}_{side}" for s in STAT_NAMES for side in "ab")
+
+
+def _meta(obj: dict, *, path: str, line: int) -> dict:
+    """`meta`, with the keys the library reads checked: the pair statistics (non-negative numbers or
+    null), `condition` and `split_group` (strings; an integer group is kept as its digits),
+    `truncated` (bool) and `expert_cost` ({expert: {prefilled, decoded, seconds: numbers, from: str}})."""
+    meta = _opt_dict(obj, "meta", path=path, line=line)
+
+    def check(key, val, ok, want):
+        if val is not None and not ok(val):
+            raise InputError(f"expected {want}, got {val!r}", path=path, line=line, field=f"meta.{key}")
+
+    def count(v):
+        return is_finite_number(v) and v >= 0
+
+    for k in _META_COUNTS:
+        check(k, meta.get(k), count, "a non-negative number")
+    group = meta.get("split_group")
+    if isinstance(group, int) and not isinstance(group, bool):
+        meta = {**meta, "split_group": str(group)}
+    for k in ("condition", "split_group"):
+        check(k, meta.get(k), lambda v: isinstance(v, str), "a string")
+    check("truncated", meta.get("truncated"), lambda v: isinstance(v, bool), "true or false")
+    check("expert_cost", meta.get("expert_cost"), lambda v: isinstance(v, dict), "an object {expert: {prefilled, decoded}}")
+    for e, c in (meta.get("expert_cost") or {}).items():
+        check(f"expert_cost.{e}", c, lambda v: isinstance(v, dict), "an object {prefilled, decoded}")
+        for k, v in (c or {}).items():
+            check(f"expert_cost.{e}.{k}", v, (lambda v: isinstance(v, str)) if k == "from" else count,
+                  "an expert's name" if k == "from" else "a non-negative number")
+    return meta
+
+
 PAIR_FIELDS = {"id", "question", "response_a", "response_b", "label", "subset", "category", "split", "meta"}
 SIGNAL_FIELDS = {"id", "subset", "category", "label", "split", "meta", "experts"}
 ROLES = ("user", "assistant")
@@ -246,7 +280,7 @@ def pair_from_json(obj: dict, *, path: str = "<pairs>", line: int = 0) -> Pair:
                 label=_opt_choice(obj, "label", LABELS, path=path, line=line),
                 subset=_opt_str(obj, "subset", "default", path=path, line=line),
                 split=_opt_choice(obj, "split", SPLITS, path=path, line=line),
-                meta=_opt_dict(obj, "meta", path=path, line=line),
+                meta=_meta(obj, path=path, line=line),
                 category=_opt_str(obj, "category", None, path=path, line=line), line=line)
 
 
@@ -260,7 +294,7 @@ def signals_from_json(obj: dict, *, path: str = "<signals>", line: int = 0) -> S
                    subset=_opt_str(obj, "subset", "default", path=path, line=line),
                    label=_opt_choice(obj, "label", LABELS, path=path, line=line),
                    split=_opt_choice(obj, "split", SPLITS, path=path, line=line),
-                   meta=_opt_dict(obj, "meta", path=path, line=line),
+                   meta=_meta(obj, path=path, line=line),
                    category=_opt_str(obj, "category", None, path=path, line=line), line=line)
 
 

@@ -29,6 +29,12 @@ CASES = {
     "empty_file": ("", None, "empty file"),
     "nan": (_line().replace("0.9", "NaN"), 1, "malformed JSON"),
     "lone_surrogate": (_line(meta={"note": "cut \ud83d"}), 1, "field 'meta.note': unpaired surrogate \\ud83d"),
+    "meta_stat_text": (_line(meta={"len_q": "abc"}), 1, "field 'meta.len_q': expected a non-negative number"),
+    "meta_stat_list": (_line(meta={"len_a": [3]}), 1, "field 'meta.len_a': expected a non-negative number"),
+    "meta_condition": (_line(meta={"condition": 5}), 1, "field 'meta.condition': expected a string"),
+    "meta_cost_shape": (_line(meta={"expert_cost": 5}), 1, "field 'meta.expert_cost': expected an object"),
+    "meta_cost_value": (_line(meta={"expert_cost": {"e1": {"prefilled": "x"}}}), 1,
+                        "field 'meta.expert_cost.e1.prefilled'"),
 }
 
 

@@ -44,3 +44,12 @@ def test_a_split_group_never_straddles_roles():
     plain = roles([Signals(r.id, r.experts) for r in recs])
     assert any(len({plain[3 * g + k] for k in range(3)}) > 1 for g in range(300))
     assert roles(make_signals(50)) == [role(r.id) for r in make_signals(50)]
+
+
+def test_an_integer_split_group_groups_like_its_digits():
+    """A user's integer prompt id in meta.split_group groups its pairs (it used to fall back to the id)."""
+    from baer_fast.io.records import signals_from_json
+    from baer_fast.io.splits import split_key
+    a = signals_from_json({"id": "x1", "experts": {"e": [0.5]}, "meta": {"split_group": 7}})
+    b = signals_from_json({"id": "x2", "experts": {"e": [0.5]}, "meta": {"split_group": "7"}})
+    assert split_key(a) == split_key(b) == "group:7"
