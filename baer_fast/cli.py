@@ -82,6 +82,8 @@ def main(argv: list[str] | None = None) -> int:
                         format="baer-fast: %(message)s", stream=sys.stderr)
     from baer_fast.errors import BaerError
     try:
+        from baer_fast.io.jsonl import check_not_an_input
+        check_not_an_input(args)
         return int(_load(args.command).run(args) or 0)
     except BaerError as e:
         print(f"error: {e}", file=sys.stderr)

@@ -156,6 +156,23 @@ def check_output(path: str, *, field: str = "--out") -> None:
         raise InputError("cannot write here: permission denied", path=folder, field=field)
 
 
+def check_not_an_input(args, outputs=("out", "plot"),
+                       inputs=("signals", "input", "head", "scores", "costs", "derived_params")) -> None:
+    """An output flag that names the same file as an input flag (fit --out S --signals S, score
+    --overwrite --out S) would destroy the input: refused before anything is read or written."""
+    for o in outputs:
+        out = getattr(args, o, None)
+        if not isinstance(out, str) or not os.path.isfile(out):
+            continue
+        for i in inputs:
+            vals = getattr(args, i, None)
+            for v in vals if isinstance(vals, list) else [vals]:
+                if isinstance(v, str) and os.path.isfile(v) and os.path.samefile(out, v):
+                    flag = "--" + i.replace("_", "-")
+                    raise InputError(f"is also {flag}: writing it would destroy that input; choose another path",
+                                     path=out, field="--" + o)
+
+
 @contextmanager
 def atomic_open(path: str, mode: str = "w", *, sync_dir: bool = True):
     """Open a temp file beside `path`; on clean exit fsync and rename over `path`, else delete it.

@@ -159,3 +159,16 @@ def test_fit_and_frontier_check_their_output_before_the_work(cli, tmp_path):
     assert code == 2 and f"{afile}: field '--out': exists and is not a folder" in err
     code, _, err = cli("frontier", "--signals", missing, "--plot", tmp_path)
     assert code == 2 and "field '--plot': is a directory" in err
+
+
+def test_an_output_that_is_also_an_input_is_refused_before_it_is_touched(cli, tmp_path):
+    """fit --out S --signals S replaced the signals with the head; score --overwrite --out S deleted them."""
+    sig, head = _good_head(cli, tmp_path)
+    before = sig.read_bytes()
+    code, _, err = cli("fit", "--signals", sig, "--condition", "c", "--out", sig)
+    assert code == 2 and "is also --signals" in err and "field '--out'" in err
+    code, _, err = cli("score", "--signals", sig, "--head", head, "--out", sig, "--overwrite")
+    assert code == 2 and "is also --signals" in err
+    code, _, err = cli("score", "--signals", sig, "--head", head, "--out", head)
+    assert code == 2 and "is also --head" in err
+    assert sig.read_bytes() == before and json.loads(head.read_text())["head"]
