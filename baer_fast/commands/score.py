@@ -66,11 +66,13 @@ def _judge(args, art, pairs) -> list:
     cheap stage on every pair and the rest only on the pairs stage 1 leaves open, each stage
     through its own resumable file (<out>.stage1/.stage2.signals.jsonl). A head pruned per subset
     runs each group of subsets with the same experts through <out>.subset<k>.signals.jsonl."""
+    from baer_fast import protocols
     from baer_fast.errors import InputError
     from baer_fast.runtime.model.load import check_model_dir
 
     if args.chunk_pairs < 1:
         raise InputError("must be at least 1", field="--chunk-pairs")
+    protocols.check_runnable(art["experts"], "a local judge model (score --model)")
     check_model_dir(args.model)
     args.keep_texts = False
     cascade = art.get("cascade")

@@ -30,6 +30,18 @@ def get(name: str):
     return importlib.import_module(f"baer_fast.protocols.{base_of(name)}")
 
 
+def check_runnable(experts, runner: str) -> None:
+    """A head's experts must be protocols this library runs (an imported bank's, e.g. LLMBar's 'CoT', are
+    not): InputError naming the first that is not, before any model is loaded."""
+    from baer_fast.errors import InputError
+
+    unknown = [e for e in experts if e not in ALL]
+    if unknown:
+        raise InputError(f"the head uses expert {unknown[0]!r}, which {runner} cannot run (runnable: "
+                         f"{', '.join(ALL)}); fit the head on signals produced by `baer-fast experts`",
+                         field="experts")
+
+
 def base_of(name: str) -> str:
     """The expert that produces `name`'s runs: itself, or for a native expert its generative one."""
     return name[: -len("_native")] if name in NATIVE else name

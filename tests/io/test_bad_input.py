@@ -172,3 +172,15 @@ def test_an_output_that_is_also_an_input_is_refused_before_it_is_touched(cli, tm
     code, _, err = cli("score", "--signals", sig, "--head", head, "--out", head)
     assert code == 2 and "is also --head" in err
     assert sig.read_bytes() == before and json.loads(head.read_text())["head"]
+
+
+def test_score_model_with_a_head_of_an_imported_bank_names_the_expert_it_cannot_run(cli, tmp_path):
+    """A head fitted on imported signals (LLMBar's 'e1'-style protocol names) cannot be run by a local judge:
+    one line naming the expert, before any model is looked at (it was a ValueError traceback)."""
+    sig, head = _good_head(cli, tmp_path)
+    pairs = tmp_path / "pairs.jsonl"
+    pairs.write_text(json.dumps({"id": "p1", "question": "q", "response_a": "a", "response_b": "b"}) + "\n")
+    code, _, err = cli("score", "--model", tmp_path / "no-model", "--head", head, "--input", pairs,
+                       "--out", tmp_path / "s.jsonl")
+    assert code == 2 and len(err.strip().splitlines()) == 1
+    assert "field 'experts': the head uses expert 'e1'" in err and "cannot run" in err
