@@ -91,19 +91,65 @@ def _as_question(question, turns):
     return turns[0][1] if isinstance(question, str) else tuple(turns)
 
 
+def _prompts(experts, question, a: str, b: str):
+    """(prompt, expert, generates) of every prompt `experts` send for (question, a, b): the prompt
+    experts' verdict prompts (a derived expert's source's) and the generative experts' generation
+    prompts (a native expert's come from its generative one)."""
+    from baer_fast import protocols
+
+    for e in protocols.prompt_experts_for(experts):
+        for p in protocols.get(e).prompts(question, a, b):
+            yield p, e, False
+    for e in dict.fromkeys(protocols.base_of(x) for x in experts if x in protocols.GENERATIVE + protocols.NATIVE):
+        for g in protocols.get(e).generations(question, a, b):
+            yield g.prompt, e, True
+
+
 def room_for(tokenizer, context_len: int, experts, generation=None, *, name: str = "the model") -> int:
-    """Tokens left for question + responses after the longest prompt's fixed text of `experts`,
-    less the largest generation budget of their generative experts (reasoning must fit too)."""
+    """Tokens left for question + responses after the longest prompt's fixed text of `experts`
+    (verdict and generation prompts), less the largest generation budget of their generative
+    experts (reasoning must fit too)."""
     from baer_fast import protocols
     from baer_fast.bank.generative import GenerationConfig
     from baer_fast.bank.prompting import PromptEncoder
 
     enc = PromptEncoder(tokenizer, model_name=name, context_len=1 << 62)
-    overhead = max((len(enc.encode(p, pair_id="-", expert=e)) for e in protocols.prompt_experts_for(experts)
-                    for p in protocols.get(e).prompts("", "", "")), default=0)
+    overhead = max((len(ids) for ids in enc.encode_all((p, "-", e) for p, e, _ in _prompts(experts, "", "", ""))),
+                   default=0)
     gen = generation or GenerationConfig()
     reserve = max((gen.budget(e) for e in experts if e in protocols.GENERATIVE), default=0)
     return context_len - overhead - reserve
+
+
+def over_long(pairs, tokenizer, context_len: int, experts, generation=None, *, name: str = "the model") -> list:
+    """[(pair, why)] for the pairs the engine would refuse: a verdict prompt longer than the context,
+    or a generation prompt that leaves no room to generate (bank/generative.CUE_ROOM). Pairs whose
+    texts fit `room_for` less SAFETY_TOKENS are known to fit; only the others are rendered."""
+    from baer_fast.bank.generative import CUE_ROOM
+    from baer_fast.bank.prompting import PromptEncoder
+    from baer_fast.io.records import question_text
+
+    room = room_for(tokenizer, context_len, experts, generation, name=name) - SAFETY_TOKENS
+    enc = PromptEncoder(tokenizer, model_name=name, context_len=1 << 62)
+    out = []
+    for p in pairs:
+        texts = (question_text(sanitize_question(p.question)), sanitize(p.response_a), sanitize(p.response_b))
+        if sum(len(ids) for ids in tokenizer(list(texts), add_special_tokens=False)["input_ids"]) <= room:
+            continue
+        items = list(_prompts(experts, p.question, p.response_a, p.response_b))
+        for (prompt, e, generates), ids in zip(items, enc.encode_all((q, p.id, e) for q, e, _ in items)):
+            limit = context_len - CUE_ROOM - 1 if generates else context_len
+            if len(ids) > limit:
+                what = "leaves no room to generate in" if generates else "is longer than"
+                out.append((p, f"the {e}/{prompt.key} prompt is {len(ids)} tokens and {what} the context window "
+                               f"of {name!r} ({context_len}); shorten the question or responses, or pass "
+                               "--truncate to cut both sides alike (baer-fast never truncates one side)"))
+                break
+    return out
+
+
+def sanitize_question(question):
+    return sanitize(question) if isinstance(question, str) else tuple((r, sanitize(c)) for r, c in question)
 
 
 def cut_pairs(pairs, tokenizer, room: int) -> tuple[list, int]:

@@ -173,6 +173,8 @@ def run(args) -> int:
     if generation is not None:
         fp["generation"] = {n: generation.settings(n) for n in names if n in protocols.GENERATIVE}
     args.generation = generation
+    if not args.truncate:
+        fit_context(args, pairs, names)          # an over-long pair stops the run here, located
     stats = stream_signals(args, pairs, stream_names, derived if not two_phase else [], params, target, fp)
     if two_phase:
         _finish_derived(args, names, derived, target)
@@ -190,7 +192,7 @@ def stream_signals(args, pairs, names, derived, params, target, fp) -> str:
     config = EngineConfig(memory_budget_bytes=int(args.memory_gb * 2**30), batch_tokens=args.batch_tokens,
                           kernels=args.kernels)
     if getattr(args, "truncate", False):
-        pairs = _cut_to_context(args, pairs, names)
+        pairs = fit_context(args, pairs, names)
     writer = _open_writer(target, fp, args.overwrite)
     texts = _open_writer(args.out + ".texts.jsonl", fp, args.overwrite) if args.keep_texts and args.generation else None
     from baer_fast.bank.canonical import chunks
@@ -237,18 +239,31 @@ def stream_signals(args, pairs, names, derived, params, target, fp) -> str:
     return _summary(len(pairs), len(todo), report, time.perf_counter() - t0)
 
 
-def _cut_to_context(args, pairs, names) -> list:
-    """--truncate: every pair cut to the room its longest prompt leaves (bank/truncation.py)."""
-    from baer_fast.bank.truncation import cut_pairs, room_for
+def fit_context(args, pairs, names, rejects=None) -> list:
+    """Pairs the judge's context holds, before any model work. --truncate: every pair cut to the room
+    its longest prompt leaves (bank/truncation.py). Otherwise a pair the engine would refuse is a
+    located error at the first one (not hours into a run), or under --on-error skip a reject."""
+    import json
+
+    from baer_fast.bank.truncation import cut_pairs, over_long, room_for
     from baer_fast.runtime.model.load import tokenizer_and_context
 
     tok, context_len, name = tokenizer_and_context(args.model, trust_remote_code=args.trust_remote_code)
-    room = room_for(tok, context_len, names, args.generation, name=name)
-    pairs, n_cut = cut_pairs(pairs, tok, room)
-    if n_cut:
-        log.warning("--truncate: cut %d of %d pairs to the %d tokens of question and responses that %s's "
-                    "context leaves (meta.truncated)", n_cut, len(pairs), room, name)
-    return pairs
+    if getattr(args, "truncate", False):
+        room = room_for(tok, context_len, names, args.generation, name=name)
+        pairs, n_cut = cut_pairs(pairs, tok, room)
+        if n_cut:
+            log.warning("--truncate: cut %d of %d pairs to the %d tokens of question and responses that %s's "
+                        "context leaves (meta.truncated)", n_cut, len(pairs), room, name)
+        return pairs
+    long = over_long(pairs, tok, context_len, names, args.generation, name=name)
+    for p, why in long:
+        err = InputError(f"pair {p.id!r}: {why}", path=args.input, line=p.line or None, field="response_a")
+        if rejects is None:
+            raise err
+        rejects.add(err, json.dumps(p.to_json(), ensure_ascii=False))
+    dropped = {p.id for p, _ in long}
+    return [p for p in pairs if p.id not in dropped]
 
 
 def _summary(total: int, new: int, report, seconds: float) -> str:

@@ -52,14 +52,14 @@ def _records(args, art, rejects):
     if not args.model:
         raise InputError("--input needs --model (the judge that produces the signals)", field="--model")
     pairs = read_pairs(args.input, rejects=rejects)
-    return _judge(args, art, pairs), args.input
+    return _judge(args, art, pairs, rejects), args.input
 
 
 def signals_path(out: str, stage: str = "") -> str:
     return out + (f".{stage}" if stage else "") + ".signals.jsonl"
 
 
-def _judge(args, art, pairs) -> list:
+def _judge(args, art, pairs, rejects=None) -> list:
     """The head's experts on the pairs, through `experts`' resumable writer (<out>.signals.jsonl):
     a killed run resumes without redoing finished pairs. Derived experts (PriDe, CalibraEval) use
     the parameters frozen in the artifact, never refitted. A cascade head (early exit) runs its
@@ -75,6 +75,12 @@ def _judge(args, art, pairs) -> list:
     protocols.check_runnable(art["experts"], "a local judge model (score --model)")
     check_model_dir(args.model)
     args.keep_texts = False
+    if not args.truncate:           # over-long pairs: a located error, or rejects under --on-error skip
+        from baer_fast.bank.runner import resolve_experts
+        from baer_fast.commands import experts
+        names = resolve_experts(list(art["experts"]))
+        args.generation = experts.generation_config(args, names)
+        pairs = experts.fit_context(args, pairs, names, rejects)
     cascade = art.get("cascade")
     if art.get("allocation") is not None:    # pruned per subset: each subset's experts on its own pairs
         from baer_fast.selection.allocation import run_allocated, unpruned_note

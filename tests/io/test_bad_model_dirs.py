@@ -259,3 +259,45 @@ def test_truncate_cuts_over_long_pairs_symmetrically_instead_of_stopping(tmp_pat
     mirror, swapped = recs["long1"].swapped(), recs["long2"]
     # exact, as for every swapped pair (bank/canonical.py): the cut is the same, so are the prompts
     assert mirror.experts == swapped.experts and mirror.meta["len_a"] == swapped.meta["len_a"] < len(long)
+
+
+def test_an_over_long_pair_is_located_before_any_work_and_set_aside_under_skip(tmp_path, capsys):
+    """Without --truncate an over-long pair stopped the run mid-way with no file or line, and under
+    score --on-error skip it still stopped the whole run. Now: file:line at the first one, before any
+    model work (no signals written); under skip it goes to the rejects and the rest is scored."""
+    import json
+
+    from baer_fast import protocols
+    from baer_fast.bank.prompting import PromptEncoder
+    from baer_fast.bank.truncation import over_long
+    from baer_fast.runtime.model.load import tokenizer_and_context
+    from tests.fixtures.tiny_models import build_model_dir
+
+    model = build_model_dir(str(tmp_path / "llama_192"), arch="llama", max_pos=192, seed=3)
+    pairs = tmp_path / "pairs.jsonl"
+    write_pairs(str(pairs), [Pair("ok", "q?", "yes", "no"), Pair("long", "q?", "word " * 300, "short"),
+                             Pair("ok2", "q?", "fine", "good")])
+    sig = tmp_path / "sig.jsonl"
+    assert main(["experts", "--model", model, "--input", str(pairs), "--experts", "direct", "-q",
+                 "--out", str(sig)]) == 2
+    err = capsys.readouterr().err
+    assert f"{pairs}:2: field 'response_a': pair 'long'" in err and "context window" in err
+    assert not sig.exists()
+    from baer_fast import artifact
+    head = tmp_path / "head.json"
+    artifact.save(str(head), artifact.default_artifact())
+    out = tmp_path / "scores.jsonl"
+    assert main(["score", "--model", model, "--head", str(head), "--input", str(pairs), "--out", str(out),
+                 "--on-error", "skip", "-q"]) == 0
+    assert [json.loads(l)["id"] for l in out.read_text().splitlines() if '"id"' in l] == ["ok", "ok2"]
+    rejected = [json.loads(l) for l in (tmp_path / "scores.jsonl.rejects.jsonl").read_text().splitlines()]
+    assert [(r["line"], r["field"]) for r in rejected] == [(2, "response_a")]
+    tok, n, _ = tokenizer_and_context(model)
+    # the quick length filter never hides a pair the exact check would refuse
+    for words in range(0, 200, 7):
+        p = Pair("p", "q?", "word " * words, "short")
+        refused = bool(over_long([p], tok, n, ["direct"]))
+        enc = PromptEncoder(tok, model_name="m", context_len=1 << 62)
+        longest = max(len(enc.encode(q, pair_id="p", expert="direct"))
+                      for q in protocols.get("direct").prompts(p.question, p.response_a, p.response_b))
+        assert refused == (longest > n), words
