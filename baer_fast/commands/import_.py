@@ -41,11 +41,20 @@ def run(args) -> int:
     from baer_fast.io.jsonl import make_dir
     from baer_fast.io.records import write_pairs, write_signals
     from baer_fast.io.rejects import rejects_for, report_rejects
+    from baer_fast.io.resumable import file_sha256
 
     pairs_path = os.path.join(args.out, "pairs.jsonl")
+    fresh = not os.path.exists(args.out)
     make_dir(args.out, field="--out")             # before the source is read: it may take a while
     rejects = rejects_for(args, out=pairs_path)
-    imported = load(args.kind, args.src, rejects=rejects, options=args)
+    try:
+        imported = load(args.kind, args.src, rejects=rejects, options=args)
+    except BaseException:
+        if fresh and not os.listdir(args.out):      # a failed import leaves no empty folder behind
+            os.rmdir(args.out)
+        raise
+    before = {f: file_sha256(os.path.join(args.out, f)) for f in os.listdir(args.out)
+              if f == "pairs.jsonl" or f.startswith("signals.") and f.endswith(".jsonl")}
     n = write_pairs(pairs_path, imported.pairs)
     for note in imported.notes:
         logging.getLogger("baer_fast").info(note)
@@ -64,6 +73,12 @@ def run(args) -> int:
         print(f"{name}: condition {condition}, {len(signals)} pairs, {n_exp} expert{'s' * (n_exp != 1)}")
     stale = sorted(f for f in os.listdir(args.out) if f.startswith("signals.") and f.endswith(".jsonl")
                    and f not in written)
+    changed = sorted(f for f in written | {"pairs.jsonl"} if f in before
+                     and before[f] != file_sha256(os.path.join(args.out, f)))
+    if changed:
+        logging.getLogger("baer_fast").warning(
+            "replaced %s in %s with this import's, which differ from the earlier ones: heads and scores made "
+            "from the old files no longer match them", ", ".join(changed), args.out)
     if stale:
         logging.getLogger("baer_fast").warning(
             "%s also holds %s from an earlier import, not this one, whose pairs are not this pairs.jsonl's "

@@ -631,6 +631,22 @@ def test_import_names_signals_left_by_an_earlier_import(sources, tmp_path, capsy
     with caplog.at_level("WARNING", logger="baer_fast"):
         assert _import(["table", src, *args], tmp_path, capsys)[0] == 0
     assert "earlier import" not in caplog.text
+    assert "replaced" not in caplog.text                     # the same import again: the same bytes, no word
+    (out / "pairs.jsonl").write_text("{}\n", encoding="utf-8")  # another import's pairs
+    caplog.clear()
+    with caplog.at_level("WARNING", logger="baer_fast"):
+        assert _import(["table", src, *args], tmp_path, capsys)[0] == 0
+    assert "replaced pairs.jsonl in" in caplog.text
+
+
+def test_a_failed_import_leaves_no_empty_folder(tmp_path, capsys):
+    from baer_fast.cli import main
+    out = tmp_path / "new"
+    assert main(["import", "llmbar", str(tmp_path / "missing"), "--out", str(out)]) == 2
+    assert not out.exists()
+    out.mkdir()                                              # a folder the user made stays
+    assert main(["import", "llmbar", str(tmp_path / "missing"), "--out", str(out)]) == 2
+    assert out.exists()
 
 
 def test_rewardbench_2_rows_give_one_pair_per_chosen_and_rejected(tmp_path):
