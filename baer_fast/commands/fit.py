@@ -113,10 +113,12 @@ def run(args) -> int:
     from baer_fast import artifact
     from baer_fast.io.records import read_signals_many
     from baer_fast.io.jsonl import check_output
+    from baer_fast.commands.frontier import check_fit_options
     from baer_fast.io.rejects import rejects_for, report_rejects
     from baer_fast.selection.fit import check_one_condition, fit_condition
 
     check_output(args.out)
+    check_fit_options(args)
     rejects = rejects_for(args, out=args.out)
     try:
         records = read_signals_many(args.signals, rejects=rejects)

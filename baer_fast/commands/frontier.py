@@ -8,7 +8,11 @@ each outer training fold); --plot draws them. Also home of the cost options `fit
 """
 from __future__ import annotations
 
+import logging
+
 from baer_fast.errors import InputError
+
+log = logging.getLogger("baer_fast")
 
 
 def add_arguments(p) -> None:
@@ -32,13 +36,29 @@ def add_fit_arguments(p) -> None:
     p.add_argument("--cascade", action="store_true", help="add an early-exit stage: cheap experts first, the rest "
                    "only for the pairs they are unsure of, holding CV accuracy to the full head's "
                    "(--cascade-tolerance)")
-    p.add_argument("--cascade-budget", default="0.33", help="cost of the cheap stage (default 0.33)")
-    p.add_argument("--cascade-tolerance", type=float, default=0.01,
-                   help="CV accuracy (a fraction) the exits may cost against the full stack, one standard error "
+    p.add_argument("--cascade-budget", default=None, help="with --cascade: cost of the cheap stage (default 0.33)")
+    p.add_argument("--cascade-tolerance", type=float, default=None,
+                   help="with --cascade: CV accuracy (a fraction) the exits may cost against the full stack, one standard error "
                         "of fold noise included (default 0.01); tau = inf when no exit is shown within it")
     p.add_argument("--costs", default=None, metavar="FILE", help="JSON {expert: tokens per pair} (overrides meta)")
     p.add_argument("--transfer-from", nargs="+", default=None, metavar="HEAD",
                    help="unlabelled signals: deploy a pooled head from these artifacts (or folders of them)")
+
+
+def check_fit_options(args) -> None:
+    """Options that would be ignored or write a nameless artifact are errors before any work."""
+    if not args.condition.strip():
+        raise InputError("must not be empty: it names the condition (benchmark x backbone) in the artifact",
+                         field="--condition")
+    for flag, val in (("--cascade-budget", args.cascade_budget), ("--cascade-tolerance", args.cascade_tolerance)):
+        if val is not None and not args.cascade:
+            raise InputError("only has an effect with --cascade", field=flag)
+    if args.transfer_from and (args.budget or args.cascade or args.per_subset):
+        raise InputError("deploys a pooled head of other conditions' heads; it does not combine with --budget, "
+                         "--per-subset or --cascade", field="--transfer-from")
+    if args.costs and not (args.budget or args.cascade):
+        raise InputError("prices the experts for --budget or --cascade; without either it has no effect",
+                         field="--costs")
 
 
 def fit_kwargs(args) -> dict:
@@ -67,6 +87,9 @@ def cost_fit(args, records) -> dict | None:
         raise InputError("--per-subset and --cascade do not combine (a cascade's stages are expert subsets "
                          "for every pair); choose one", field="--per-subset")
     costs = read_costs_file(args.costs) if args.costs else None
+    unknown = sorted(set(costs or ()) - {e for r in records for e in r.experts})
+    if unknown:
+        log.warning("--costs %s names %s, which the signals do not have (ignored)", args.costs, ", ".join(unknown))
     kw = fit_kwargs(args)
     spec = kw["spec"]
     art = (fit_budget(records, args.budget, costs_override=costs, space_for=space_option(args), **kw)
@@ -74,7 +97,8 @@ def cost_fit(args, records) -> dict | None:
     if args.cascade:
         from baer_fast.selection.cascade import CascadeSpec, fit_cascade
         art = fit_cascade(records, art, spec=spec, costs_override=costs,
-                          cascade=CascadeSpec(args.cascade_budget, args.cascade_tolerance))
+                          cascade=CascadeSpec(**{k: v for k, v in (("cheap_budget", args.cascade_budget),
+                                                                   ("tolerance", args.cascade_tolerance)) if v is not None}))
     for line in cost_lines(art):
         print(line)
     return art

@@ -184,3 +184,20 @@ def test_score_model_with_a_head_of_an_imported_bank_names_the_expert_it_cannot_
                        "--out", tmp_path / "s.jsonl")
     assert code == 2 and len(err.strip().splitlines()) == 1
     assert "field 'experts': the head uses expert 'e1'" in err and "cannot run" in err
+
+
+@pytest.mark.parametrize("extra, flag", [
+    (["--condition", " "], "--condition"),
+    (["--condition", "c", "--cascade-budget", "0.5"], "--cascade-budget"),
+    (["--condition", "c", "--cascade-tolerance", "0.02"], "--cascade-tolerance"),
+    (["--condition", "c", "--costs", "costs.json"], "--costs"),
+    (["--condition", "c", "--transfer-from", "h.json", "--budget", "0.3"], "--transfer-from"),
+])
+def test_fit_options_that_would_be_ignored_are_errors(cli, tmp_path, extra, flag):
+    """They used to be dropped without a word (or, for an empty --condition, stored as '')."""
+    sig = tmp_path / "s.jsonl"
+    write_signals(str(sig), make_signals(60, seed=4))
+    out = tmp_path / "head.json"
+    code, _, err = cli("fit", "--signals", sig, "--out", out, *extra)
+    assert code == 2 and f"field '{flag}'" in err and len(err.strip().splitlines()) == 1, err
+    assert not out.exists()
