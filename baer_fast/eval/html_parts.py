@@ -1,9 +1,11 @@
 """Pieces of the `eval --report` page: matplotlib figures on the Agg canvas, PNGs written
-atomically, escaped HTML tables and images. No report logic; `report.py` and
+atomically, escaped HTML tables, and images embedded as base64 data: URIs (the page needs no
+other file; `data-file` names the PNG copy beside it). No report logic; `report.py` and
 `report_sections.py` build their sections from these.
 """
 from __future__ import annotations
 
+import base64
 import html
 import io
 import math
@@ -17,11 +19,13 @@ def figure(w: float, h: float):
     return Figure(figsize=(w, h), dpi=100)
 
 
-def save_png(fig, path: str) -> None:
+def save_png(fig, path: str) -> bytes:
+    """Write the figure to `path` as PNG (atomically) and return the bytes, for `img`."""
     buf = io.BytesIO()
     fig.savefig(buf, format="png", bbox_inches="tight")
     with atomic_open(path, "wb") as fh:
         fh.write(buf.getvalue())
+    return buf.getvalue()
 
 
 def pct(x) -> str:
@@ -37,5 +41,7 @@ def table(header: list, rows: list, bold_first: str | None = None) -> str:
     return f"<table><tr>{th}</tr>{''.join(body)}</table>"
 
 
-def img(name: str, alt: str) -> str:
-    return f'<p><img src="{html.escape(name)}" alt="{html.escape(alt)}"></p>'
+def img(name: str, alt: str, png: bytes) -> str:
+    """The PNG inline (data: URI); `name` is the file it was also written to."""
+    src = "data:image/png;base64," + base64.b64encode(png).decode("ascii")
+    return f'<p><img src="{src}" alt="{html.escape(alt)}" data-file="{html.escape(name)}"></p>'

@@ -1,12 +1,14 @@
-"""`eval --report DIR`: one self-contained HTML page plus the PNG plots it shows.
+"""`eval --report DIR`: one self-contained HTML page, and a PNG copy of each plot it shows.
 
 Reads what `evaluate` reads (signals records, head scores, split roles) and the frozen
-artifact when given; writes `DIR/report.html` (inline CSS, images referenced as
-relative PNG files beside it) and the PNGs, each atomically. matplotlib is imported
-here only, with the Agg canvas (no display, no network, no global backend change).
+artifact when given; writes `DIR/report.html` (inline CSS, plots embedded as data: URIs)
+and the PNGs beside it, each atomically; a PNG an earlier run left there that this page
+does not show is removed. matplotlib is imported here only, with the Agg canvas (no
+display, no network, no global backend change).
 """
 from __future__ import annotations
 
+import functools
 import html
 import os
 from typing import Sequence
@@ -21,6 +23,8 @@ from baer_fast.eval.metrics import expert_predictions, head_predictions, label_s
 from baer_fast.io.jsonl import atomic_open, make_dir
 
 N_BINS = 10
+PNG_FILES = ("accuracy_by_subset.png", "reliability.png", "position_consistency.png", "stack_lambda.png",
+             "length_bias.png")      # every PNG a report writes (report_sections.py: length_bias)
 _CSS = """body{font-family:system-ui,sans-serif;margin:2em;max-width:70em;color:#222}
 table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:.25em .6em;text-align:right}
 th{background:#f3f3f3}td:first-child,th:first-child{text-align:left}img{max-width:100%;border:1px solid #eee}
@@ -69,7 +73,7 @@ def mcnemar_vs_experts(records, scores, experts, rows) -> dict:
 
 # ---------------------------------------------------------------- plots
 
-def plot_subset_accuracy(acc: dict, baseline: str | None, path: str) -> None:
+def plot_subset_accuracy(acc: dict, baseline: str | None, path: str) -> bytes:
     methods = sorted(next(iter(acc.values())), key=lambda m: (m != "BAER", m != baseline, m)) if acc else []
     fig = _figure(8, 1.2 + 0.32 * len(methods) * max(1, len(acc)) ** 0.5)
     ax = fig.add_subplot()
@@ -83,10 +87,10 @@ def plot_subset_accuracy(acc: dict, baseline: str | None, path: str) -> None:
     ax.set_xlabel("accuracy (%)")
     ax.set_title("Accuracy per subset: BAER vs. each expert")
     ax.legend(title="subset", fontsize="small", bbox_to_anchor=(1.01, 1), loc="upper left")
-    _save_png(fig, path)
+    return _save_png(fig, path)
 
 
-def plot_reliability(rel: dict, path: str) -> None:
+def plot_reliability(rel: dict, path: str) -> bytes:
     fig = _figure(5, 5)
     ax = fig.add_subplot()
     ax.plot([0, 1], [0, 1], ls="--", c="grey", lw=1, label="perfect calibration")
@@ -102,10 +106,10 @@ def plot_reliability(rel: dict, path: str) -> None:
     ax.set_ylabel("observed frequency of label a")
     ax.set_title(f"Reliability diagram ({rel['n']} labelled pairs)")
     ax.legend(loc="upper left", fontsize="small")
-    _save_png(fig, path)
+    return _save_png(fig, path)
 
 
-def plot_consistency(cons: dict, path: str) -> None:
+def plot_consistency(cons: dict, path: str) -> bytes:
     names = [n for n, c in cons.items() if c["consistency"] is not None]
     fig = _figure(8, 1.2 + 0.3 * max(len(names), 1))
     ax = fig.add_subplot()
@@ -115,10 +119,10 @@ def plot_consistency(cons: dict, path: str) -> None:
     ax.set_xlim(0, 100)
     ax.set_xlabel("position consistency (%): both display orders on the same side of 0.5")
     ax.set_title("Position consistency per expert")
-    _save_png(fig, path)
+    return _save_png(fig, path)
 
 
-def plot_lambda(table: list, path: str) -> None:
+def plot_lambda(table: list, path: str) -> bytes:
     fig = _figure(5, 3.5)
     ax = fig.add_subplot()
     key = "cv_accuracy" if "cv_accuracy" in table[0] else "calibration_accuracy"    # older artifacts
@@ -126,7 +130,7 @@ def plot_lambda(table: list, path: str) -> None:
     ax.set_xlabel("λ")
     ax.set_ylabel("cross-validated accuracy (%)" if key == "cv_accuracy" else "calibration accuracy (%)")
     ax.set_title("Stack head: λ chosen by cross-validation on the non-test rows")
-    _save_png(fig, path)
+    return _save_png(fig, path)
 
 
 # ---------------------------------------------------------------- HTML
@@ -188,12 +192,13 @@ def write_report(out_dir: str, *, records, scores, roles, report: dict, artifact
     rel = reliability_bins(sigmoid(scores[rows]), y[rows] == 1)
     cons = position_consistency(records, experts, in_split)
     mc = mcnemar_vs_experts(records, scores, experts, rows)
-    plot_subset_accuracy(acc, baseline, os.path.join(out_dir, "accuracy_by_subset.png"))
-    plot_reliability(rel, os.path.join(out_dir, "reliability.png"))
-    plot_consistency(cons, os.path.join(out_dir, "position_consistency.png"))
+    at = functools.partial(os.path.join, out_dir)
+    png = {"accuracy_by_subset.png": plot_subset_accuracy(acc, baseline, at("accuracy_by_subset.png")),
+           "reliability.png": plot_reliability(rel, at("reliability.png")),
+           "position_consistency.png": plot_consistency(cons, at("position_consistency.png"))}
     lam = (artifact or {}).get("fit_report", {}).get("stack", {}).get("lambda_table")
     if lam:
-        plot_lambda(lam, os.path.join(out_dir, "stack_lambda.png"))
+        png["stack_lambda.png"] = plot_lambda(lam, at("stack_lambda.png"))
 
     head = report.get("head", "head")
     method_rows = [[f"BAER ({head})", _pct(report["accuracy"]), _pct(report.get("accuracy_native")),
@@ -210,22 +215,37 @@ def write_report(out_dir: str, *, records, scores, roles, report: dict, artifact
         f"<h1>baer-fast evaluation</h1><p>{html.escape(title)}</p>",
         f"<p>split <b>{html.escape(report['split'])}</b>: {report['n_pairs']} pairs, {report['n_scored']} "
         f"scored (labelled a/b); {report['n_tie_labels']} tie labels and {report['n_unlabelled']} unlabelled "
-        f"excluded from accuracy. Coverage of BAER: {_pct(report['coverage'])}%.</p>",
+        f"excluded from accuracy. Coverage of BAER: {_pct(report['coverage'])}%.</p>", _left_out_html(report),
         "<h2>Accuracy, coverage and McNemar</h2>",
         _table(["method", "strict accuracy %", "native accuracy %", "coverage %", "McNemar p (BAER vs. it, strict)",
                 "BAER-only / it-only"], method_rows, bold_first=f"BAER ({head})"),
         _fair_baseline_html(report),
-        "<h2>Accuracy per subset</h2>", _img("accuracy_by_subset.png", "accuracy per subset"),
-        "<h2>Calibration of p_a</h2>", _img("reliability.png", "reliability diagram"),
+        "<h2>Accuracy per subset</h2>",
+        _img("accuracy_by_subset.png", "accuracy per subset", png["accuracy_by_subset.png"]),
+        "<h2>Calibration of p_a</h2>", _img("reliability.png", "reliability diagram", png["reliability.png"]),
         f"<p>Expected calibration error: {rel['ece']:.4f} over {rel['n']} pairs, {N_BINS} bins.</p>",
-        "<h2>Position consistency</h2>", _img("position_consistency.png", "position consistency"),
+        "<h2>Position consistency</h2>",
+        _img("position_consistency.png", "position consistency", png["position_consistency.png"]),
         _table(["expert", "run pairs (ab, ba)", "disagree", "consistency %"], cons_rows),
         *figure_sections(report, out_dir),
         "<h2>Head selection</h2>", _selection_html(artifact),
-        _img("stack_lambda.png", "stack lambda") if lam else "",
+        _img("stack_lambda.png", "stack lambda", png["stack_lambda.png"]) if lam else "",
         "</body></html>\n",
     ]
     path = os.path.join(out_dir, "report.html")
+    page = "\n".join(parts)
     with atomic_open(path) as fh:
-        fh.write("\n".join(parts))
+        fh.write(page)
+    for name in PNG_FILES:         # an earlier run's plot that this page does not show
+        if f'data-file="{name}"' not in page and os.path.exists(os.path.join(out_dir, name)):
+            os.unlink(os.path.join(out_dir, name))
     return path
+
+
+def _left_out_html(report: dict) -> str:
+    left = report.get("left_out")
+    if not left:
+        return ""
+    return (f"<p><b>Left out (--on-error skip):</b> {left['unscored_in_split']} pairs of this split have no score "
+            f"({left['unscored']} in all) and {left['bad_records']} bad records were skipped; every figure covers "
+            "the scored pairs only.</p>")

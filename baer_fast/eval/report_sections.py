@@ -79,8 +79,8 @@ def _bias(b: dict, out_dir: str) -> list:
     ax.set_xlabel("relative length difference, labelled winner minus loser")
     ax.set_ylabel("accuracy (%)")
     ax.legend(fontsize="small")
-    save_png(fig, os.path.join(out_dir, "length_bias.png"))
-    return parts + [img("length_bias.png", "accuracy by length difference")]
+    png = save_png(fig, os.path.join(out_dir, "length_bias.png"))
+    return parts + [img("length_bias.png", "accuracy by length difference", png)]
 
 
 def _leaderboard(board: dict) -> list:

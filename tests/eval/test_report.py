@@ -1,6 +1,9 @@
-"""`baer-fast eval --report DIR` on an LLMBar condition: every image the HTML references is a valid PNG."""
+"""`baer-fast eval --report DIR` on an LLMBar condition: every image is embedded in the HTML as a
+valid PNG (a data: URI), equal to the PNG copy written beside it; a rerun leaves no stale plot."""
 from __future__ import annotations
 
+import base64
+import io
 import json
 import os
 import re
@@ -12,8 +15,20 @@ from baer_fast.io.records import Signals
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
 
-def _images(html: str) -> list[str]:
-    return re.findall(r'<img[^>]*\ssrc="([^"]+)"', html)
+def _images(html: str) -> dict:
+    """{data-file: embedded PNG bytes}; every <img> must embed its PNG."""
+    tags = re.findall(r"<img[^>]*>", html)
+    out = {}
+    for tag in tags:
+        src = re.search(r'\ssrc="([^"]+)"', tag).group(1)
+        assert src.startswith("data:image/png;base64,"), src[:40]
+        out[re.search(r'\sdata-file="([^"]+)"', tag).group(1)] = base64.b64decode(src.split(",", 1)[1])
+    return out
+
+
+def _text(html: str) -> str:
+    """The page without its embedded images."""
+    return re.sub(r'src="data:[^"]*"', 'src=""', html)
 
 
 def test_eval_report_writes_html_and_valid_pngs(llmbar, tmp_path, capsys):
@@ -24,18 +39,20 @@ def test_eval_report_writes_html_and_valid_pngs(llmbar, tmp_path, capsys):
     assert rc == 0
     assert json.loads(out)["report_html"] == str(rep / "report.html")
     html = (rep / "report.html").read_text(encoding="utf-8")
-    assert "<style>" in html and "<link" not in html and "http" not in html      # self-contained
+    page = _text(html)
+    assert "<style>" in page and "<link" not in page and "http" not in page      # self-contained
+    assert " src=\"\"" in page and not re.search(r'src="(?!data:)[^"]', html)   # no image from a file
     images = _images(html)
-    assert {"accuracy_by_subset.png", "reliability.png", "position_consistency.png"} <= set(images)
-    for src in images:
-        assert not os.path.isabs(src) and "/" not in src
-        data = (rep / src).read_bytes()
-        assert data.startswith(PNG_SIGNATURE), src
+    assert {"accuracy_by_subset.png", "reliability.png", "position_consistency.png", "stack_lambda.png"} <= set(images)
+    for name, data in images.items():
+        assert not os.path.isabs(name) and "/" not in name
+        assert data.startswith(PNG_SIGNATURE), name
+        assert (rep / name).read_bytes() == data, name          # the PNG copy beside the page
         try:
             from PIL import Image
         except ImportError:
             continue
-        with Image.open(rep / src) as im:
+        with Image.open(io.BytesIO(data)) as im:
             im.verify()
             assert im.format == "PNG"
     for text in ("McNemar", "Head selection", "stack", "Position consistency", "coverage",
@@ -53,8 +70,19 @@ def test_report_without_artifact_says_how_to_get_the_selection(llmbar, tmp_path,
     assert rc == 0
     html = (tmp_path / "r" / "report.html").read_text(encoding="utf-8")
     assert "--head head.json" in html
-    for src in _images(html):
-        assert (tmp_path / "r" / src).read_bytes().startswith(PNG_SIGNATURE)
+    for data in _images(html).values():
+        assert data.startswith(PNG_SIGNATURE)
+
+
+def test_rerun_without_head_leaves_no_stale_plot(llmbar, tmp_path, capsys):
+    rep = tmp_path / "r"
+    base = ["--quiet", "eval", "--signals", llmbar["signals"], "--scores", llmbar["scores"], "--report", str(rep)]
+    assert main(base + ["--head", llmbar["head"]]) == 0
+    assert (rep / "stack_lambda.png").exists()
+    assert main(base) == 0
+    html = (rep / "report.html").read_text(encoding="utf-8")
+    assert "stack_lambda" not in html
+    assert sorted(f for f in os.listdir(rep) if f.endswith(".png")) == sorted(_images(html))
 
 
 def test_position_consistency_counts_disagreements():
