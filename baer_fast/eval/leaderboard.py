@@ -51,8 +51,14 @@ def section_scores(subset_accuracy: dict) -> dict:
 
 def rewardbench(per_subset: dict, *, model: str, **_) -> dict:
     """The results file (model, model_type, accuracy per subset) and the section scores."""
+    from baer_fast.errors import InputError
+
     acc = {s: g["accuracy"] for s, g in per_subset.items()}
     known = set(EXAMPLE_COUNTS) | set(SECTIONS["prior-sets"])
+    if not set(acc) & known:
+        raise InputError(f"no RewardBench subset among the labelled pairs' subsets "
+                         f"({', '.join(sorted(acc)) or 'none'}): --leaderboard rewardbench needs pairs imported "
+                         "from RewardBench (baer-fast import rewardbench)", field="--leaderboard")
     results = {"model": model, "model_type": "BAER", **dict(sorted(acc.items()))}
     return {"results": results, "sections": section_scores(acc),
             "missing_subsets": sorted(known - set(acc)), "unknown_subsets": sorted(set(acc) - known)}
