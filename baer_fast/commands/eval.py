@@ -1,7 +1,16 @@
-"""`baer-fast eval --signals S --scores scores.jsonl [--json] [--split test|dev|all] [--report DIR] [--baselines A,B]`."""
+"""`baer-fast eval --signals S --scores scores.jsonl [--head head.json] [--json] [--split test|dev|all] [--report DIR]`.
+
+Thin wiring: the inputs and their agreement (eval/inputs.py), the metrics (eval/metrics.py,
+eval/figures.py), the table or JSON to stdout, the HTML report (eval/report.py).
+"""
 from __future__ import annotations
 
+import argparse
 import json
+import logging
+import math
+
+log = logging.getLogger("baer_fast")
 
 
 def add_arguments(p) -> None:
@@ -9,11 +18,15 @@ def add_arguments(p) -> None:
     p.add_argument("--scores", required=True, help="scores JSONL written by `baer-fast score`")
     p.add_argument("--split", default="test", choices=("test", "dev", "all"),
                    help="rows to evaluate (default: test, the held-apart split)")
-    p.add_argument("--split-seed", default="baer-v1", help="salt of the id-hash split used at fit time")
+    p.add_argument("--split-seed", default=None,
+                   help="salt of the id-hash split used at fit time (default: the split --head was fitted on, "
+                        "else baer-v1; one that disagrees with --head's is refused)")
     p.add_argument("--json", action="store_true", help="print the report as JSON instead of a table")
-    p.add_argument("--report", metavar="DIR", help="also write DIR/report.html with PNG plots")
-    p.add_argument("--head", help="head artifact the scores came from (shows its selection in --report)")
-    p.add_argument("--bootstrap", type=int, default=1000, metavar="N",
+    p.add_argument("--report", metavar="DIR",
+                   help="also write a self-contained DIR/report.html (plots embedded; PNG copies beside it)")
+    p.add_argument("--head", help="head artifact the scores came from: its split is used, scores of another head "
+                                  "or signals without its experts are refused; its selection shows in --report")
+    p.add_argument("--bootstrap", type=_positive_int, default=1000, metavar="N",
                    help="resamples of the accuracy bootstrap interval (accuracy_ci; default 1000)")
     p.add_argument("--bootstrap-seed", type=int, default=0, help="seed of the bootstrap resampling")
     p.add_argument("--leaderboard", choices=("rewardbench", "rewardbench-2"),
@@ -24,57 +37,98 @@ def add_arguments(p) -> None:
                         "pointwise, deliberate and any --internal")
     p.add_argument("--internal", action="append", default=[], metavar="EXPERT",
                    help="also keep EXPERT out of the default baseline pool (BAER's own expert); repeatable")
+    p.add_argument("--on-error", choices=("raise", "skip"), default="raise",
+                   help="bad signals/scores records and pairs without a score: stop with an error (raise, "
+                        "default) or leave them out of every figure, counted in the report (skip)")
+
+
+def _positive_int(text: str) -> int:
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {n}")
+    return n
 
 
 def load_scores(path: str, ids: list[str]):
     """[N] scores aligned with `ids`, and the head name recorded in the file (or None)."""
     import numpy as np
 
-    from baer_fast.errors import InputError
-    from baer_fast.io.jsonl import is_finite_number, iter_jsonl
+    from baer_fast.eval.inputs import align, read_scores
+    from baer_fast.io.records import Signals
 
-    found, head = {}, None
-    for line, obj in iter_jsonl(path):
-        for key in ("id", "score"):
-            if key not in obj:
-                raise InputError("missing required field", path=path, line=line, field=key)
-        if not isinstance(obj["id"], str) or not obj["id"].strip():
-            raise InputError(f"expected a non-empty string, got {obj['id']!r}", path=path, line=line, field="id")
-        if not is_finite_number(obj["score"]):
-            raise InputError(f"expected a finite number, got {obj['score']!r}", path=path, line=line, field="score")
-        if obj["id"] in found:
-            raise InputError(f"duplicate id {obj['id']!r}", path=path, line=line, field="id")
-        found[obj["id"]] = float(obj["score"])
-        if isinstance(obj.get("head"), str):
-            head = obj["head"]
-    missing = [i for i in ids if i not in found]
-    if missing:
-        raise InputError(f"{len(missing)} pairs of the signals have no score (first: {missing[0]!r}); "
-                         "every pair must be scored", path=path, field="id")
-    return np.array([found[i] for i in ids], dtype=np.float64), head
+    sc = read_scores(path)
+    _, _, scores, _ = align(sc, [Signals(i, {}) for i in ids], ["test"] * len(ids),
+                            split_rows=lambda r: np.ones(len(r), bool), skip=False)
+    return scores, sc.named.get("head", (None,))[0]
 
 
-def run(args) -> int:
-    from baer_fast.eval.metrics import evaluate
+def _inputs(args):
+    """(records, roles, scores, artifact, scores' head name, split source, LeftOut): eval/inputs.py."""
+    from baer_fast.eval import inputs
+    from baer_fast.eval.report import split_mask
     from baer_fast.io.records import read_signals
-    from baer_fast.io.splits import SplitSpec, roles
+    from baer_fast.io.rejects import Rejects
+    from baer_fast.io.splits import roles
 
     art = None
     if args.head:
         from baer_fast import artifact
 
         art = artifact.load(args.head)
-    records = read_signals(args.signals)
-    scores, head = load_scores(args.scores, [r.id for r in records])
-    row_roles = roles(records, SplitSpec(seed=args.split_seed))
-    baselines = [b.strip() for b in args.baselines.split(",") if b.strip()] if args.baselines else None
-    try:
-        report = evaluate(records, scores, row_roles, split=args.split, baselines=baselines, internal=args.internal)
-    except ValueError as e:
-        from baer_fast.errors import InputError
+    rejects = Rejects() if args.on_error == "skip" else None
+    records = read_signals(args.signals, rejects=rejects)
+    sc = inputs.read_scores(args.scores, rejects=rejects)
+    if art is not None:
+        inputs.check_against_head(sc, art, head_path=args.head, records=records, signals_path=args.signals)
+    spec, source = inputs.split_spec(art, args.split_seed, head_path=args.head)
+    records, row_roles, scores, left = inputs.align(sc, records, roles(records, spec), skip=rejects is not None,
+                                                    split_rows=lambda r: split_mask(r, args.split))
+    if rejects:
+        left.bad_records, left.first_error = len(rejects), rejects.items[0]["error"]
+    split = {**spec.to_json(), "from": source}
+    return records, row_roles, scores, art, sc.named.get("head", (None,))[0], split, left
 
+
+def _pool(args, records) -> list | None:
+    """--baselines as a list (None: the default pool); --internal names checked against the signals."""
+    from baer_fast.errors import InputError
+
+    present = sorted({k for r in records for k in r.experts})
+    for name in args.internal:
+        if name not in present:
+            raise InputError(f"{name!r} is not an expert of the signals (experts: {', '.join(present)})",
+                             path=args.signals, field="--internal")
+    if args.baselines is None:
+        return None
+    pool = [b.strip() for b in args.baselines.split(",") if b.strip()]
+    if not pool:
+        raise InputError(f"{args.baselines!r} names no expert; leave --baselines out for the default pool",
+                         field="--baselines")
+    return pool
+
+
+def run(args) -> int:
+    from baer_fast.errors import InputError
+    from baer_fast.eval.metrics import evaluate
+
+    records, row_roles, scores, art, head, split, left = _inputs(args)
+    try:
+        report = evaluate(records, scores, row_roles, split=args.split, baselines=_pool(args, records),
+                          internal=args.internal)
+    except ValueError as e:
         raise InputError(str(e), field="--baselines") from None
+    if report["n_scored"] == 0:
+        raise InputError(f"no labelled pair in the {args.split} split ({report['n_pairs']} pairs: "
+                         f"{report['n_tie_labels']} tie labels, {report['n_unlabelled']} unlabelled): accuracy "
+                         "needs labels 'a' or 'b'", path=args.signals, field="label")
     report["head"] = head or (art["head"] if art else "head")
+    report["split_spec"] = split
+    if left:
+        report["left_out"] = left.to_json()
+        log.warning("%s", _left_out_line(left))
     report.update(_figures(args, records, scores, row_roles, report))
     if args.report:
         from baer_fast.eval.report import write_report
@@ -82,10 +136,26 @@ def run(args) -> int:
         path = write_report(args.report, records=records, scores=scores, roles=row_roles, report=report,
                             artifact=art, title=f"{args.signals} — {args.scores}")
         report["report_html"] = path
-    print(json.dumps(report, indent=1) if args.json else _table(report, args.signals))
+    print(json.dumps(_finite(report), indent=1, allow_nan=False) if args.json else _table(report, args.signals))
     if args.report and not args.json:
         print(f"report: {report['report_html']}")
     return 0
+
+
+def _left_out_line(left) -> str:
+    first = f" (first: {left.first_error})" if left.first_error else ""
+    return (f"--on-error skip left out {left.unscored_in_split} unscored pairs of this split "
+            f"({left.unscored} in all) and {left.bad_records} bad records{first}; the figures cover the scored "
+            "pairs only")
+
+
+def _finite(x):
+    """The report with NaN/inf as null, so --json is valid JSON."""
+    if isinstance(x, dict):
+        return {k: _finite(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [_finite(v) for v in x]
+    return None if isinstance(x, float) and not math.isfinite(x) else x
 
 
 def _figures(args, records, scores, row_roles, report) -> dict:
@@ -101,4 +171,12 @@ def _table(report, title) -> str:
     from baer_fast.eval.figures import format_figures
     from baer_fast.eval.metrics import format_table
 
-    return format_table(report, title=title) + "\n" + format_figures(report)
+    lines = [format_table(report, title=title)]
+    sp = report.get("split_spec")
+    if sp and sp["from"] != "default":
+        lines.append(f"  split seed {sp['seed']!r} (from {'the head' if sp['from'] == 'head' else '--split-seed'})")
+    if report.get("left_out"):
+        from baer_fast.eval.inputs import LeftOut
+
+        lines.append("  " + _left_out_line(LeftOut(**report["left_out"])))
+    return "\n".join(lines + [format_figures(report)])

@@ -127,20 +127,19 @@ def evaluate(records: Sequence, scores: np.ndarray, roles: Sequence[str], *, spl
     strict = strict_correct(records, experts, y)
     native = native_credit(records, experts, y)
     correct_h = head_predictions(scores) == y
-    nan = float("nan")
     out = {"split": split, "n_pairs": int(in_split.sum()), "n_scored": int(rows.sum()),
            "n_tie_labels": int(np.sum(in_split & np.array([r.label == "tie" for r in records]))),
            "n_unlabelled": int(np.sum(in_split & np.array([r.label is None for r in records]))),
-           "accuracy": float(correct_h[rows].mean()) if rows.any() else nan,
-           "accuracy_native": float(head_native_credit(scores, y)[rows].mean()) if rows.any() else nan,
+           "accuracy": float(correct_h[rows].mean()) if rows.any() else None,      # None: no labelled row
+           "accuracy_native": float(head_native_credit(scores, y)[rows].mean()) if rows.any() else None,
            "n_score_ties": int(np.sum(np.asarray(scores)[rows] == 0)),
            "coverage": 1.0, "baseline_pool": pool, "experts": {}}
     for k, name in enumerate(experts):
-        a_s = float(strict[rows, k].mean()) if rows.any() else nan
-        a_n = float(native[rows, k].mean()) if rows.any() else nan
+        a_s = float(strict[rows, k].mean()) if rows.any() else None
+        a_n = float(native[rows, k].mean()) if rows.any() else None
         out["experts"][name] = {"accuracy": a_s, "accuracy_strict": a_s, "accuracy_native": a_n,
-                                "accuracy_fair": max(a_s, a_n), "baseline": name in pool,
-                                "coverage": float((pred_e[in_split, k] != 0).mean()) if in_split.any() else nan}
+                                "accuracy_fair": max(a_s, a_n) if rows.any() else None, "baseline": name in pool,
+                                "coverage": float((pred_e[in_split, k] != 0).mean()) if in_split.any() else None}
     if pool and rows.any():
         idx = [experts.index(n) for n in pool]
         fair = np.maximum(strict[rows][:, idx].mean(0), native[rows][:, idx].mean(0))
@@ -157,19 +156,25 @@ def evaluate(records: Sequence, scores: np.ndarray, roles: Sequence[str], *, spl
     return out
 
 
+def _p(x) -> str:
+    """A fraction as a 7-wide percentage; blank when undefined (None or NaN)."""
+    return f"{'–':>7}" if x is None or x != x else f"{100 * x:7.2f}"
+
+
 def format_table(report: dict, *, title: str = "") -> str:
     """A plain-text table of one evaluation report: both readings of every protocol."""
     lines = [title] if title else []
     lines.append(f"split={report['split']} pairs={report['n_pairs']} scored={report['n_scored']} "
                  f"tie-labels-excluded={report['n_tie_labels']} unlabelled={report['n_unlabelled']}")
     head = report.get("head", "head")
+    if report["accuracy"] is None:
+        lines.append("  no labelled (a/b) pair in this split: accuracy is undefined")
     lines.append(f"  {'method':<44} {'strict':>7} {'native':>7} {'cov':>7}")
-    native_h = f"{100 * report['accuracy_native']:7.2f}" if "accuracy_native" in report else f"{'':>7}"
-    lines.append(f"  {'BAER (' + head + ')':<44} {100 * report['accuracy']:7.2f} {native_h} {100 * report['coverage']:7.2f}")
-    for name, m in sorted(report["experts"].items(), key=lambda kv: -kv[1]["accuracy_fair"]):
+    lines.append(f"  {'BAER (' + head + ')':<44} {_p(report['accuracy'])} {_p(report.get('accuracy_native'))} "
+                 f"{_p(report['coverage'])}")
+    for name, m in sorted(report["experts"].items(), key=lambda kv: -(kv[1]["accuracy_fair"] or 0)):
         tag = "" if m.get("baseline", True) else " (internal)"
-        lines.append(f"  {name + tag:<44} {100 * m['accuracy_strict']:7.2f} {100 * m['accuracy_native']:7.2f} "
-                     f"{100 * m['coverage']:7.2f}")
+        lines.append(f"  {name + tag:<44} {_p(m['accuracy_strict'])} {_p(m['accuracy_native'])} {_p(m['coverage'])}")
     if "strongest_baseline" in report:
         t = report["strongest_baseline"]
         lines.append(f"  strongest baseline on this split: {t['expert']} ({t['reading']} reading) "
