@@ -133,8 +133,10 @@ def over_long(pairs, tokenizer, context_len: int, experts, generation=None, *, n
     enc = PromptEncoder(tokenizer, model_name=name, context_len=1 << 62)
     out = []
     for p in pairs:
-        texts = (question_text(sanitize_question(p.question)), sanitize(p.response_a), sanitize(p.response_b))
-        if sum(len(ids) for ids in tokenizer(list(texts), add_special_tokens=False)["input_ids"]) <= room:
+        texts = (question_text(_sanitized(p.question)), sanitize(p.response_a), sanitize(p.response_b))
+        turns = 1 if isinstance(p.question, str) else len(p.question)      # each earlier turn: template tokens
+        if sum(len(ids) for ids in tokenizer(list(texts), add_special_tokens=False)["input_ids"]) \
+                <= room - TURN_TOKENS * (turns - 1):
             continue
         items = list(_prompts(experts, p.question, p.response_a, p.response_b))
         for (prompt, e, generates), ids in zip(items, enc.encode_all((q, p.id, e) for q, e, _ in items)):
@@ -148,7 +150,7 @@ def over_long(pairs, tokenizer, context_len: int, experts, generation=None, *, n
     return out
 
 
-def sanitize_question(question):
+def _sanitized(question):
     return sanitize(question) if isinstance(question, str) else tuple((r, sanitize(c)) for r, c in question)
 
 
