@@ -10,7 +10,8 @@ from dataclasses import dataclass, field
 
 from baer_fast import protocols
 from baer_fast.bank.queries import build_all_queries, run_shared
-from baer_fast.io.records import Pair, Signals, question_text
+from baer_fast.io.records import Pair, Signals
+from baer_fast.io.text_stats import question_text
 from baer_fast.protocols.base import snap
 from baer_fast.io.splits import role, split_key
 from baer_fast.io.text_stats import pair_meta as text_pair_meta

@@ -127,7 +127,7 @@ def over_long(pairs, tokenizer, context_len: int, experts, generation=None, *, n
     texts fit `room_for` less SAFETY_TOKENS are known to fit; only the others are rendered."""
     from baer_fast.bank.generative import CUE_ROOM
     from baer_fast.bank.prompting import PromptEncoder
-    from baer_fast.io.records import question_text
+    from baer_fast.io.text_stats import question_text
 
     room = room_for(tokenizer, context_len, experts, generation, name=name) - SAFETY_TOKENS
     enc = PromptEncoder(tokenizer, model_name=name, context_len=1 << 62)

@@ -249,11 +249,6 @@ def as_conversation(messages) -> tuple:
     return tuple(out)
 
 
-def question_text(question) -> str:
-    """All the text of a question (a string, or a conversation's turns joined by blank lines)."""
-    return question if isinstance(question, str) else "\n\n".join(c for _, c in question)
-
-
 def _question(obj: dict, *, path: str, line: int):
     if isinstance(obj.get("question"), list):
         try:

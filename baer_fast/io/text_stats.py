@@ -17,10 +17,13 @@ def text_stats(text: str) -> dict:
             "list": len(_LIST_ITEM.findall(text)), "digits": sum(c.isdigit() for c in text)}
 
 
+def question_text(question) -> str:
+    """All the text of a question (a string, or a conversation's turns joined by blank lines)."""
+    return question if isinstance(question, str) else "\n\n".join(c for _, c in question)
+
+
 def pair_meta(question, response_a: str, response_b: str) -> dict:
     """Flat meta for a pair: len_q (all the question's text) plus <stat>_a / <stat>_b for every stat."""
-    from baer_fast.io.records import question_text
-
     meta = {"len_q": len(question_text(question))}
     for side, text in (("a", response_a), ("b", response_b)):
         for k, v in text_stats(text).items():

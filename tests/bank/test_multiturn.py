@@ -7,7 +7,8 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from baer_fast import protocols
-from baer_fast.io.records import Pair, question_text
+from baer_fast.io.records import Pair
+from baer_fast.io.text_stats import question_text
 from baer_fast.protocols.base import Prompt
 from baer_fast.bank.generative import GenerationConfig
 from baer_fast.bank.prompting import PromptEncoder
