@@ -1,16 +1,20 @@
 """FastAPI routes of the judge server: /v1/judge, /get_reward (OpenRLHF), /health, /metrics.
 
-Bad requests get 4xx with the field named (400 malformed JSON, 401 token, 413 body, 422
-schema), a full queue 503 with Retry-After; the judge is reached only through the batcher.
+Bad requests get 4xx with the field named (400 malformed or empty JSON, 401 token, 413 body,
+422 schema), a full queue 503 with Retry-After; every error body is {"error": message}. The
+judge is reached only through the batcher; a client that hangs up while its request waits
+cancels it (499, never sent), so its pairs are not judged.
 """
 from __future__ import annotations
 
+import asyncio
 import logging
 from contextlib import asynccontextmanager
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
+from starlette.exceptions import HTTPException
 
 from baer_fast.errors import BaerError
 from baer_fast.serve.batcher import MicroBatcher, QueueFull
@@ -48,6 +52,7 @@ def create_app(judge, config: ServeConfig = ServeConfig()):
 
     app = FastAPI(title="baer-fast judge", lifespan=lifespan, docs_url=None, redoc_url=None, openapi_url=None)
     app.add_exception_handler(RequestValidationError, _invalid)
+    app.add_exception_handler(HTTPException, _http_error)
     _routes(app, judge, config, metrics)
     return Observe(Guard(app, api_key=config.api_key, max_body_bytes=config.max_body_bytes), metrics)
 
@@ -58,12 +63,12 @@ def _routes(app, judge, config: ServeConfig, metrics) -> None:
         if len(body.pairs) > config.max_request_pairs:
             return _error(422, f"pairs: {len(body.pairs)} pairs, more than {config.max_request_pairs} per request")
         pairs = [(p.question, p.response_a, p.response_b, p.subset, p.category) for p in body.pairs]
-        results = await _judged(request.app.state.batcher, pairs, config)
+        results = await _judged(request, pairs, config, metrics)
         return results if not isinstance(results, list) else {"results": results}
 
     @app.post("/get_reward")
     async def get_reward(body: RewardRequest, request: Request):
-        return await _reward(request.app.state.batcher, body, config)
+        return await _reward(request, body, config, metrics)
 
     @app.get("/health")
     async def health(request: Request):
@@ -77,10 +82,22 @@ def _routes(app, judge, config: ServeConfig, metrics) -> None:
         return Response(data, media_type=ctype)
 
 
-async def _judged(batcher, pairs, config: ServeConfig):
-    """The batcher's results, or the error response that this request alone gets."""
+async def _judged(request: Request, pairs, config: ServeConfig, metrics):
+    """The batcher's results, or the error response that this request alone gets. When the client
+    hangs up first, the request is cancelled (a waiting one is dropped unjudged) and counted."""
+    judged = asyncio.ensure_future(request.app.state.batcher.submit(pairs))
+    gone = asyncio.ensure_future(_hung_up(request))
     try:
-        return await batcher.submit(pairs)
+        await asyncio.wait({judged, gone}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        gone.cancel()
+        left = not judged.done()
+        judged.cancel()                                 # no-op once done; else the batcher drops the job
+    if left:
+        metrics.abandoned.inc()
+        return _error(499, "the client closed the connection before the answer")
+    try:
+        return judged.result()
     except QueueFull:
         return _error(503, f"queue full ({config.max_queue} requests waiting); retry later",
                       headers={"Retry-After": str(config.retry_after_s)})
@@ -92,7 +109,14 @@ async def _judged(batcher, pairs, config: ServeConfig):
                       headers={"Retry-After": str(config.retry_after_s)})
 
 
-async def _reward(batcher, body: RewardRequest, config: ServeConfig):
+async def _hung_up(request: Request) -> None:
+    """Returns when the client disconnects. The body was read already, so the server's receive()
+    waits until the connection closes or the response is complete."""
+    while (await request.receive())["type"] != "http.disconnect":
+        await asyncio.sleep(0.05)                       # not expected after the body; never spin
+
+
+async def _reward(request: Request, body: RewardRequest, config: ServeConfig, metrics):
     from baer_fast.integrations.trl import group_rewards, pair_texts, prompt_groups, round_robin
 
     if body.prompts is None:
@@ -105,7 +129,8 @@ async def _reward(batcher, body: RewardRequest, config: ServeConfig):
     todo = round_robin(gs)
     if len(todo) > config.max_request_pairs:
         return _error(422, f"query: the completions make {len(todo)} pairs, more than {config.max_request_pairs}")
-    results = await _judged(batcher, list(zip(*pair_texts(body.prompts, texts, todo))), config) if todo else []
+    pairs = list(zip(*pair_texts(body.prompts, texts, todo)))
+    results = await _judged(request, pairs, config, metrics) if todo else []
     if not isinstance(results, list):
         return results
     p = [r["p_a"] for r in results]
@@ -120,14 +145,34 @@ def _error(status: int, message: str, *, headers: dict | None = None, detail=Non
 
 
 async def _invalid(request, exc):
-    """400 for malformed JSON, else 422 naming the first bad field (the input is not echoed)."""
-    errors = [{"loc": list(e.get("loc", ())), "msg": e.get("msg", ""), "type": e.get("type", "")}
+    """400 for malformed or empty JSON, 415 for a body not sent as JSON, else 422 naming the first
+    bad field as `pairs.0.question` (the input is not echoed)."""
+    errors = [{"loc": _where(e.get("loc", ())), "msg": e.get("msg", ""), "type": e.get("type", "")}
               for e in exc.errors()]
     first = errors[0] if errors else {"loc": [], "msg": "invalid request", "type": ""}
     where = ".".join(str(x) for x in first["loc"])
     if any(e["type"] == "json_invalid" for e in errors):
-        return _error(400, f"malformed JSON: {first['msg']}", detail=errors)
+        why = next(e.get("ctx", {}).get("error") for e in exc.errors() if e.get("type") == "json_invalid")
+        return _error(400, f"malformed JSON: {why or first['msg']}", detail=errors)
     ctype = request.headers.get("content-type", "")
-    if first["loc"] == ["body"] and "json" not in ctype:
+    if first["loc"] == [] and "json" not in ctype:
         return _error(415, f"send the body as JSON with 'Content-Type: application/json' (got {ctype!r})")
-    return _error(422, f"{where}: {first['msg']}", detail=errors)
+    if first["loc"] == [] and first["type"] == "missing":
+        return _error(400, "malformed JSON: the body is empty or null; send a JSON object", detail=errors)
+    return _error(422, f"{where or 'body'}: {first['msg']}", detail=errors)
+
+
+def _where(loc) -> list:
+    """A field's place in the JSON body: FastAPI's leading "body" dropped."""
+    loc = list(loc)
+    return loc[1:] if loc[:1] == ["body"] else loc
+
+
+async def _http_error(request, exc: HTTPException):
+    """Framework errors in the same {"error"} shape: 404, 405, and a body that could not be read
+    (invalid UTF-8 is malformed JSON: 400)."""
+    message = str(exc.detail)
+    cause = exc.__cause__
+    if exc.status_code == 400 and cause is not None:
+        message = f"malformed JSON: {cause}"
+    return _error(exc.status_code, message, headers=getattr(exc, "headers", None))

@@ -28,6 +28,10 @@ class Metrics:
         self.requests = Counter("baer_requests", "requests answered", ["endpoint", "status"], registry=r)
         self.in_flight_gauge = Gauge("baer_requests_in_flight", "judge requests taken and not yet answered",
                                      registry=r)
+        self.abandoned = Counter("baer_abandoned_requests", "judge requests whose client hung up before the answer",
+                                 registry=r)
+        self.dropped_pairs = Counter("baer_dropped_pairs", "pairs never judged: their client hung up while they "
+                                     "waited", registry=r)
         self.in_flight = 0
         self._recent: deque = deque()          # (finish time, pairs)
 

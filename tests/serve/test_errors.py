@@ -1,0 +1,50 @@
+"""Error answers in the shape docs/serving.md shows: every one is {"error": ...}; a schema error
+names the field as `pairs.0.question`; an empty body or one that is not UTF-8 is malformed JSON
+(400). A question may be a conversation, checked before it is queued."""
+from __future__ import annotations
+
+import httpx
+
+from .test_batching import FakeJudge
+
+J = {"content-type": "application/json"}
+
+
+def pair(question="q", a="a", b="b") -> dict:
+    return {"pairs": [{"question": question, "response_a": a, "response_b": b}]}
+
+
+def test_every_error_has_the_documented_shape(serving):
+    srv = serving(FakeJudge())
+    with httpx.Client(base_url=srv.url, timeout=60) as c:
+        cases = [
+            (c.post("/v1/judge", json=pair(a=4)), 422, "pairs.0.response_a: Input should be a valid string"),
+            (c.post("/v1/judge", json=pair(question=1)), 422,
+             "pairs.0.question: Input should be a valid string or a list of {role, content} messages"),
+            (c.post("/v1/judge", json={"pairs": [{"question": "q", "response_a": "a"}]}), 422,
+             "pairs.0.response_b: Field required"),
+            (c.post("/get_reward", json={"query": "x"}), 422, "query: Input should be a valid list"),
+            (c.post("/v1/judge", content=b"", headers=J), 400, "malformed JSON: the body is empty"),
+            (c.post("/v1/judge", content=b'{"pairs": [', headers=J), 400, "malformed JSON: Expecting value"),
+            (c.post("/v1/judge", content=b'{"pairs": "\xff"}', headers=J), 400, "malformed JSON: 'utf-8' codec"),
+            (c.get("/v1/judge"), 405, "Method Not Allowed"),
+            (c.get("/nowhere"), 404, "Not Found"),
+        ]
+        for r, status, start in cases:
+            assert r.status_code == status, r.text
+            assert r.json()["error"].startswith(start), r.text
+        assert "body" not in c.post("/v1/judge", json=pair(a=4)).json()["detail"][0]["loc"]
+
+
+def test_a_conversation_question_is_checked_then_judged_as_turns(serving):
+    fake = FakeJudge()
+    srv = serving(fake)
+    turns = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "yo"},
+             {"role": "user", "content": "and?"}]
+    with httpx.Client(base_url=srv.url, timeout=60) as c:
+        assert c.post("/v1/judge", json=pair(question=turns, a="aa")).json()["results"][0]["score"] == 1.0
+        bad = c.post("/v1/judge", json=pair(question=turns[1:]))
+        assert bad.status_code == 422
+        assert bad.json()["error"].startswith("pairs.0.question: conversation: message 0: expected a 'user' turn")
+        assert c.post("/v1/judge", json=pair(question=["hi"])).status_code == 422
+    assert fake.calls == [[(("user", "hi"), ("assistant", "yo"), ("user", "and?"))]]
