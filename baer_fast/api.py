@@ -6,21 +6,25 @@
 Without `head` the label-free default head is used (heads/default.py: the mean of z~ over
 direct and score), so a reward loop can start before any pair is labelled.
 
-The model stays resident; batches are sized by the engine's memory budget; the same
-inputs give the same scores. Every pair gets a score: text that is not valid UTF-8 is
-repaired and over-long pairs are cut symmetrically (runtime/truncation.py) instead of
-raising. Knows nothing about files beyond loading the head artifact.
+Inputs are lists with one entry per pair: responses are strings, a question is a string or
+a conversation ({role, content} messages ending with the user's); anything else (a bare
+string for a list, bytes, None) is an InputError naming the argument and index. The model
+stays resident; the same inputs give the same scores. Every pair gets a score: text that is
+not valid UTF-8 is repaired and over-long pairs are cut symmetrically (bank/truncation.py).
+Knows nothing about files beyond loading the head artifact.
 """
 from __future__ import annotations
 
 import logging
+import os
 from dataclasses import dataclass
 from typing import Sequence
 
-from baer_fast.errors import BaerError, InputError
+from baer_fast.errors import ArtifactError, BaerError, InputError
 
 log = logging.getLogger("baer_fast")
 BACKENDS = ("hf", "vllm")
+DTYPES = ("auto", "float32", "fp32", "bfloat16", "bf16", "float16", "fp16", "float64")   # hf loader's names
 
 
 @dataclass(frozen=True)
@@ -59,11 +63,13 @@ class Judge:
         self._warned_unpruned = False
 
     @classmethod
-    def from_pretrained(cls, model_path: str, head=None, *, backend: str = "hf", kernels: str = "auto",
-                        device: str | None = None, dtype: str = "auto", truncate: bool = True,
+    def from_pretrained(cls, model_path, head=None, *, backend: str = "hf", kernels: str = "auto",
+                        device: str | None = None, dtype="auto", truncate: bool = True,
                         vllm_options=None, batch_invariant: bool | None = None) -> "Judge":
-        """head: a path to a head artifact, an already loaded artifact dict, or None for the
-        label-free default head (`artifact.default_artifact()`, recorded as head "default").
+        """head: a path (str or os.PathLike) to a head artifact, an already loaded artifact dict, or
+        None for the label-free default head (`artifact.default_artifact()`, recorded as head "default").
+        dtype: one of DTYPES or a torch dtype (torch.bfloat16). kernels="triton" without a GPU raises
+        here (kernels.dispatch), not at the first score.
 
         vllm_options (backend="vllm" only): a `VllmOptions` or a dict of its fields, e.g.
         `{"data_parallel_size": 2, "tensor_parallel_size": 4}`; `dtype` overrides its dtype
@@ -75,6 +81,7 @@ class Judge:
 
         if backend not in BACKENDS:
             raise BaerError(f"unknown backend {backend!r} (choose from {', '.join(BACKENDS)})")
+        model_path, dtype = os.fspath(model_path), dtype_name(dtype, check=backend == "hf")
         if backend == "vllm":
             import dataclasses
 
@@ -90,6 +97,7 @@ class Judge:
         if vllm_options is not None:
             raise BaerError("vllm_options apply to backend='vllm' only")
         art = head_artifact(head)
+        check_kernels(kernels, device)
         options = JudgeOptions(kernels=kernels, device=device, dtype=dtype, truncate=truncate,
                                batch_invariant=batch_invariant)
         engine = open_engine(model_path, options=HfOptions(engine=EngineConfig(kernels=kernels),
@@ -121,22 +129,17 @@ class Judge:
 
     def pairs(self, questions: Sequence[str], responses_a: Sequence[str], responses_b: Sequence[str], *,
               subsets=None, categories=None) -> list:
-        """Pairs of the inputs. subsets / categories: one string for every pair or one per pair (None:
+        """Pairs of the inputs (checked by `batch_inputs`). subsets / categories: one string for every pair or one per pair (None:
         subset "default", no category); they select a per-subset head's experts and the stack's
         interaction blocks, as a pairs file's `subset` and `category` fields do."""
         from baer_fast.bank.truncation import fit_pair, sanitize
-        from baer_fast.io.records import Pair, as_conversation, per_pair
+        from baer_fast.io.records import Pair, per_pair
 
-        if not len(questions) == len(responses_a) == len(responses_b):
-            raise InputError(f"questions, responses_a and responses_b differ in length "
-                             f"({len(questions)}, {len(responses_a)}, {len(responses_b)})")
+        questions, responses_a, responses_b = batch_inputs(questions, responses_a, responses_b)
         subs = per_pair(subsets, len(questions), "subsets", "default")
         cats = per_pair(categories, len(questions), "categories", None)
         out = []
         for i, (q, a, b) in enumerate(zip(questions, responses_a, responses_b)):
-            # a question is a string or a conversation ({role, content} turns, ending with the user's)
-            q = as_conversation(q) if isinstance(q, (list, tuple)) else str(q)
-            a, b = str(a), str(b)
             if self.options.truncate:
                 cut = fit_pair(self.engine.loaded.tokenizer, q, a, b, room=self.room())
                 q, a, b = cut.question, cut.response_a, cut.response_b
@@ -150,11 +153,20 @@ class Judge:
 
     def signals(self, questions, responses_a, responses_b, *, subsets=None, categories=None) -> list:
         """The expert runs of each pair (for auditing), as Signals records."""
-        from baer_fast.bank.runner import run_experts
-
         pairs = self.pairs(questions, responses_a, responses_b, subsets=subsets, categories=categories)
         if not pairs:
             return []
+        try:
+            return self._run(pairs)
+        except InputError as e:        # the prompt encoder speaks to CLI users; this caller set truncate=
+            if self.options.truncate or "pass --truncate" not in e.message:
+                raise
+            raise InputError(e.message.replace("pass --truncate", "pass truncate=True (Judge.from_pretrained)"),
+                             path=e.path, line=e.line, field=e.field) from None
+
+    def _run(self, pairs) -> list:
+        from baer_fast.bank.runner import run_experts
+
         def bank(some, experts):
             return run_experts(self.engine, some, experts=experts, derived_params=self.derived_params,
                                generation=self.options.generation, batch_invariant=self.invariant)
@@ -197,12 +209,92 @@ class Judge:
         return score_records(self.art, records, self.head) if records else []
 
 
+def batch_inputs(questions, responses_a, responses_b) -> tuple[list, list, list]:
+    """The per-pair arguments as lists of equal length: responses strings, questions strings or
+    conversations (as (role, content) turns). InputError names the argument and index of a bad entry."""
+    from baer_fast.io.records import as_conversation
+
+    cols = {name: _per_pair_list(name, x) for name, x in
+            (("questions", questions), ("responses_a", responses_a), ("responses_b", responses_b))}
+    qs, a, b = cols.values()
+    if not len(qs) == len(a) == len(b):
+        raise InputError(f"questions, responses_a and responses_b differ in length ({len(qs)}, {len(a)}, {len(b)})")
+    for name in ("responses_a", "responses_b"):
+        bad = next((i for i, x in enumerate(cols[name]) if not isinstance(x, str)), None)
+        if bad is not None:
+            raise InputError(f"expected a string, got {type(cols[name][bad]).__name__}", field=f"{name}[{bad}]")
+    out = []
+    for i, q in enumerate(qs):
+        if isinstance(q, (list, tuple)):
+            try:
+                q = as_conversation(q)
+            except (ValueError, TypeError) as e:
+                raise InputError(f"not a conversation: {e}", field=f"questions[{i}]") from None
+        elif not isinstance(q, str):
+            raise InputError(f"expected a string or a conversation (a list of {{role, content}} messages), "
+                             f"got {type(q).__name__}", field=f"questions[{i}]")
+        out.append(q)
+    return out, a, b
+
+
+def _per_pair_list(name: str, value) -> list:
+    if isinstance(value, (str, bytes)):
+        raise InputError(f"expected a list with one entry per pair, got a single {type(value).__name__} "
+                         f"(for one pair, wrap it: [text])", field=name)
+    try:
+        return list(value)
+    except TypeError:
+        raise InputError(f"expected a list with one entry per pair, got {type(value).__name__}",
+                         field=name) from None
+
+
+def dtype_name(dtype, *, check: bool = True) -> str:
+    """A dtype option as the loader's name: a torch dtype (torch.float32 -> "float32") or a name;
+    with `check`, one of DTYPES (else an InputError listing them)."""
+    name = dtype if isinstance(dtype, str) else str(dtype).removeprefix("torch.")
+    if check and name not in DTYPES:
+        raise InputError(f"unknown dtype {dtype!r} (choose from {', '.join(DTYPES)}, or the torch dtype "
+                         "of one)", field="dtype")
+    return name
+
+
+def check_kernels(kernels: str, device: str | None) -> None:
+    """An explicit `kernels` that cannot run here raises now (kernels.dispatch.resolve_kernels:
+    "triton" without a CUDA device and Triton), not at the first score."""
+    from baer_fast.kernels.dispatch import resolve_kernels
+    if kernels == "triton":
+        import torch
+        auto = "cuda" if torch.cuda.is_available() else "cpu"
+        resolve_kernels(kernels, auto if device in (None, "auto") else device)
+    elif kernels != "auto":
+        resolve_kernels(kernels)                 # "torch", or an unknown name: raises listing the choices
+
+
+HEAD_FIELDS = {"head": str, "heads": dict, "experts": list}     # what Judge reads of an artifact
+
+
 def head_artifact(head) -> dict:
-    """A head artifact from a path, a loaded dict, or None (the label-free default head)."""
+    """A head artifact from a path (str or os.PathLike), a loaded dict, or None (the label-free
+    default head). A dict is checked as a file is (the fields Judge reads), short of a checksum."""
     from baer_fast import artifact as artifact_io
     if head is None:
         return artifact_io.default_artifact()
-    return artifact_io.load(head) if isinstance(head, str) else head
+    if isinstance(head, (str, os.PathLike)):
+        return artifact_io.load(os.fspath(head))
+    if not isinstance(head, dict):
+        raise InputError(f"expected a path to a head artifact, a loaded artifact dict or None, got "
+                         f"{type(head).__name__}", field="head")
+    for key, typ in HEAD_FIELDS.items():
+        if not isinstance(head.get(key), typ):
+            got = "missing" if key not in head else f"expected {typ.__name__}, got {type(head[key]).__name__}"
+            raise ArtifactError(f"head artifact dict: field '{key}': {got} (load a file with "
+                                "artifact.load, or pass the dict `fit_condition` returns)")
+    if not all(isinstance(e, str) and e for e in head["experts"]):
+        raise ArtifactError("head artifact dict: field 'experts': expected a list of expert names")
+    if head["head"] not in head["heads"]:
+        raise ArtifactError(f"head artifact dict: field 'head': deployed head {head['head']!r} has no "
+                            "parameters in 'heads'")
+    return head
 
 
 def torch_sigmoid(x):

@@ -1,0 +1,72 @@
+"""The Judge's inputs and load options: anything but a string (or, for a question, a
+conversation) is an InputError naming the argument and index, never judged as its repr; load
+options fail at load with errors that name the option and its choices."""
+from __future__ import annotations
+
+import pathlib
+
+import pytest
+import torch
+
+from baer_fast.api import Judge, JudgeOptions
+from baer_fast.errors import ArtifactError, BaerError, InputError
+
+TURNS = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "yo"}, {"role": "user", "content": "so?"}]
+
+
+@pytest.mark.parametrize("args, field", [
+    ((["q"], [b"4"], ["4"]), "responses_a[0]"),
+    ((["q"], ["4"], [None]), "responses_b[0]"),
+    ((["q", 5], ["a", "b"], ["c", "d"]), "questions[1]"),
+    (("qq", "ab", "cd"), "questions"),
+    ((["q"], "a", ["b"]), "responses_a"),
+    ((["q"], 4, ["b"]), "responses_a"),
+    (([TURNS[1:]], ["a"], ["b"]), "questions[0]"),
+])
+def test_a_bad_entry_is_an_input_error_naming_it(default_judge, args, field):
+    with pytest.raises(InputError) as err:
+        default_judge.score(*args)
+    assert err.value.field == field
+
+
+def test_conversations_and_any_sequence_are_accepted(default_judge):
+    s = default_judge.score([TURNS, "q"], ("a", "b"), iter(["b", "a"]))
+    as_tuples = default_judge.score([tuple((m["role"], m["content"]) for m in TURNS), "q"], ["a", "b"], ["b", "a"])
+    assert s.shape == (2,) and torch.equal(s, as_tuples)
+
+
+def test_without_truncate_the_error_speaks_to_a_python_caller(default_judge):
+    strict = Judge(default_judge.engine, default_judge.art, options=JudgeOptions(truncate=False))
+    with pytest.raises(InputError, match=r"truncate=True") as err:
+        strict.score(["q"], ["word " * 3000], ["b"])
+    assert "--truncate" not in str(err.value)
+
+
+def test_from_pretrained_takes_paths_and_torch_dtypes(judge_dir, head_path, judge):
+    j = Judge.from_pretrained(pathlib.Path(judge_dir), head=pathlib.Path(head_path), kernels="torch",
+                              dtype=torch.float32)
+    assert j.art["checksum"] == judge.art["checksum"] and j.options.dtype == "float32"
+    assert torch.equal(j.score(["q"], ["a"], ["b"]), judge.score(["q"], ["a"], ["b"]))
+
+
+@pytest.mark.parametrize("kw, error, needle", [
+    ({"dtype": "float17"}, InputError, "choose from auto, float32"),
+    ({"dtype": torch.int8}, InputError, "field 'dtype'"),
+    ({"head": {}}, ArtifactError, "field 'head': missing"),
+    ({"head": {"head": "mean", "experts": ["direct"]}}, ArtifactError, "field 'heads': missing"),
+    ({"head": {"head": "mean", "heads": {}, "experts": ["direct"]}}, ArtifactError, "no parameters in 'heads'"),
+    ({"head": 3}, InputError, "field 'head'"),
+    ({"kernels": "cuda"}, BaerError, "auto, triton, torch"),
+])
+def test_bad_load_options_name_the_option(judge_dir, kw, error, needle):
+    with pytest.raises(error, match=needle):
+        Judge.from_pretrained(judge_dir, **kw)
+
+
+def test_triton_kernels_without_a_gpu_fail_at_load(judge_dir, monkeypatch):
+    from baer_fast.kernels import dispatch
+    if dispatch.HAS_TRITON_GPU:
+        pytest.skip("Triton runs here")
+    monkeypatch.delenv("TRITON_INTERPRET", raising=False)
+    with pytest.raises(dispatch.KernelUnavailableError, match="needs a CUDA device"):
+        Judge.from_pretrained(judge_dir, kernels="triton")
