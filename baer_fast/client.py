@@ -5,8 +5,10 @@
     s = await client.ascore(questions, responses_a, responses_b)   # the same, async
 
 `score`/`prob_a` mirror `Judge` (`subsets=`, `categories=` included), so the TRL adapters take a
-client in place of a Judge; `results` gives the server's records. A 503 (queue full) is retried
-after its Retry-After; other errors raise `JudgeServerError` with the server's message.
+client in place of a Judge; `results` gives the server's records. Inputs are checked as Judge
+checks them (`api.batch_inputs`: InputError naming the argument and index, before any request);
+a conversation question is sent as its message list. A 503 (queue full) is retried after its
+Retry-After; other errors raise `JudgeServerError` with the server's message.
 """
 from __future__ import annotations
 
@@ -97,16 +99,16 @@ class JudgeClient:
 
 def _pairs_body(questions, responses_a, responses_b, subsets=None, categories=None) -> dict:
     """The /v1/judge body; `subset` / `category` (Judge's subsets= / categories=) only where given."""
+    from baer_fast.api import batch_inputs
     from baer_fast.io.records import per_pair
 
-    if not len(questions) == len(responses_a) == len(responses_b):
-        raise ValueError(f"questions, responses_a and responses_b differ in length "
-                         f"({len(questions)}, {len(responses_a)}, {len(responses_b)})")
+    questions, responses_a, responses_b = batch_inputs(questions, responses_a, responses_b)
     extra = list(zip(per_pair(subsets, len(questions), "subsets", None),
                      per_pair(categories, len(questions), "categories", None)))
     pairs = []
     for (q, a, b), (sub, cat) in zip(zip(questions, responses_a, responses_b), extra):
-        pair = {"question": str(q), "response_a": str(a), "response_b": str(b)}
+        question = q if isinstance(q, str) else [{"role": r, "content": c} for r, c in q]
+        pair = {"question": question, "response_a": a, "response_b": b}
         pair.update({k: v for k, v in (("subset", sub), ("category", cat)) if v is not None})
         pairs.append(pair)
     return {"pairs": pairs}
