@@ -95,12 +95,9 @@ def _inputs(args):
 def _pool(args, records) -> list | None:
     """--baselines as a list (None: the default pool); --internal names checked against the signals."""
     from baer_fast.errors import InputError
+    from baer_fast.heads.single import check_internal
 
-    present = sorted({k for r in records for k in r.experts})
-    for name in args.internal:
-        if name not in present:
-            raise InputError(f"{name!r} is not an expert of the signals (experts: {', '.join(present)})",
-                             path=args.signals, field="--internal")
+    check_internal(args.internal, records, args.signals)
     if args.baselines is None:
         return None
     pool = [b.strip() for b in args.baselines.split(",") if b.strip()]

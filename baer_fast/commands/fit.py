@@ -114,6 +114,7 @@ def run(args) -> int:
     from baer_fast.io.records import read_signals_many
     from baer_fast.io.jsonl import check_output
     from baer_fast.commands.frontier import check_fit_options
+    from baer_fast.heads.single import check_internal
     from baer_fast.io.rejects import rejects_for, report_rejects
     from baer_fast.selection.fit import check_one_condition, fit_condition
 
@@ -125,6 +126,7 @@ def run(args) -> int:
     finally:
         report_rejects(rejects)
     check_one_condition(records, ",".join(args.signals))
+    check_internal(args.internal, records, ",".join(args.signals))
     records, chosen = only_experts(records, args.experts, ",".join(args.signals))
     from baer_fast.commands.frontier import cost_fit, fit_kwargs
     art = cost_fit(args, records) or fit_condition(records, **fit_kwargs(args))

@@ -36,6 +36,18 @@ def baseline_pool(experts: Iterable[str], *, internal: Iterable[str] = (),
     return [e for e in present if e not in drop]
 
 
+def check_internal(names: Iterable[str], records: Sequence, path) -> None:
+    """--internal names must be experts of the signals (a typo would leave a protocol in the baseline
+    pool unnoticed): InputError naming the first that is not."""
+    from baer_fast.errors import InputError
+
+    present = sorted({k for r in records for k in r.experts})
+    for name in names:
+        if name not in present:
+            raise InputError(f"{name!r} is not an expert of the signals (experts: {', '.join(present)})",
+                             path=path, field="--internal")
+
+
 def strict_correct(records: Sequence, experts: Sequence[str], y: np.ndarray, eps: float = EPS) -> np.ndarray:
     """[N, K] bool: sign(p_k - 0.5) == y; undecided (p = 0.5) or missing counts as wrong."""
     p, _, _, _ = evidence(runs_tensor(records, experts), eps)

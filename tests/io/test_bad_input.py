@@ -201,3 +201,11 @@ def test_fit_options_that_would_be_ignored_are_errors(cli, tmp_path, extra, flag
     code, _, err = cli("fit", "--signals", sig, "--out", out, *extra)
     assert code == 2 and f"field '{flag}'" in err and len(err.strip().splitlines()) == 1, err
     assert not out.exists()
+
+
+def test_fit_internal_must_name_an_expert_of_the_signals(cli, tmp_path):
+    """A typo in --internal left the protocol in the reference gate's baseline pool without a word."""
+    sig = tmp_path / "s.jsonl"
+    write_signals(str(sig), make_signals(60, seed=4))
+    code, _, err = cli("fit", "--signals", sig, "--condition", "c", "--out", tmp_path / "h.json", "--internal", "Nope")
+    assert code == 2 and "field '--internal': 'Nope' is not an expert of the signals" in err
