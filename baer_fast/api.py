@@ -24,7 +24,6 @@ from baer_fast.errors import ArtifactError, BaerError, InputError
 
 log = logging.getLogger("baer_fast")
 BACKENDS = ("hf", "vllm")
-DTYPES = ("auto", "float32", "fp32", "bfloat16", "bf16", "float16", "fp16", "float64")   # hf loader's names
 
 
 @dataclass(frozen=True)
@@ -47,11 +46,7 @@ class Judge:
 
         self.engine, self.art, self.options = engine, art, options
         self.head = artifact_io.deployed_head(art)
-        unknown = [e for e in art["experts"] if e not in protocols.ALL]
-        if unknown:
-            raise InputError(f"the head uses expert {unknown[0]!r}, which the {type(engine).__name__} "
-                             f"cannot run (runnable: {', '.join(protocols.ALL)}); fit the head on "
-                             "signals produced by `baer-fast experts`", field="experts")
+        protocols.check_runnable(art["experts"], f"the {type(engine).__name__}")
         self.experts = list(art["experts"])
         self.derived_params = dict(art.get("derived_params") or {})
         missing = [e for e in self.experts if e in protocols.DERIVED_EXPERTS and e not in self.derived_params]
@@ -68,7 +63,7 @@ class Judge:
                         vllm_options=None, batch_invariant: bool | None = None) -> "Judge":
         """head: a path (str or os.PathLike) to a head artifact, an already loaded artifact dict, or
         None for the label-free default head (`artifact.default_artifact()`, recorded as head "default").
-        dtype: one of DTYPES or a torch dtype (torch.bfloat16). kernels="triton" without a GPU raises
+        dtype: one of runtime.model.load.DTYPE_NAMES or a torch dtype (torch.bfloat16). kernels="triton" without a GPU raises
         here (kernels.dispatch), not at the first score.
 
         vllm_options (backend="vllm" only): a `VllmOptions` or a dict of its fields, e.g.
@@ -250,10 +245,12 @@ def _per_pair_list(name: str, value) -> list:
 
 def dtype_name(dtype, *, check: bool = True) -> str:
     """A dtype option as the loader's name: a torch dtype (torch.float32 -> "float32") or a name;
-    with `check`, one of DTYPES (else an InputError listing them)."""
+    with `check`, one of the loader's DTYPE_NAMES (else an InputError listing them)."""
+    from baer_fast.runtime.model.load import DTYPE_NAMES
+
     name = dtype if isinstance(dtype, str) else str(dtype).removeprefix("torch.")
-    if check and name not in DTYPES:
-        raise InputError(f"unknown dtype {dtype!r} (choose from {', '.join(DTYPES)}, or the torch dtype "
+    if check and name not in DTYPE_NAMES:
+        raise InputError(f"unknown dtype {dtype!r} (choose from {', '.join(DTYPE_NAMES)}, or the torch dtype "
                          "of one)", field="dtype")
     return name
 

@@ -54,7 +54,8 @@ def _require_serve_extra() -> None:
 
 
 def run(args) -> int:
-    from baer_fast.api import Judge, JudgeOptions, head_artifact
+    from baer_fast import protocols
+    from baer_fast.api import Judge, JudgeOptions, check_kernels, head_artifact
     from baer_fast.runtime.config import EngineConfig
     from baer_fast.runtime.model.load import check_model_dir
     from baer_fast.runtime.open import HfOptions, engine_from_args, open_engine
@@ -64,6 +65,8 @@ def run(args) -> int:
     config = _config(args)
     check_model_dir(args.model)
     art = head_artifact(args.head)
+    protocols.check_runnable(art["experts"], "a local judge model (serve)")     # before the model loads
+    check_kernels(args.kernels, None if args.device == "auto" else args.device)
     engine_config = EngineConfig(memory_budget_bytes=int(args.memory_gb * 2**30), batch_tokens=args.batch_tokens,
                                  kernels=args.kernels)
     engine = engine_from_args(args, lambda: open_engine(args.model, options=HfOptions(       # as `experts` opens it

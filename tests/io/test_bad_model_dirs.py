@@ -301,3 +301,10 @@ def test_an_over_long_pair_is_located_before_any_work_and_set_aside_under_skip(t
         longest = max(len(enc.encode(q, pair_id="p", expert="direct"))
                       for q in protocols.get("direct").prompts(p.question, p.response_a, p.response_b))
         assert refused == (longest > n), words
+
+
+def test_an_unknown_dtype_names_the_choices(qwen_dir):
+    """The loader raised KeyError: 'float17'."""
+    from baer_fast.runtime.model.load import load_model
+    with pytest.raises(InputError, match="unknown dtype 'float17' \\(choose from auto, float32"):
+        load_model(qwen_dir, dtype="float17")

@@ -142,13 +142,18 @@ def cache_arg_name(forward) -> str:
     return "cache" if "cache" in params else "past_key_values"
 
 
+DTYPES = {"float32": "float32", "fp32": "float32", "bfloat16": "bfloat16", "bf16": "bfloat16",
+          "float16": "float16", "fp16": "float16", "float64": "float64"}   # float64: the tests' reference path
+DTYPE_NAMES = ("auto",) + tuple(DTYPES)
+
+
 def _auto_dtype(device: str, dtype: str):
     import torch
-    if dtype != "auto":
-        return {"float32": torch.float32, "fp32": torch.float32, "bfloat16": torch.bfloat16,
-                "bf16": torch.bfloat16, "float16": torch.float16, "fp16": torch.float16,
-                "float64": torch.float64}[dtype]       # float64: the tests' reference path
-    return torch.bfloat16 if device.startswith("cuda") else torch.float32
+    if dtype == "auto":
+        return torch.bfloat16 if device.startswith("cuda") else torch.float32
+    if dtype not in DTYPES:
+        raise InputError(f"unknown dtype {dtype!r} (choose from {', '.join(DTYPE_NAMES)})", field="dtype")
+    return getattr(torch, DTYPES[dtype])
 
 
 def text_config(config):
