@@ -168,6 +168,8 @@ def run(args) -> int:
     stream_names = (protocols.prompt_experts_for(names) + [n for n in names if n in protocols.GENERATIVE + protocols.NATIVE]
                     if two_phase else names)
     target = args.out + ".raw.jsonl" if two_phase else args.out
+    if two_phase:
+        _claim_final_out(args, target)
     fp = fingerprint(args, stream_names, args.derived_params)
     generation = generation_config(args, names)
     if generation is not None:
@@ -182,6 +184,21 @@ def run(args) -> int:
     return 0
 
 
+def _claim_final_out(args, raw: str) -> None:
+    """With derived experts the resumable file is <out>.raw.jsonl and --out is written at the end.
+    --out may only be replaced by --overwrite or by this run's own resume (its raw file exists): an
+    unrelated file is refused as the resumable writer refuses one, and a progress record that a
+    run without derived experts left for --out goes, so a later resume of that run cannot cut
+    the new file back to its old length."""
+    from baer_fast.io.resumable import progress_path
+
+    if os.path.exists(args.out) and not args.overwrite and not os.path.exists(raw):
+        raise InputError("output exists and this run did not write it (with derived experts the resumable "
+                         f"file is {raw}); pass --overwrite to replace it, or choose another --out", path=args.out)
+    if os.path.exists(progress_path(args.out)):
+        os.unlink(progress_path(args.out))
+
+
 def stream_signals(args, pairs, names, derived, params, target, fp) -> str:
     from baer_fast.progress import progress
     from baer_fast.runtime.config import EngineConfig
@@ -194,7 +211,19 @@ def stream_signals(args, pairs, names, derived, params, target, fp) -> str:
     if getattr(args, "truncate", False):
         pairs = fit_context(args, pairs, names)
     writer = _open_writer(target, fp, args.overwrite)
-    texts = _open_writer(args.out + ".texts.jsonl", fp, args.overwrite) if args.keep_texts and args.generation else None
+    texts_path = args.out + ".texts.jsonl"
+    keep = bool(args.keep_texts and args.generation)
+    texts = _open_writer(texts_path, fp, args.overwrite) if keep and os.path.exists(texts_path) else None
+    done_texts = texts.done_ids if texts is not None else set()
+    if keep and not writer.done_ids <= done_texts:
+        for w in (writer, texts):
+            if w is not None:
+                w.close()
+        raise InputError(f"{len(writer.done_ids - done_texts)} pairs already in {target} were run without "
+                         "--keep-texts, and a resume cannot recover their texts: pass --overwrite to run every "
+                         "pair again with it, or resume without it", field="--keep-texts")
+    if keep and texts is None:
+        texts = _open_writer(texts_path, fp, args.overwrite)
     from baer_fast.bank.canonical import chunks
     # chunks of distinct contents in content order, fixed by the whole input (not by what a resumed
     # run has left), so every pair's floats are those of the uninterrupted run

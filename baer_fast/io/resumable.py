@@ -95,8 +95,9 @@ class ResumableWriter:
     def _read_progress(self) -> dict:
         prog_file = progress_path(self.path)
         if not os.path.exists(prog_file):
-            raise InputError("output exists but has no progress record, so it was not written by "
-                             f"a resumable baer-fast run; {_FIX}", path=self.path)
+            raise InputError("output exists but has no progress record, so it is no resumable baer-fast output "
+                             "in progress (an experts run with derived experts, such as the default bank, keeps "
+                             f"its record beside <out>.raw.jsonl); {_FIX}", path=self.path)
         try:
             with open(prog_file, encoding="utf-8") as fh:
                 prog = json.load(fh)
@@ -118,6 +119,12 @@ class ResumableWriter:
         if size < self._bytes:
             raise InputError(f"output is shorter ({size} bytes) than its progress record says "
                              f"({self._bytes}); it was cut by something else; {_FIX}", path=self.path)
+        with open(self.path, "rb") as fh:       # whole lines, as many as recorded: else not the file it records
+            head = fh.read(self._bytes)
+        if head.count(b"\n") != self._records or (head and not head.endswith(b"\n")):
+            raise InputError(f"output does not match its progress record ({self._records} records in "
+                             f"{self._bytes} bytes): it was replaced or edited since, so resuming would cut "
+                             f"it; {_FIX}", path=self.path)
         if size > self._bytes:
             with open(self.path, "r+b") as fh:
                 fh.truncate(self._bytes)      # drop a torn batch written after the last progress

@@ -61,3 +61,38 @@ def test_streaming_without_derived_experts_resumes(tmp_path, qwen_dir):
     assert 0 < _kill_after_first_batch(_cmd(qwen_dir, pairs, out, *extra), out) < 12
     assert _run_here(_cmd(qwen_dir, pairs, out, *extra)) == 0
     assert _lines(out) == _lines(ref)
+
+
+def test_a_run_with_derived_experts_never_replaces_a_file_it_did_not_write(tmp_path, qwen_dir):
+    """With derived experts (the default bank) the resumable file is <out>.raw.jsonl and --out is written
+    at the end: an unrelated --out was replaced without a word, and a progress record that a run without
+    derived experts had left for --out let that run, resumed later, cut the new file mid-record."""
+    pairs = str(tmp_path / "pairs.jsonl")
+    write_pairs(pairs, make_pairs(4, seed=3))
+    out = tmp_path / "s.jsonl"
+    out.write_text('{"my": "results"}\n')
+    assert main(["-q", "experts", "--model", qwen_dir, "--input", pairs, "--out", str(out)]) == 2
+    assert out.read_text() == '{"my": "results"}\n'
+    out.unlink()
+    direct = ["-q", "experts", "--model", qwen_dir, "--input", pairs, "--out", str(out), "--experts", "direct"]
+    assert main(direct) == 0
+    assert main(["-q", "experts", "--model", qwen_dir, "--input", pairs, "--out", str(out)]) == 2
+    assert main(["-q", "experts", "--model", qwen_dir, "--input", pairs, "--out", str(out), "--overwrite"]) == 0
+    full = out.read_bytes()
+    assert main(direct) == 2                     # refused: the file is not that run's any more
+    assert out.read_bytes() == full
+    assert main(["-q", "experts", "--model", qwen_dir, "--input", pairs, "--out", str(out)]) == 0   # its own resume
+    assert out.read_bytes() == full
+
+
+def test_keep_texts_added_on_resume_is_refused_not_left_incomplete(tmp_path, qwen_dir, capsys):
+    pairs = str(tmp_path / "pairs.jsonl")
+    write_pairs(pairs, make_pairs(3, seed=4))
+    run = ["-q", "experts", "--model", qwen_dir, "--input", pairs, "--out", str(tmp_path / "s.jsonl"),
+           "--experts", "cot", "--max-new-tokens", "4"]
+    assert main(run) == 0
+    assert main([*run, "--keep-texts"]) == 2
+    assert "3 pairs already in" in capsys.readouterr().err
+    assert not (tmp_path / "s.jsonl.texts.jsonl").exists()
+    assert main([*run, "--keep-texts", "--overwrite"]) == 0
+    assert len(_lines(str(tmp_path / "s.jsonl.texts.jsonl"))) == 3

@@ -61,7 +61,7 @@ def test_append_refuses_an_id_already_written(tmp_path):
 
 @pytest.mark.parametrize("damage,match", [
     ("cut", "shorter"), ("progress_garbage", "unreadable"), ("no_progress", "no progress record"),
-    ("duplicate", "duplicate id"),
+    ("duplicate", "duplicate id"), ("replaced", "does not match its progress record"),
 ])
 def test_damaged_outputs_are_refused(tmp_path, damage, match):
     out = str(tmp_path / "o.jsonl")
@@ -76,8 +76,12 @@ def test_damaged_outputs_are_refused(tmp_path, damage, match):
     elif damage == "duplicate":
         data = open(out, "rb").read().splitlines(keepends=True)
         open(out, "wb").write(data[0] + data[0] + data[2])
+    elif damage == "replaced":       # another run's longer file under the same name: resuming would cut it
+        open(out, "w").write("".join(json.dumps({"id": f"q{i}", "long": "x" * (7 * i)}) + "\n" for i in range(9)))
+    before = open(out, "rb").read()
     with pytest.raises(InputError, match=match):
         ResumableWriter(out, fingerprint=FP)
+    assert open(out, "rb").read() == before                  # refused, and not cut
 
 
 def test_a_second_writer_on_the_same_output_is_refused(tmp_path):
