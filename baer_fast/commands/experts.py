@@ -151,12 +151,13 @@ def _load_params(path: str | None) -> dict | None:
 def run(args) -> int:
     from baer_fast import protocols
     from baer_fast.io.records import read_pairs
-    from baer_fast.runtime.model.load import check_model_dir
+    from baer_fast.runtime.model.load import check_device, check_model_dir
 
     names = _experts(args.experts)
     if args.chunk_pairs < 1:
         raise InputError("must be at least 1", field="--chunk-pairs")
     check_model_dir(args.model)
+    check_device(args.device)
     pairs = read_pairs(args.input)
     params = _load_params(args.derived_params)
     derived = [n for n in names if n in protocols.DERIVED_EXPERTS]

@@ -68,12 +68,13 @@ def _judge(args, art, pairs, rejects=None) -> list:
     runs each group of subsets with the same experts through <out>.subset<k>.signals.jsonl."""
     from baer_fast import protocols
     from baer_fast.errors import InputError
-    from baer_fast.runtime.model.load import check_model_dir
+    from baer_fast.runtime.model.load import check_device, check_model_dir
 
     if args.chunk_pairs < 1:
         raise InputError("must be at least 1", field="--chunk-pairs")
     protocols.check_runnable(art["experts"], "a local judge model (score --model)")
     check_model_dir(args.model)
+    check_device(args.device)
     args.keep_texts = False
     if not args.truncate:           # over-long pairs: a located error, or rejects under --on-error skip
         from baer_fast.bank.runner import resolve_experts

@@ -57,13 +57,14 @@ def run(args) -> int:
     from baer_fast import protocols
     from baer_fast.api import Judge, JudgeOptions, check_kernels, head_artifact
     from baer_fast.runtime.config import EngineConfig
-    from baer_fast.runtime.model.load import check_model_dir
+    from baer_fast.runtime.model.load import check_device, check_model_dir
     from baer_fast.runtime.open import HfOptions, engine_from_args, open_engine
     from baer_fast.serve.server import serve
 
     _require_serve_extra()
     config = _config(args)
     check_model_dir(args.model)
+    check_device(args.device)
     art = head_artifact(args.head)
     protocols.check_runnable(art["experts"], "a local judge model (serve)")     # before the model loads
     check_kernels(args.kernels, None if args.device == "auto" else args.device)

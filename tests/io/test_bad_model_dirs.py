@@ -308,3 +308,22 @@ def test_an_unknown_dtype_names_the_choices(qwen_dir):
     from baer_fast.runtime.model.load import load_model
     with pytest.raises(InputError, match="unknown dtype 'float17' \\(choose from auto, float32"):
         load_model(qwen_dir, dtype="float17")
+
+
+def test_a_device_this_torch_cannot_use_is_one_line_and_leaves_no_output(qwen_dir, tmp_path, capsys):
+    """--device cuda on a CPU-only torch was an AssertionError traceback (check, experts, Judge), and
+    experts left an empty <out>.raw.jsonl and its progress record behind."""
+    import torch
+
+    from baer_fast.runtime.model.load import load_model
+    with pytest.raises(InputError, match="unknown device 'foo'"):
+        load_model(qwen_dir, device="foo")
+    missing = "cuda:99" if torch.cuda.is_available() else "cuda"
+    with pytest.raises(InputError, match="field '--device'"):
+        load_model(qwen_dir, device=missing)
+    pairs = tmp_path / "pairs.jsonl"
+    write_pairs(str(pairs), [Pair("ok", "q?", "yes", "no")])
+    out = tmp_path / "run" / "x.jsonl"
+    assert main(["experts", "--model", qwen_dir, "--input", str(pairs), "--device", missing, "--out", str(out)]) == 2
+    assert len(capsys.readouterr().err.strip().splitlines()) == 1
+    assert not out.parent.exists() or not list(out.parent.iterdir())

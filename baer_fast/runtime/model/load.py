@@ -238,16 +238,34 @@ def _stored_bytes(path: str) -> int:
     return sum(os.path.getsize(f) for f in glob.glob(os.path.join(path, "*.safetensors")))
 
 
-def load_model(path: str, *, device: str = "auto", dtype: str = "auto", attn: str = "sdpa",
-               trust_remote_code: bool = False) -> LoadedModel:
+def check_device(device: str) -> str:
+    """The device a judge loads on ("auto": cuda when available, else cpu); an unknown name or a
+    device this torch cannot use (cuda on a CPU-only build) is an InputError, not a torch traceback."""
     import torch
 
+    if device in (None, "auto"):
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    try:
+        dev = torch.device(device)
+    except (RuntimeError, TypeError):
+        raise InputError(f"unknown device {device!r} (e.g. auto, cpu, cuda, cuda:1)", field="--device") from None
+    backend = getattr(torch, dev.type, None) if dev.type != "cpu" else None
+    if dev.type != "cpu" and not (backend is not None and hasattr(backend, "is_available") and backend.is_available()):
+        raise InputError(f"no {dev.type} device here (torch {torch.__version__}); use --device cpu or auto",
+                         field="--device")
+    if dev.type == "cuda" and dev.index is not None and dev.index >= torch.cuda.device_count():
+        raise InputError(f"cuda:{dev.index} does not exist ({torch.cuda.device_count()} CUDA devices)",
+                         field="--device")
+    return device
+
+
+def load_model(path: str, *, device: str = "auto", dtype: str = "auto", attn: str = "sdpa",
+               trust_remote_code: bool = False) -> LoadedModel:
     check_kernels_not_shadowed()
     from transformers import AutoModelForCausalLM
 
     check_model_dir(path)
-    if device == "auto":
-        device = "cuda" if torch.cuda.is_available() else "cpu"
+    device = check_device(device)
     tok, config = _tokenizer_and_config(path, trust_remote_code)
     windows = attention_windows(config)             # unsupported layer types: refused before the weights load
     torch_dtype, name = _auto_dtype(device, dtype), os.path.basename(os.path.normpath(path))
