@@ -60,16 +60,18 @@ class Judge:
     @classmethod
     def from_pretrained(cls, model_path, head=None, *, backend: str = "hf", kernels: str = "auto",
                         device: str | None = None, dtype="auto", truncate: bool = True,
-                        vllm_options=None, batch_invariant: bool | None = None) -> "Judge":
+                        vllm_options=None, batch_invariant: bool | None = None, generation=None) -> "Judge":
         """head: a path (str or os.PathLike) to a head artifact, an already loaded artifact dict, or
         None for the label-free default head (`artifact.default_artifact()`, recorded as head "default").
-        dtype: one of runtime.model.load.DTYPE_NAMES or a torch dtype (torch.bfloat16). kernels="triton" without a GPU raises
-        here (kernels.dispatch), not at the first score.
+        dtype: one of runtime.model.load.DTYPE_NAMES or a torch dtype (torch.bfloat16). kernels="triton"
+        without a GPU raises here (kernels.dispatch), not at the first score.
 
         vllm_options (backend="vllm" only): a `VllmOptions` or a dict of its fields, e.g.
         `{"data_parallel_size": 2, "tensor_parallel_size": 4}`; `dtype` overrides its dtype
         unless left "auto". Data parallel ranks are spawned processes: call from under an
         `if __name__ == "__main__":` guard. batch_invariant: JudgeOptions.batch_invariant.
+        generation: a `baer_fast.bank.generative.GenerationConfig` (generative experts' token budgets
+        and seed; None: each protocol's budget, seed 0), as `experts --max-new-tokens/--seed` set them.
         """
         from baer_fast.runtime.config import EngineConfig
         from baer_fast.runtime.open import HfOptions, open_engine, open_vllm
@@ -87,14 +89,14 @@ class Judge:
                 opts = dataclasses.replace(opts, dtype=dtype)
             art = head_artifact(head)
             options = JudgeOptions(kernels=kernels, device=device, dtype=opts.dtype, truncate=truncate,
-                                   batch_invariant=batch_invariant)
+                                   batch_invariant=batch_invariant, generation=generation)
             return cls(open_vllm(model_path, opts), art, options=options)
         if vllm_options is not None:
             raise BaerError("vllm_options apply to backend='vllm' only")
         art = head_artifact(head)
         check_kernels(kernels, device)
         options = JudgeOptions(kernels=kernels, device=device, dtype=dtype, truncate=truncate,
-                               batch_invariant=batch_invariant)
+                               batch_invariant=batch_invariant, generation=generation)
         engine = open_engine(model_path, options=HfOptions(engine=EngineConfig(kernels=kernels),
                                                            device=device or "auto", dtype=dtype))
         return cls(engine, art, options=options)

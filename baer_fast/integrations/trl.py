@@ -7,17 +7,21 @@ TRL >= 1.1 has no judge classes: a judge enters training as a reward function.
 - GRPO calls `f(prompts, completions, completion_ids, **columns)` with each prompt's
   `num_generations` completions consecutive. `grpo_reward` judges every pair inside a group
   (round robin, both orders by construction) and returns a mean-win or Bradley-Terry reward.
-Prompts and completions may be plain strings or conversational message lists. `remote_reward`
+Prompts and completions may be plain strings or conversational message lists; a conversational
+prompt reaches the judge as a conversation (`as_question`), a completion as its text. `remote_reward`
 gives the same functions judged by a `baer-fast serve` (sync or async); the server's /get_reward
 and the veRL adapter reuse the round robin and the group rewards below.
 Nothing here imports trl itself: the functions only follow its calling convention.
 """
 from __future__ import annotations
 
+import logging
 import math
 from typing import Sequence
 
 from baer_fast.errors import InputError
+
+log = logging.getLogger("baer_fast")
 
 
 def as_text(x) -> str:
@@ -34,13 +38,36 @@ def as_text(x) -> str:
     return str(x)
 
 
+def as_question(x):
+    """A prompt as Judge takes it: a string, or a conversation (alternating user/assistant messages
+    ending with the user's) that the judge reads through its chat template, as a pairs file's
+    multi-turn question (docs/datasets.md). A system message is kept as the first user turn's opening
+    ("System: ..."), since the judge's own protocol prompt holds the system slot; a lone user message
+    is its text. A message list that is no such conversation (a tool turn, an assistant last) is
+    judged as its text with roles (`as_text`)."""
+    from baer_fast.io.records import as_conversation
+
+    if not isinstance(x, (list, tuple)) or not x or not all(isinstance(m, dict) for m in x):
+        return as_text(x)
+    msgs = [{"role": m.get("role", "user"), "content": str(m.get("content", ""))} for m in x]
+    system = "\n\n".join(m["content"] for m in msgs if m["role"] == "system")
+    turns = [m for m in msgs if m["role"] != "system"]
+    if system and turns and turns[0]["role"] == "user":
+        turns[0] = {"role": "user", "content": f"System: {system}\n\n{turns[0]['content']}"}
+    try:
+        as_conversation(turns)
+    except ValueError:
+        return as_text(x)
+    return turns[0]["content"] if len(turns) == 1 else turns
+
+
 def dpo_halves(prompts: Sequence, completions: Sequence) -> tuple[list[str], list[str], list[str]]:
     """OnlineDPO's 2*B prompts and completions -> (questions, firsts, seconds), B each."""
     n = len(completions)
     if n % 2 or len(prompts) != n:
         raise InputError(f"OnlineDPO passes 2*B prompts and completions; got {len(prompts)} and {n}")
     half = n // 2
-    return ([as_text(p) for p in prompts[:half]], [as_text(c) for c in completions[:half]],
+    return ([as_question(p) for p in prompts[:half]], [as_text(c) for c in completions[:half]],
             [as_text(c) for c in completions[half:]])
 
 
@@ -73,6 +100,9 @@ def online_dpo_reward(judge):
     return baer_online_dpo
 
 
+_warned_larger: list = []        # one warning per process for runs longer than num_generations
+
+
 def groups(prompts: Sequence, num_generations: int) -> list[range]:
     """Consecutive runs of equal prompts cut into groups of num_generations; error if split."""
     keys = [as_text(p) for p in prompts]
@@ -81,9 +111,16 @@ def groups(prompts: Sequence, num_generations: int) -> list[range]:
         if i == len(keys) or keys[i] != keys[start]:
             run = i - start
             if run % num_generations:
-                raise InputError(f"GRPO group of prompt #{start} arrived with {run} completions, not a multiple "
-                                 f"of num_generations={num_generations}: the group was split across "
-                                 "processes; make the per-device batch a multiple of num_generations")
+                raise InputError(f"GRPO passed {run} consecutive completions of prompt #{start}, not a multiple of "
+                                 f"num_generations={num_generations}: give the reward the trainer's own number "
+                                 "(GRPOConfig.num_generations, or num_generations_eval when evaluating), and keep "
+                                 "a group on one process (a per-device batch that is a multiple of it)")
+            if run > num_generations and not _warned_larger:
+                _warned_larger.append(True)
+                log.warning("GRPO passed %d consecutive completions of prompt #%d, judged as %d groups of "
+                            "num_generations=%d; if the trainer's num_generations is %d, pass that, so that each "
+                            "completion is compared with all of them", run, start, run // num_generations,
+                            num_generations, run)
             out += [range(s, s + num_generations) for s in range(start, i, num_generations)]
             start = i
     return out
@@ -116,6 +153,13 @@ METHODS = ("mean_win", "bradley_terry")
 NEUTRAL = {"mean_win": 0.5, "bradley_terry": 0.0}     # reward of a completion with no rival
 
 
+def check_num_generations(n) -> None:
+    """GRPO compares each prompt's completions with each other: at least two."""
+    if isinstance(n, bool) or not isinstance(n, int) or n < 2:
+        raise ValueError(f"num_generations must be an integer of at least 2 (GRPO's completions per prompt), "
+                         f"got {n!r}")
+
+
 def check_method(method: str) -> None:
     if method not in METHODS:
         raise ValueError("method must be 'mean_win' or 'bradley_terry'")
@@ -145,7 +189,7 @@ def group_rewards(n: int, gs: Sequence[Sequence[int]], todo, p, *, method: str) 
 
 def pair_texts(prompts: Sequence, texts: Sequence[str], todo) -> tuple[list[str], list[str], list[str]]:
     """The (question, a, b) lists of the round robin `todo`."""
-    return ([as_text(prompts[i]) for _, i, _ in todo], [texts[i] for _, i, _ in todo],
+    return ([as_question(prompts[i]) for _, i, _ in todo], [texts[i] for _, i, _ in todo],
             [texts[j] for _, _, j in todo])
 
 
@@ -160,6 +204,7 @@ def grpo_plan(prompts: Sequence, completions: Sequence, num_generations: int):
 def grpo_reward(judge, *, num_generations: int, method: str = "mean_win"):
     """Reward function for GRPOTrainer: one reward per completion from its group's pairwise judgments."""
     check_method(method)
+    check_num_generations(num_generations)
 
     def baer_grpo(prompts: Sequence, completions: Sequence, completion_ids=None, **columns) -> list[float]:
         gs, todo, texts = grpo_plan(prompts, completions, num_generations)
@@ -178,8 +223,8 @@ def remote_reward(url: str, *, trainer: str = "grpo", num_generations: int | Non
     client = JudgeClient(url, api_key=api_key)
     if trainer not in ("grpo", "online_dpo"):
         raise ValueError("trainer must be 'grpo' or 'online_dpo'")
-    if trainer == "grpo" and not num_generations:
-        raise ValueError("trainer='grpo' needs num_generations")
+    if trainer == "grpo":
+        check_num_generations(num_generations)
     if not asynchronous:
         return (grpo_reward(client, num_generations=num_generations, method=method) if trainer == "grpo"
                 else online_dpo_reward(client))
@@ -216,5 +261,5 @@ class BAERPairwiseJudge:
         return [0 if v >= 0 else 1 for v in s]
 
     def judge_model_scores(self, prompts, completions) -> list[float]:
-        return self.baer.score([as_text(p) for p in prompts], [as_text(c[0]) for c in completions],
+        return self.baer.score([as_question(p) for p in prompts], [as_text(c[0]) for c in completions],
                                 [as_text(c[1]) for c in completions]).tolist()

@@ -70,3 +70,11 @@ def test_triton_kernels_without_a_gpu_fail_at_load(judge_dir, monkeypatch):
     monkeypatch.delenv("TRITON_INTERPRET", raising=False)
     with pytest.raises(dispatch.KernelUnavailableError, match="needs a CUDA device"):
         Judge.from_pretrained(judge_dir, kernels="triton")
+
+
+def test_from_pretrained_sets_the_generation_budgets_and_seed(judge_dir):
+    """The docs pointed Python users at JudgeOptions(generation=...), which from_pretrained did not take."""
+    from baer_fast.bank.generative import GenerationConfig
+    gen = GenerationConfig(max_new_tokens={"cot": 8}, seed=3)
+    j = Judge.from_pretrained(judge_dir, kernels="torch", generation=gen)
+    assert j.options.generation is gen

@@ -29,9 +29,7 @@ def test_online_dpo_rewards_negate_when_halves_swap(judge):
     r_swapped = f(prompts=2 * PROMPTS[:2], completions=second + first)
     assert len(r) == 4
     assert r[:2] == [-v for v in r[2:]]
-    from tests.fixtures.tolerances import HEAD_OPS, fp64_tol
-    # the signals mirror bit for bit; the float64 head negates up to its own rounding
-    assert max(abs(x + y) for x, y in zip(r, r_swapped)) <= fp64_tol(HEAD_OPS, 1 + max(map(abs, r)))
+    assert r_swapped == [-v for v in r]          # the signals mirror bit for bit, and so do the features
 
 
 def test_online_dpo_trainer_runs_with_baer_rewards(judge, policy_dir, tmp_path):
@@ -110,8 +108,26 @@ def test_subset_and_category_columns_reach_the_judge_per_pair():
 
 def test_grpo_split_group_is_a_clear_error():
     assert [list(g) for g in groups(["p", "p", "q", "q"], 2)] == [[0, 1], [2, 3]]
-    with pytest.raises(InputError, match="group was split"):
+    with pytest.raises(InputError, match="num_generations_eval"):
         groups(["p", "p", "p", "q", "q"], 2)
+    with pytest.raises(ValueError, match="at least 2"):
+        grpo_reward(object(), num_generations=0)
+
+
+def test_a_conversational_prompt_is_judged_as_the_conversation(judge):
+    """The reward functions flattened a conversation into 'user: ...' text, so the same pair scored
+    otherwise than through Judge; a system message is kept as the first user turn's opening."""
+    from baer_fast.integrations.trl import as_question
+    conv = [{"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Hello!"},
+            {"role": "user", "content": PROMPTS[0]}]
+    want = judge.score([conv], ["the sum is 3"], ["no"]).tolist()
+    got = online_dpo_reward(judge)(prompts=[conv] * 2, completions=[[{"role": "assistant", "content": "the sum is 3"}],
+                                                                    [{"role": "assistant", "content": "no"}]])
+    assert got[:1] == want
+    system = [{"role": "system", "content": "Be brief."}, *conv]
+    assert as_question(system)[0] == {"role": "user", "content": "System: Be brief.\n\nHi"}
+    assert as_question([{"role": "user", "content": "one turn"}]) == "one turn"
+    assert as_question([{"role": "user", "content": "x"}, {"role": "tool", "content": "y"}]) == "user: x\n\ntool: y"
 
 
 def test_pairwise_judge_shape_for_trl_1_0_code(judge):
