@@ -15,6 +15,7 @@ Knows nothing about files beyond loading the head artifact.
 """
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 from dataclasses import dataclass
@@ -48,6 +49,13 @@ class Judge:
         self.head = artifact_io.deployed_head(art)
         protocols.check_runnable(art["experts"], f"the {type(engine).__name__}")
         self.experts = list(art["experts"])
+        if options.generation is None and art.get("generation"):    # as the head's signals were made
+            from baer_fast.bank.generative import GenerationConfig
+            rec = art["generation"]
+            seeds = {r["seed"] for r in rec.values()}
+            self.options = options = dataclasses.replace(options, generation=GenerationConfig(
+                max_new_tokens={e: r["max_new_tokens"] for e, r in rec.items()},
+                seed=seeds.pop() if len(seeds) == 1 else 0))
         self.derived_params = dict(art.get("derived_params") or {})
         missing = [e for e in self.experts if e in protocols.DERIVED_EXPERTS and e not in self.derived_params]
         if missing:

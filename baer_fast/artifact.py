@@ -68,6 +68,10 @@ def load(path: str) -> dict:
     return d
 
 
+def _count(v, least: int = 1) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool) and v >= least
+
+
 def _no_constants(name):
     raise ValueError(f"non-finite number {name}")
 
@@ -98,6 +102,11 @@ def _validate(d, path: str) -> None:
         raise ArtifactError(f"{path}: field 'experts': expected a list of expert names")
     if d["head"] not in d["heads"]:
         raise ArtifactError(f"{path}: field 'head': deployed head {d['head']!r} has no parameters in 'heads'")
+    gen = d.get("generation")
+    if gen is not None and not (isinstance(gen, dict) and all(
+            isinstance(g, dict) and _count(g.get("max_new_tokens")) and _count(g.get("seed"), 0)
+            for g in gen.values())):
+        raise ArtifactError(f"{path}: field 'generation': expected {{expert: {{max_new_tokens, seed}}}}")
     alloc = d.get("allocation")
     if alloc is not None and not (isinstance(alloc, dict) and all(
             isinstance(es, list) and all(e in d["experts"] for e in es) for es in alloc.values())):

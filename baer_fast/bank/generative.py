@@ -28,6 +28,25 @@ from baer_fast.runtime.seeds import sample_seed
 CUE_ROOM = 64        # context kept free after a generation for its cue (and the readout)
 
 
+def recorded_settings(records, names) -> dict:
+    """{generative expert: {"max_new_tokens", "seed"}} as the signals' meta.generation records them for
+    the generative experts behind `names` (a native expert's is its generative one's): what a head
+    fitted on them must decode with. InputError when the records disagree (merged runs)."""
+    from baer_fast.errors import InputError
+
+    want = {protocols.base_of(n) for n in names if n in protocols.GENERATIVE + protocols.NATIVE}
+    seen: dict = {}
+    for r in records:
+        for e, g in ((r.meta or {}).get("generation") or {}).items():
+            if e in want and isinstance(g, dict) and "max_new_tokens" in g:
+                seen.setdefault(e, set()).add((int(g["max_new_tokens"]), int(g.get("seed", 0))))
+    for e, values in seen.items():
+        if len(values) > 1:
+            raise InputError(f"the signals mix generation settings for {e} ({sorted(values)} as (max_new_tokens, "
+                             "seed)): fit on the signals of one experts run", field="meta.generation")
+    return {e: {"max_new_tokens": v[0], "seed": v[1]} for e, (v,) in sorted(seen.items())}
+
+
 @dataclass(frozen=True)
 class GenerationConfig:
     max_new_tokens: dict = field(default_factory=dict)   # expert -> budget (else the protocol's default)

@@ -46,8 +46,10 @@ def add_engine_arguments(p) -> None:
     d = EngineConfig()
     p.add_argument("--max-new-tokens", default=None,
                    help="generation budget per generative expert, e.g. cot=256,reference=4096, or one number "
-                        "for all (default: each protocol's own)")
-    p.add_argument("--seed", type=int, default=0, help="global seed of sampled generations (self_consistency)")
+                        "for all (default: each protocol's own; with score --model, the head's recorded budgets)")
+    p.add_argument("--seed", type=int, default=None,
+                   help="global seed of sampled generations (self_consistency; default 0, or with score --model the "
+                        "seed the head's signals were made with)")
     p.add_argument("--batch-tokens", type=int, default=d.batch_tokens,
                    help="cap on padded tokens per forward (default: derived from --memory-gb)")
     p.add_argument("--memory-gb", type=float, default=d.memory_budget_bytes / 2**30,
@@ -102,13 +104,16 @@ def _engine_kind(args) -> str:
     return "vllm" if getattr(args, "backend", "hf") == "vllm" else ("naive" if args.naive else "prefix")
 
 
-def generation_config(args, names: list[str]):
-    """GenerationConfig from --max-new-tokens/--seed, or None when no generative expert is asked for."""
+def generation_config(args, names: list[str], recorded: dict | None = None):
+    """GenerationConfig from --max-new-tokens/--seed, or None when no generative expert is asked for.
+    `recorded` (a head's `generation`: the settings its signals were made with) fills what the flags
+    leave out, and a flag that departs from it is warned about: another budget or seed changes runs."""
     from baer_fast import protocols
     from baer_fast.bank.generative import GenerationConfig
     gen = [n for n in names if n in protocols.GENERATIVE]
     if not gen:
         return None
+    recorded = recorded or {}
     budgets = {}
     for item in (args.max_new_tokens or "").split(","):
         name, _, val = item.strip().rpartition("=")
@@ -122,8 +127,16 @@ def generation_config(args, names: list[str]):
             raise InputError(f"{item.strip()!r}: expected EXPERT=N with N >= 1 and EXPERT one of "
                              f"{', '.join(protocols.GENERATIVE)}", field="--max-new-tokens")
         budgets.update({name: n} if name else {g: n for g in protocols.GENERATIVE})
+    seeds = {r["seed"] for r in recorded.values()}
+    seed = args.seed if args.seed is not None else (seeds.pop() if len(seeds) == 1 else 0)
+    for e, r in recorded.items():
+        if e in budgets and budgets[e] != r["max_new_tokens"] or args.seed is not None and args.seed != r["seed"]:
+            log.warning("%s: the head's signals were made with max_new_tokens=%d, seed=%d; this run uses %d, %d, "
+                        "so its runs differ from those the head was fitted on", e, r["max_new_tokens"], r["seed"],
+                        budgets.get(e, r["max_new_tokens"]), seed)
+        budgets.setdefault(e, r["max_new_tokens"])
     # one memory budget: the decoder's slots and activations live within --memory-gb like the engine's KV
-    return GenerationConfig(max_new_tokens=budgets, seed=args.seed, memory_budget_bytes=int(args.memory_gb * 2**30))
+    return GenerationConfig(max_new_tokens=budgets, seed=seed, memory_budget_bytes=int(args.memory_gb * 2**30))
 
 
 def _open_writer(path: str, fingerprint: dict, overwrite: bool):

@@ -113,6 +113,7 @@ def run(args) -> int:
     from baer_fast import artifact
     from baer_fast.io.records import read_signals_many
     from baer_fast.io.jsonl import check_output
+    from baer_fast.bank.generative import recorded_settings
     from baer_fast.commands.frontier import check_fit_options
     from baer_fast.heads.single import check_internal
     from baer_fast.io.rejects import rejects_for, report_rejects
@@ -132,6 +133,9 @@ def run(args) -> int:
     art = cost_fit(args, records) or fit_condition(records, **fit_kwargs(args))
     if chosen is not None:
         art["fit_report"]["experts_option"] = chosen      # what `--experts` kept and set aside
+    generation = recorded_settings(records, art["experts"])
+    if generation:
+        art["generation"] = generation       # the budgets and seed score --model, Judge and serve decode with
     derived = derived_params_beside(args.signals)
     if derived:
         art["derived_params"] = derived      # frozen PriDe/CalibraEval maps, used by score --model and Judge

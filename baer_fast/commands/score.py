@@ -76,11 +76,12 @@ def _judge(args, art, pairs, rejects=None) -> list:
     check_model_dir(args.model)
     check_device(args.device)
     args.keep_texts = False
+    from baer_fast.bank.runner import resolve_experts
+    from baer_fast.commands import experts
+    names = resolve_experts(list(art["experts"]))
+    # the budgets and seed the head's signals were made with, unless the flags say otherwise
+    args.generation = experts.generation_config(args, names, art.get("generation"))
     if not args.truncate:           # over-long pairs: a located error, or rejects under --on-error skip
-        from baer_fast.bank.runner import resolve_experts
-        from baer_fast.commands import experts
-        names = resolve_experts(list(art["experts"]))
-        args.generation = experts.generation_config(args, names)
         pairs = experts.fit_context(args, pairs, names, rejects)
     cascade = art.get("cascade")
     if art.get("allocation") is not None:    # pruned per subset: each subset's experts on its own pairs
@@ -107,7 +108,8 @@ def _bank(args, art, pairs, experts_, stage: str) -> list:
     target = signals_path(args.out, stage)
     fp = experts.fingerprint(args, names, None)
     fp.update(command="score", head=art["checksum"], stage=stage or None)
-    args.generation = experts.generation_config(args, names)
+    if args.generation is not None:
+        fp["generation"] = {n: args.generation.settings(n) for n in names if n in protocols.GENERATIVE}
     print(experts.stream_signals(args, pairs, names, derived, art.get("derived_params") or {}, target, fp),
           file=sys.stderr)
     by_id = {s.id: s for s in read_signals(target)}

@@ -53,3 +53,32 @@ def test_sigkill_resumes_the_expert_work_without_redoing_finished_pairs(judge_di
     assert durable(signals) == 10
     want = sorted(lines(ref))
     assert sorted(lines(out)) == want           # the same scores, bit for bit, as the uninterrupted run
+
+
+def test_a_head_decodes_with_the_budgets_and_seed_its_signals_were_made_with(qwen_dir, tmp_path, caplog):
+    """A head fitted on `experts --max-new-tokens cot=6` signals was run by score --model (and Judge) with
+    the protocol's default budget, so its cot runs were not those it was fitted on."""
+    from baer_fast import Judge, artifact
+    from baer_fast.cli import main
+    from baer_fast.io.records import read_signals
+    from tests.fixtures.tiny_models import make_pairs
+
+    pairs = tmp_path / "pairs.jsonl"
+    write_pairs(str(pairs), make_pairs(18, seed=2))
+    sig, head, out = tmp_path / "sig.jsonl", tmp_path / "head.json", tmp_path / "scores.jsonl"
+    assert main(["-q", "experts", "--model", qwen_dir, "--input", str(pairs), "--out", str(sig),
+                 "--experts", "direct,cot", "--max-new-tokens", "cot=6", "--seed", "4"]) == 0
+    assert main(["-q", "fit", "--signals", str(sig), "--condition", "c", "--out", str(head), "--head", "mean"]) == 0
+    art = artifact.load(str(head))
+    assert art["generation"] == {"cot": {"max_new_tokens": 6, "seed": 4}}
+    assert main(["-q", "score", "--model", qwen_dir, "--input", str(pairs), "--head", str(head),
+                 "--out", str(out)]) == 0
+    made = {s.id: s for s in read_signals(str(sig))}
+    for s in read_signals(str(out) + ".signals.jsonl"):
+        assert s.meta["generation"]["cot"]["max_new_tokens"] == 6 and s.experts["cot"] == made[s.id].experts["cot"]
+    judge = Judge.from_pretrained(qwen_dir, head=str(head), kernels="torch")
+    assert judge.options.generation.budget("cot") == 6 and judge.options.generation.seed == 4
+    with caplog.at_level("WARNING", logger="baer_fast"):
+        assert main(["-q", "score", "--model", qwen_dir, "--input", str(pairs), "--head", str(head),
+                     "--out", str(tmp_path / "other.jsonl"), "--max-new-tokens", "cot=9"]) == 0
+    assert "made with max_new_tokens=6, seed=4" in caplog.text
