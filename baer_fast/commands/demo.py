@@ -61,15 +61,16 @@ def summary_row(condition: str, rep: dict) -> str:
             f"{100 * rep['oracle_any_expert']:6.1f}")
 
 
-def run_all(out_dir: str) -> dict:
+def run_all(out_dir: str, *, keep: bool = True) -> dict:
     """The sample imported into out_dir (pairs.jsonl, signals.*), then per backbone its head and scores."""
     from baer_fast.io.adapters import load
     from baer_fast.io.records import write_pairs
 
     imported = load("llmbar", sample_dir())
     write_pairs(os.path.join(out_dir, "pairs.jsonl"), imported.pairs)
+    where = out_dir if keep else "a temporary folder, removed at the end (--out DIR keeps them)"
     logging.getLogger("baer_fast").info("LLMBar Natural sample: %d pairs, %d backbones; files in %s",
-                                        len(imported.pairs), len(imported.banks), out_dir)
+                                        len(imported.pairs), len(imported.banks), where)
     return {c: run_condition(c, sig, out_dir) for c, sig in sorted(imported.banks.items())}
 
 
@@ -83,7 +84,7 @@ def run(args) -> int:
         reports = run_all(args.out)
     else:
         with tempfile.TemporaryDirectory(prefix="baer-demo-") as tmp:
-            reports = run_all(tmp)
+            reports = run_all(tmp, keep=False)
     if args.json:
         print(json.dumps(reports, indent=1))
         return 0
