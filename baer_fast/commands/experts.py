@@ -200,17 +200,18 @@ def run(args) -> int:
 
 def _claim_final_out(args, raw: str) -> None:
     """With derived experts the resumable file is <out>.raw.jsonl and --out is written at the end.
-    --out may only be replaced by --overwrite or by this run's own resume (its raw file exists): an
-    unrelated file is refused as the resumable writer refuses one, and a progress record that a
-    run without derived experts left for --out goes, so a later resume of that run cannot cut
-    the new file back to its old length."""
+    --out may only be replaced by --overwrite or by this run's own resume (its raw file exists, and --out
+    has no progress record: such a run never leaves one there). An unrelated file, or the resumable
+    output of a run without derived experts, is refused as the resumable writer refuses one; with
+    --overwrite that run's progress record goes too, so resuming it later cannot cut the new file."""
     from baer_fast.io.resumable import progress_path
 
-    if os.path.exists(args.out) and not args.overwrite and not os.path.exists(raw):
+    prog = progress_path(args.out)
+    if not args.overwrite and (os.path.exists(prog) or os.path.exists(args.out) and not os.path.exists(raw)):
         raise InputError("output exists and this run did not write it (with derived experts the resumable "
                          f"file is {raw}); pass --overwrite to replace it, or choose another --out", path=args.out)
-    if os.path.exists(progress_path(args.out)):
-        os.unlink(progress_path(args.out))
+    if os.path.exists(prog):
+        os.unlink(prog)
 
 
 def stream_signals(args, pairs, names, derived, params, target, fp) -> str:

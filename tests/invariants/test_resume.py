@@ -83,6 +83,10 @@ def test_a_run_with_derived_experts_never_replaces_a_file_it_did_not_write(tmp_p
     assert out.read_bytes() == full
     assert main(["-q", "experts", "--model", qwen_dir, "--input", pairs, "--out", str(out)]) == 0   # its own resume
     assert out.read_bytes() == full
+    assert main([*direct, "--overwrite"]) == 0   # the file is the direct run's now, though the raw file stays
+    only_direct = out.read_bytes()
+    assert main(["-q", "experts", "--model", qwen_dir, "--input", pairs, "--out", str(out)]) == 2
+    assert out.read_bytes() == only_direct
 
 
 def test_keep_texts_added_on_resume_is_refused_not_left_incomplete(tmp_path, qwen_dir, capsys):
