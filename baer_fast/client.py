@@ -7,8 +7,10 @@
 `score`/`prob_a` mirror `Judge` (`subsets=`, `categories=` included), so the TRL adapters take a
 client in place of a Judge; `results` gives the server's records. Inputs are checked as Judge
 checks them (`api.batch_inputs`: InputError naming the argument and index, before any request);
-a conversation question is sent as its message list. A 503 (queue full) is retried after its
-Retry-After; other errors raise `JudgeServerError` with the server's message.
+a conversation question is sent as its message list, and a call of more pairs than one request
+may hold (`max_pairs`, the server's default limit) is sent as several. A 503 (queue full) is
+retried after its Retry-After, a server that cannot be reached (restarting) every second; after
+`retries` tries, and for any other error, `JudgeServerError` with the server's message.
 """
 from __future__ import annotations
 
@@ -19,6 +21,9 @@ from typing import Sequence
 import numpy as np
 
 
+MAX_PAIRS = 4096        # pairs per request: the server's default max_request_pairs (serve/config.py)
+
+
 class JudgeServerError(RuntimeError):
     def __init__(self, status: int, message: str):
         super().__init__(f"judge server answered {status}: {message}")
@@ -26,8 +31,9 @@ class JudgeServerError(RuntimeError):
 
 
 class JudgeClient:
-    def __init__(self, url: str, api_key: str | None = None, *, timeout: float = 600.0, retries: int = 10):
-        self.url, self.timeout, self.retries = url.rstrip("/"), timeout, retries
+    def __init__(self, url: str, api_key: str | None = None, *, timeout: float = 600.0, retries: int = 10,
+                 max_pairs: int = MAX_PAIRS):
+        self.url, self.timeout, self.retries, self.max_pairs = url.rstrip("/"), timeout, retries, max_pairs
         self.headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self._sync = None
         self._async: dict = {}          # event loop -> httpx.AsyncClient (a client is bound to its loop)
@@ -37,7 +43,12 @@ class JudgeClient:
     def results(self, questions: Sequence[str], responses_a: Sequence[str], responses_b: Sequence[str], *,
                 subsets=None, categories=None) -> list[dict]:
         body = _pairs_body(questions, responses_a, responses_b, subsets, categories)
-        return self.post("/v1/judge", body)["results"]
+        return [r for part in self._parts(body) for r in self.post("/v1/judge", part)["results"]]
+
+    def _parts(self, body: dict) -> list[dict]:
+        """The body as requests of at most max_pairs pairs each, in order."""
+        pairs = body["pairs"]
+        return [{"pairs": pairs[k:k + self.max_pairs]} for k in range(0, len(pairs), self.max_pairs)] or [body]
 
     def score(self, questions, responses_a, responses_b, *, subsets=None, categories=None) -> np.ndarray:
         return _field(self.results(questions, responses_a, responses_b, subsets=subsets, categories=categories),
@@ -52,7 +63,13 @@ class JudgeClient:
         if self._sync is None:
             self._sync = httpx.Client(timeout=self.timeout, headers=self.headers)
         for attempt in range(self.retries + 1):
-            r = self._sync.post(self.url + path, json=body)
+            try:
+                r = self._sync.post(self.url + path, json=body)
+            except httpx.TransportError as e:
+                if attempt == self.retries:
+                    raise JudgeServerError(0, f"cannot reach {self.url}: {e}") from None
+                time.sleep(1.0)
+                continue
             if r.status_code != 503 or attempt == self.retries:
                 return _checked(r)
             time.sleep(_retry_after(r))
@@ -62,7 +79,7 @@ class JudgeClient:
 
     async def aresults(self, questions, responses_a, responses_b, *, subsets=None, categories=None) -> list[dict]:
         body = _pairs_body(questions, responses_a, responses_b, subsets, categories)
-        return (await self.apost("/v1/judge", body))["results"]
+        return [r for part in self._parts(body) for r in (await self.apost("/v1/judge", part))["results"]]
 
     async def ascore(self, questions, responses_a, responses_b, *, subsets=None, categories=None) -> np.ndarray:
         return _field(await self.aresults(questions, responses_a, responses_b, subsets=subsets, categories=categories),
@@ -79,7 +96,13 @@ class JudgeClient:
         if client is None:
             client = self._async[loop] = httpx.AsyncClient(timeout=self.timeout, headers=self.headers)
         for attempt in range(self.retries + 1):
-            r = await client.post(self.url + path, json=body)
+            try:
+                r = await client.post(self.url + path, json=body)
+            except httpx.TransportError as e:
+                if attempt == self.retries:
+                    raise JudgeServerError(0, f"cannot reach {self.url}: {e}") from None
+                await asyncio.sleep(1.0)
+                continue
             if r.status_code != 503 or attempt == self.retries:
                 return _checked(r)
             await asyncio.sleep(_retry_after(r))

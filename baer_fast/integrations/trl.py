@@ -141,10 +141,10 @@ def bradley_terry(wins, n: int, iters: int = 200) -> list[float]:
     for _ in range(iters):
         new = []
         for i in range(n):
-            w = sum(wins[i][j] for j in range(n) if j != i)
-            d = sum((wins[i][j] + wins[j][i]) / (p[i] + p[j]) for j in range(n) if j != i)
-            new.append(max(w, 1e-9) / d if d > 0 else p[i])
-        g = math.exp(sum(math.log(v) for v in new) / n)
+            w = math.fsum(wins[i][j] for j in range(n) if j != i)       # exact sums: a permuted group
+            d = math.fsum((wins[i][j] + wins[j][i]) / (p[i] + p[j]) for j in range(n) if j != i)
+            new.append(max(w, 1e-9) / d if d > 0 else p[i])               # gets the permuted strengths
+        g = math.exp(math.fsum(math.log(v) for v in new) / n)
         p = [v / g for v in new]
     return [math.log(v) for v in p]
 
@@ -165,9 +165,15 @@ def check_method(method: str) -> None:
         raise ValueError("method must be 'mean_win' or 'bradley_terry'")
 
 
-def round_robin(gs: Sequence[Sequence[int]]) -> list[tuple[int, int, int]]:
-    """(group number, i, j) for every i < j inside each group: each pair judged once."""
-    return [(g, i, j) for g, idx in enumerate(gs) for i in idx for j in idx if i < j]
+def round_robin(gs: Sequence[Sequence[int]], texts: Sequence[str] | None = None) -> list[tuple[int, int, int]]:
+    """(group number, i, j) for every pair inside each group, judged once: i < j, or with `texts` the
+    response whose text sorts first is i. Then a pair's request depends on the two texts, not on their
+    positions, so a shuffled group gets the same judgments and a duplicated completion the same ones
+    as its twin (and `group_rewards` sums exactly, so their rewards are bit-equal)."""
+    out = [(g, i, j) for g, idx in enumerate(gs) for i in idx for j in idx if i < j]
+    if texts is not None:
+        out = [(g, j, i) if texts[j] < texts[i] else (g, i, j) for g, i, j in out]
+    return out
 
 
 def group_rewards(n: int, gs: Sequence[Sequence[int]], todo, p, *, method: str) -> list[float]:
@@ -181,7 +187,7 @@ def group_rewards(n: int, gs: Sequence[Sequence[int]], todo, p, *, method: str) 
         if len(idx) < 2:
             continue
         vals = (bradley_terry(wins[g], len(idx)) if method == "bradley_terry"
-                else [sum(row) / (len(idx) - 1) for row in wins[g]])
+                else [math.fsum(row) / (len(idx) - 1) for row in wins[g]])   # exact sums: order-free
         for k, v in zip(idx, vals):
             rewards[k] = float(v)
     return rewards
@@ -198,7 +204,8 @@ def grpo_plan(prompts: Sequence, completions: Sequence, num_generations: int):
     if len(prompts) != len(completions):
         raise InputError(f"{len(prompts)} prompts for {len(completions)} completions")
     gs = [list(g) for g in groups(prompts, num_generations)]
-    return gs, round_robin(gs), [as_text(c) for c in completions]
+    texts = [as_text(c) for c in completions]
+    return gs, round_robin(gs, texts), texts
 
 
 def grpo_reward(judge, *, num_generations: int, method: str = "mean_win"):

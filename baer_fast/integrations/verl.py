@@ -48,9 +48,13 @@ def _columns(extra_infos: Sequence) -> dict:
 
 def compute_score(data_source, solution_str: str, ground_truth, extra_info=None, *, url: str | None = None,
                   api_key_env: str = "BAER_API_KEY", question_key: str = "question", **_) -> float:
-    if not isinstance(ground_truth, str) or not ground_truth:
-        raise InputError("compute_score judges the solution against the reference answer in ground_truth; "
-                         "without one use compute_score_batch (rollouts against each other)", field="ground_truth")
+    if isinstance(ground_truth, (int, float)) and not isinstance(ground_truth, bool):
+        ground_truth = str(ground_truth)            # math datasets keep numeric answers
+    if not isinstance(ground_truth, str) or not ground_truth.strip():
+        got = "empty" if isinstance(ground_truth, str) or ground_truth is None else type(ground_truth).__name__
+        raise InputError(f"compute_score judges the solution against the reference answer in ground_truth, a "
+                         f"non-empty string or number (got {got}); without one use compute_score_batch "
+                         "(rollouts against each other)", field="ground_truth")
     from baer_fast.integrations.trl import pair_fields
 
     fields = pair_fields(_columns([extra_info]), [0])
@@ -68,8 +72,8 @@ def compute_score_batch(data_sources: Sequence, solution_strs: Sequence[str], gr
     check_method(method)
     questions = [_question(e, question_key) for e in extra_infos]
     gs = prompt_groups(questions)
-    todo = round_robin(gs)
     texts = [str(s) for s in solution_strs]
+    todo = round_robin(gs, texts)
     fields = pair_fields(_columns(extra_infos), [i for _, i, _ in todo])
     p = client_for(url, api_key_env).prob_a(*pair_texts(questions, texts, todo), **fields).tolist() if todo else []
     return group_rewards(len(texts), gs, todo, p, method=method)

@@ -126,7 +126,7 @@ async def _reward(request: Request, body: RewardRequest, config: ServeConfig, me
     method = body.method or config.reward_method
     texts = [q[len(p):] if q.startswith(p) else q for q, p in zip(body.query, body.prompts)]
     gs = prompt_groups(body.prompts)
-    todo = round_robin(gs)
+    todo = round_robin(gs, texts)
     if len(todo) > config.max_request_pairs:
         return _error(422, f"query: the completions make {len(todo)} pairs, more than {config.max_request_pairs}")
     pairs = list(zip(*pair_texts(body.prompts, texts, todo)))

@@ -138,3 +138,34 @@ def test_pairwise_judge_shape_for_trl_1_0_code(judge):
     assert all(p in (0, 1) for p in picks)
     assert [1 - p for p in picks] == flipped or any(
         s == 0 for s in pj.judge_model_scores(PROMPTS[:2], comps))
+
+
+class _Stand:
+    """A stand-in judge: P(a beats b) = sigmoid(h(a) - h(b)), exactly antisymmetric in its score."""
+    @staticmethod
+    def prob_a(questions, a, b, **_):
+        import hashlib
+        import math
+
+        import torch
+
+        def h(t):
+            return int(hashlib.sha256(t.encode()).hexdigest()[:8], 16) / 2**32 * 6
+        return torch.tensor([1 / (1 + math.exp(-(h(x) - h(y)))) for x, y in zip(a, b)], dtype=torch.float64)
+
+
+@pytest.mark.parametrize("method", ["mean_win", "bradley_terry"])
+def test_group_rewards_permute_exactly_and_twins_get_equal_rewards(method):
+    """Rewards drifted by 1e-16 under a shuffle of the group, and a duplicated completion got another
+    reward than its twin: pairs were oriented by position and summed in position order."""
+    import random
+    comps = ["alpha", "beta is longer", "gamma", "beta is longer", "delta d", "eps"]
+    f = grpo_reward(_Stand(), num_generations=6, method=method)
+    base = f(prompts=["q"] * 6, completions=comps)
+    assert base[1] == base[3]
+    rng = random.Random(0)
+    for _ in range(5):
+        perm = list(range(6))
+        rng.shuffle(perm)
+        got = f(prompts=["q"] * 6, completions=[comps[i] for i in perm])
+        assert got == [base[i] for i in perm]
