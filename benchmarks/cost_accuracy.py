@@ -479,6 +479,9 @@ def main(argv=None) -> int:
                           f"majority={100 * t['majority']:.1f} mean_zt={100 * t['mean_zt']:.1f} "
                           f"supervised={100 * t['supervised']:.1f}", file=sys.stderr)
     runtime = runtime_rows(args) if args.runtime_bank or (args.only and args.only in cost_runtime.NAME) else []
+    if not (rows or lobo or runtime):
+        raise SystemExit(f"no bank found under {root}" + (f" matching {args.only!r}" if args.only else "")
+                         + ": point BAER_SHARED_DATA (or --data) at the shared data folder")
     if args.plot:
         plot(rows, args.plot)
     summary = summarize(rows, lobo) if rows or lobo else {}      # no public bank run: no targets to judge

@@ -102,6 +102,8 @@ def main(argv=None) -> int:
             name = cond if cond.startswith(bench.split("-")[0].lower()) else f"{bench}/{cond}"
             rows.append(run_condition(name, signals))
             print(f"{name}: {rows[-1]['head']} ({time.perf_counter() - t0:.0f}s)", file=sys.stderr)
+    if not rows:
+        raise SystemExit(f"no bank found under {root}: point BAER_SHARED_DATA at the shared data folder")
     print(table(rows))
     return 0
 

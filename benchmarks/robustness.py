@@ -67,6 +67,9 @@ def load_conditions(root: Path, only: str | None = None) -> dict:
             name = f"{bench}/{cond}"
             if (only is None or only in name) and two_orders(signals):
                 out[name] = signals
+    if not out:         # a benchmark of nothing is no result: say so and fail, not a table of NaN
+        raise SystemExit(f"no condition found under {root}" + (f" matching {only!r}" if only else "")
+                         + ": point BAER_SHARED_DATA (or --data) at the shared data folder")
     return out
 
 
