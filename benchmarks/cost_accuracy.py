@@ -51,10 +51,9 @@ BUDGETS = ("0.3333", "0.5")
 
 
 def data_root(arg: str | None) -> Path:
-    if arg:
-        return Path(arg)
-    repo = Path(__file__).resolve().parents[1]
-    return Path(os.environ.get("BAER_SHARED_DATA", repo.parent / "shared" / "data"))
+    """--data, else the shared data root every benchmark reads (robustness.default_root)."""
+    from robustness import default_root
+    return Path(arg) if arg else default_root()
 
 
 def iter_cells(root: Path, only: str | None, first: int, splits: int):

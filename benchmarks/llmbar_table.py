@@ -26,10 +26,10 @@ SOURCES = (   # (benchmark, adapter, folder under the data root)
 
 
 def data_root(argv: list[str]) -> Path:
-    if argv:
-        return Path(argv[0])
-    repo = Path(__file__).resolve().parents[1]
-    return Path(os.environ.get("BAER_SHARED_DATA", repo.parent / "shared" / "data"))
+    """The first argument, else the shared data root every benchmark reads (robustness.default_root)."""
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from robustness import default_root
+    return Path(argv[0]) if argv else default_root()
 
 
 def short_reason(art: dict) -> str:
