@@ -50,12 +50,10 @@ class Judge:
         protocols.check_runnable(art["experts"], f"the {type(engine).__name__}")
         self.experts = list(art["experts"])
         if options.generation is None and art.get("generation"):    # as the head's signals were made
-            from baer_fast.bank.generative import GenerationConfig
-            rec = art["generation"]
-            seeds = {r["seed"] for r in rec.values()}
+            from baer_fast.bank.generative import GenerationConfig, recorded_budgets_seed
+            budgets, seed = recorded_budgets_seed(art["generation"])
             self.options = options = dataclasses.replace(options, generation=GenerationConfig(
-                max_new_tokens={e: r["max_new_tokens"] for e, r in rec.items()},
-                seed=seeds.pop() if len(seeds) == 1 else 0))
+                max_new_tokens=budgets, seed=seed))
         self.derived_params = dict(art.get("derived_params") or {})
         missing = [e for e in self.experts if e in protocols.DERIVED_EXPERTS and e not in self.derived_params]
         if missing:
@@ -291,16 +289,10 @@ def head_artifact(head) -> dict:
     if not isinstance(head, dict):
         raise InputError(f"expected a path to a head artifact, a loaded artifact dict or None, got "
                          f"{type(head).__name__}", field="head")
-    for key, typ in HEAD_FIELDS.items():
-        if not isinstance(head.get(key), typ):
-            got = "missing" if key not in head else f"expected {typ.__name__}, got {type(head[key]).__name__}"
-            raise ArtifactError(f"head artifact dict: field '{key}': {got} (load a file with "
-                                "artifact.load, or pass the dict `fit_condition` returns)")
-    if not all(isinstance(e, str) and e for e in head["experts"]):
-        raise ArtifactError("head artifact dict: field 'experts': expected a list of expert names")
-    if head["head"] not in head["heads"]:
-        raise ArtifactError(f"head artifact dict: field 'head': deployed head {head['head']!r} has no "
-                            "parameters in 'heads'")
+    try:
+        artifact_io.check_fields(head, "head artifact dict", HEAD_FIELDS)
+    except ArtifactError as e:
+        raise ArtifactError(f"{e} (load a file with artifact.load, or pass the dict `fit_condition` returns)") from None
     return head
 
 

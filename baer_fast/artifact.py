@@ -93,7 +93,13 @@ def _validate(d, path: str) -> None:
     if d.get("checksum") != checksum(d):
         raise ArtifactError(f"{path}: field 'checksum': mismatch: the artifact was modified after it "
                             "was written; refit it")
-    for key, typ in _TYPES.items():
+    check_fields(d, path)
+
+
+def check_fields(d: dict, path: str, required: dict = _TYPES) -> None:
+    """The fields scoring reads: `required` ({field: type}), expert names, the deployed head's
+    parameters, and the optional `generation` and `allocation` (a file's, or a dict handed to Judge)."""
+    for key, typ in required.items():
         if key not in d:
             raise ArtifactError(f"{path}: field '{key}': missing")
         if not isinstance(d[key], typ):

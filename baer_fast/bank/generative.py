@@ -47,6 +47,13 @@ def recorded_settings(records, names) -> dict:
     return {e: {"max_new_tokens": v[0], "seed": v[1]} for e, (v,) in sorted(seen.items())}
 
 
+def recorded_budgets_seed(recorded: dict) -> tuple[dict, int]:
+    """A head's `generation` ({expert: {max_new_tokens, seed}}) -> ({expert: budget}, the seed: the one
+    they share, else 0)."""
+    seeds = {r["seed"] for r in recorded.values()}
+    return {e: r["max_new_tokens"] for e, r in recorded.items()}, seeds.pop() if len(seeds) == 1 else 0
+
+
 @dataclass(frozen=True)
 class GenerationConfig:
     max_new_tokens: dict = field(default_factory=dict)   # expert -> budget (else the protocol's default)

@@ -109,7 +109,7 @@ def generation_config(args, names: list[str], recorded: dict | None = None):
     `recorded` (a head's `generation`: the settings its signals were made with) fills what the flags
     leave out, and a flag that departs from it is warned about: another budget or seed changes runs."""
     from baer_fast import protocols
-    from baer_fast.bank.generative import GenerationConfig
+    from baer_fast.bank.generative import GenerationConfig, recorded_budgets_seed
     gen = [n for n in names if n in protocols.GENERATIVE]
     if not gen:
         return None
@@ -127,14 +127,14 @@ def generation_config(args, names: list[str], recorded: dict | None = None):
             raise InputError(f"{item.strip()!r}: expected EXPERT=N with N >= 1 and EXPERT one of "
                              f"{', '.join(protocols.GENERATIVE)}", field="--max-new-tokens")
         budgets.update({name: n} if name else {g: n for g in protocols.GENERATIVE})
-    seeds = {r["seed"] for r in recorded.values()}
-    seed = args.seed if args.seed is not None else (seeds.pop() if len(seeds) == 1 else 0)
+    was, seed = recorded_budgets_seed(recorded)
+    seed = args.seed if args.seed is not None else seed
     for e, r in recorded.items():
         if e in budgets and budgets[e] != r["max_new_tokens"] or args.seed is not None and args.seed != r["seed"]:
             log.warning("%s: the head's signals were made with max_new_tokens=%d, seed=%d; this run uses %d, %d, "
                         "so its runs differ from those the head was fitted on", e, r["max_new_tokens"], r["seed"],
                         budgets.get(e, r["max_new_tokens"]), seed)
-        budgets.setdefault(e, r["max_new_tokens"])
+    budgets = {**was, **budgets}
     # one memory budget: the decoder's slots and activations live within --memory-gb like the engine's KV
     return GenerationConfig(max_new_tokens=budgets, seed=seed, memory_budget_bytes=int(args.memory_gb * 2**30))
 
