@@ -15,6 +15,7 @@ Each record remembers its source line (`.line`, 0 when built in memory).
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Iterable, Iterator
 
@@ -191,33 +192,49 @@ def _opt_dict(obj: dict, name: str, *, path: str, line: int) -> dict:
 _META_COUNTS = ("len_q",) + tuple(f"{s}_{side}" for s in STAT_NAMES for side in "ab")
 
 
+def _count(v) -> bool:
+    """A non-negative finite number (JSON's int and float first: this runs for every meta count)."""
+    t = type(v)
+    if t is int:
+        return v >= 0
+    if t is float:
+        return 0.0 <= v < math.inf          # NaN fails both comparisons
+    return is_finite_number(v) and v >= 0
+
+
 def _meta(obj: dict, *, path: str, line: int) -> dict:
     """`meta`, with the keys the library reads checked: the pair statistics (non-negative numbers or
     null), `condition` and `split_group` (strings; an integer group is kept as its digits),
-    `truncated` (bool) and `expert_cost` ({expert: {prefilled, decoded, seconds: numbers, from: str}})."""
+    `truncated` (bool) and `expert_cost` ({expert: {prefilled, decoded, seconds: numbers, from: str}}).
+    Runs on every record read, so the checks are plain tests, not closures."""
     meta = _opt_dict(obj, "meta", path=path, line=line)
-
-    def check(key, val, ok, want):
-        if val is not None and not ok(val):
-            raise InputError(f"expected {want}, got {val!r}", path=path, line=line, field=f"meta.{key}")
-
-    def count(v):
-        return is_finite_number(v) and v >= 0
-
+    bad = None
     for k in _META_COUNTS:
-        check(k, meta.get(k), count, "a non-negative number")
+        v = meta.get(k)
+        if v is not None and not _count(v):
+            bad = bad or (k, v, "a non-negative number")
     group = meta.get("split_group")
-    if isinstance(group, int) and not isinstance(group, bool):
+    if type(group) is int:
         meta = {**meta, "split_group": str(group)}
     for k in ("condition", "split_group"):
-        check(k, meta.get(k), lambda v: isinstance(v, str), "a string")
-    check("truncated", meta.get("truncated"), lambda v: isinstance(v, bool), "true or false")
-    check("expert_cost", meta.get("expert_cost"), lambda v: isinstance(v, dict), "an object {expert: {prefilled, decoded}}")
-    for e, c in (meta.get("expert_cost") or {}).items():
-        check(f"expert_cost.{e}", c, lambda v: isinstance(v, dict), "an object {prefilled, decoded}")
+        v = meta.get(k)
+        if v is not None and not isinstance(v, str):
+            bad = bad or (k, v, "a string")
+    v = meta.get("truncated")
+    if v is not None and not isinstance(v, bool):
+        bad = bad or ("truncated", v, "true or false")
+    costs = meta.get("expert_cost")
+    if costs is not None and not isinstance(costs, dict):
+        bad = bad or ("expert_cost", costs, "an object {expert: {prefilled, decoded}}")
+    for e, c in (costs.items() if isinstance(costs, dict) else ()):
+        if c is not None and not isinstance(c, dict):
+            bad = bad or (f"expert_cost.{e}", c, "an object {prefilled, decoded}")
+            continue
         for k, v in (c or {}).items():
-            check(f"expert_cost.{e}.{k}", v, (lambda v: isinstance(v, str)) if k == "from" else count,
-                  "an expert's name" if k == "from" else "a non-negative number")
+            if v is not None and not (isinstance(v, str) if k == "from" else _count(v)):
+                bad = bad or (f"expert_cost.{e}.{k}", v, "an expert's name" if k == "from" else "a non-negative number")
+    if bad:
+        raise InputError(f"expected {bad[2]}, got {bad[1]!r}", path=path, line=line, field=f"meta.{bad[0]}")
     return meta
 
 
