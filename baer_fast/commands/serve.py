@@ -67,7 +67,7 @@ def run(args) -> int:
     check_device(args.device)
     art = head_artifact(args.head)
     protocols.check_runnable(art["experts"], "a local judge model (serve)")     # before the model loads
-    check_kernels(args.kernels, None if args.device == "auto" else args.device)
+    check_kernels(args.kernels, args.device)
     engine_config = EngineConfig(memory_budget_bytes=int(args.memory_gb * 2**30), batch_tokens=args.batch_tokens,
                                  kernels=args.kernels)
     engine = engine_from_args(args, lambda: open_engine(args.model, options=HfOptions(       # as `experts` opens it

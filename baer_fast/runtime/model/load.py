@@ -249,8 +249,8 @@ def check_device(device: str) -> str:
         dev = torch.device(device)
     except (RuntimeError, TypeError):
         raise InputError(f"unknown device {device!r} (e.g. auto, cpu, cuda, cuda:1)", field="--device") from None
-    backend = getattr(torch, dev.type, None) if dev.type != "cpu" else None
-    if dev.type != "cpu" and not (backend is not None and hasattr(backend, "is_available") and backend.is_available()):
+    backend = getattr(torch, dev.type, None)           # torch.cuda, torch.mps, torch.xpu, ...
+    if dev.type != "cpu" and not (hasattr(backend, "is_available") and backend.is_available()):
         raise InputError(f"no {dev.type} device here (torch {torch.__version__}); use --device cpu or auto",
                          field="--device")
     if dev.type == "cuda" and dev.index is not None and dev.index >= torch.cuda.device_count():
