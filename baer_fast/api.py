@@ -21,7 +21,7 @@ import os
 from dataclasses import dataclass
 from typing import Sequence
 
-from baer_fast.errors import ArtifactError, BaerError, InputError
+from baer_fast.errors import ArtifactError, BaerError, InputError, PromptTooLong
 
 log = logging.getLogger("baer_fast")
 BACKENDS = ("hf", "vllm")
@@ -161,11 +161,10 @@ class Judge:
             return []
         try:
             return self._run(pairs)
-        except InputError as e:        # the prompt encoder speaks to CLI users; this caller set truncate=
-            if self.options.truncate or "pass --truncate" not in e.message:
+        except PromptTooLong as e:     # the encoder names the CLI's option; this caller sets truncate=
+            if self.options.truncate:
                 raise
-            raise InputError(e.message.replace("pass --truncate", "pass truncate=True (Judge.from_pretrained)"),
-                             path=e.path, line=e.line, field=e.field) from None
+            raise e.with_option("truncate=True (Judge.from_pretrained)") from None
 
     def _run(self, pairs) -> list:
         from baer_fast.bank.runner import run_experts

@@ -26,5 +26,19 @@ class InputError(BaerError):
         return f"{where}{field}{self.message}"
 
 
+class PromptTooLong(InputError):
+    """A pair whose prompt does not fit the judge's context window. The message ends with how to
+    fix it, naming the caller's option (`--truncate` on the command line; `with_option` rewords it
+    for callers that spell it otherwise, e.g. the Python API)."""
+
+    def __init__(self, what: str, *, option: str = "--truncate", field: str | None = "response_a"):
+        self.what, self.option = what, option
+        super().__init__(f"{what}; shorten the question or responses, or pass {option} to cut both "
+                         "sides alike (baer-fast never truncates one side)", field=field)
+
+    def with_option(self, option: str) -> "PromptTooLong":
+        return PromptTooLong(self.what, option=option, field=self.field)
+
+
 class ArtifactError(BaerError):
     """A head artifact that cannot be trusted: wrong schema, tampered, or unpicklable format."""

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 
-from baer_fast.errors import InputError
+from baer_fast.errors import InputError, PromptTooLong
 
 log = logging.getLogger("baer_fast")
 
@@ -101,9 +101,6 @@ class PromptEncoder:
         out = [tuple(ids) for ids in self.tok(texts, add_special_tokens=False)["input_ids"]]
         for ids, (prompt, pair_id, expert) in zip(out, items):
             if len(ids) > self.context_len:
-                raise InputError(f"pair {pair_id!r}: the {expert}/{prompt.key} prompt is {len(ids)} tokens, longer "
-                                 f"than the context window of {self.model_name!r} ({self.context_len}); "
-                                 "shorten the question or responses, or pass --truncate to cut both sides alike "
-                                 "(baer-fast never truncates one side)",
-                                 field="response_a")
+                raise PromptTooLong(f"pair {pair_id!r}: the {expert}/{prompt.key} prompt is {len(ids)} tokens, "
+                                    f"longer than the context window of {self.model_name!r} ({self.context_len})")
         return out

@@ -127,6 +127,7 @@ def over_long(pairs, tokenizer, context_len: int, experts, generation=None, *, n
     texts fit `room_for` less SAFETY_TOKENS are known to fit; only the others are rendered."""
     from baer_fast.bank.generative import CUE_ROOM
     from baer_fast.bank.prompting import PromptEncoder
+    from baer_fast.errors import PromptTooLong
     from baer_fast.io.text_stats import question_text
 
     room = room_for(tokenizer, context_len, experts, generation, name=name) - SAFETY_TOKENS
@@ -143,9 +144,8 @@ def over_long(pairs, tokenizer, context_len: int, experts, generation=None, *, n
             limit = context_len - CUE_ROOM - 1 if generates else context_len
             if len(ids) > limit:
                 what = "leaves no room to generate in" if generates else "is longer than"
-                out.append((p, f"the {e}/{prompt.key} prompt is {len(ids)} tokens and {what} the context window "
-                               f"of {name!r} ({context_len}); shorten the question or responses, or pass "
-                               "--truncate to cut both sides alike (baer-fast never truncates one side)"))
+                out.append((p, PromptTooLong(f"the {e}/{prompt.key} prompt is {len(ids)} tokens and {what} the "
+                                             f"context window of {name!r} ({context_len})").message))
                 break
     return out
 
