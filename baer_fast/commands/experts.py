@@ -189,8 +189,7 @@ def run(args) -> int:
     if generation is not None:
         fp["generation"] = {n: generation.settings(n) for n in names if n in protocols.GENERATIVE}
     args.generation = generation
-    if not args.truncate:
-        fit_context(args, pairs, names)          # an over-long pair stops the run here, located
+    pairs = fit_context(args, pairs, names)      # cut (--truncate), or an over-long pair stops the run here
     stats = stream_signals(args, pairs, stream_names, derived if not two_phase else [], params, target, fp)
     if two_phase:
         _finish_derived(args, names, derived, target)
@@ -223,8 +222,6 @@ def stream_signals(args, pairs, names, derived, params, target, fp) -> str:
 
     config = EngineConfig(memory_budget_bytes=int(args.memory_gb * 2**30), batch_tokens=args.batch_tokens,
                           kernels=args.kernels)
-    if getattr(args, "truncate", False):
-        pairs = fit_context(args, pairs, names)
     writer = _open_writer(target, fp, args.overwrite)
     texts_path = args.out + ".texts.jsonl"
     keep = bool(args.keep_texts and args.generation)
@@ -285,7 +282,8 @@ def stream_signals(args, pairs, names, derived, params, target, fp) -> str:
 
 def fit_context(args, pairs, names, rejects=None) -> list:
     """Pairs the judge's context holds, before any model work. --truncate: every pair cut to the room
-    its longest prompt leaves (bank/truncation.py). Otherwise a pair the engine would refuse is a
+    the longest prompt of `names` leaves (bank/truncation.py), once for the whole bank, so every
+    expert (every stage of a cascade, every group of a pruned head) reads the same texts. Otherwise a pair the engine would refuse is a
     located error at the first one (not hours into a run), or under --on-error skip a reject."""
     import json
 

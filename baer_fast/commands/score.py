@@ -81,8 +81,8 @@ def _judge(args, art, pairs, rejects=None) -> list:
     names = resolve_experts(list(art["experts"]))
     # the budgets and seed the head's signals were made with, unless the flags say otherwise
     args.generation = experts.generation_config(args, names, art.get("generation"))
-    if not args.truncate:           # over-long pairs: a located error, or rejects under --on-error skip
-        pairs = experts.fit_context(args, pairs, names, rejects)
+    # cut once for the head's whole bank (--truncate), or over-long pairs: a located error, or rejects
+    pairs = experts.fit_context(args, pairs, names, rejects)
     cascade = art.get("cascade")
     if art.get("allocation") is not None:    # pruned per subset: each subset's experts on its own pairs
         from baer_fast.selection.allocation import run_allocated, unpruned_note

@@ -77,25 +77,18 @@ def test_fit_to_total_is_exact_and_keeps_matching_shares():
         assert sum(v for d in got for v in d.values()) == total
 
 
-@pytest.mark.slow        # loads the tiny judge twice (the bank, then `score --model`)
-def test_score_model_runs_stage_two_only_where_the_cascade_needs_it(qwen_dir, tmp_path, monkeypatch):
-    import json
-
+def _cascade_head(qwen_dir, path, pairs):
+    """A two-stage head on `pairs` (direct, then score): its saved path and the runs of the bank."""
     import numpy as np
 
     from baer_fast import artifact
     from baer_fast.bank import runner
-    from baer_fast.cli import main
-    from baer_fast.selection.budget import fit_stack
-    from baer_fast.io.records import write_pairs
+    from baer_fast.selection.budget import expert_costs, fit_stack
     from baer_fast.selection.cascade import CascadeSpec, fit_cascade
-    pairs = [Pair(p.id, p.question, p.response_a, p.response_b, label="ab"[i % 2],
-                  split=("selection", "calibration")[i % 2] if i < 8 else "test") for i, p in enumerate(_pairs(12))]
     sig = runner.run_experts(qwen_dir, pairs, experts=["direct", "score"])
     rows = [s for s in sig if s.split != "test"]
     y = np.array([1.0 if s.label == "a" else -1.0 for s in rows])
     full, _ = fit_stack(rows, y, [s.split for s in rows], experts=["direct", "score"], categories=["default"])
-    from baer_fast.selection.budget import expert_costs
     costs, _ = expert_costs(rows, ["direct", "score"])
     cheap = f"tokens={min(costs.values()) * 1.000001!r}"          # one expert: a real second stage
     art = fit_cascade(sig, {"condition": "c", "head": "stack", "experts": ["direct", "score"],
@@ -106,27 +99,81 @@ def test_score_model_runs_stage_two_only_where_the_cascade_needs_it(qwen_dir, tm
     conf = np.round(np.abs(stage1.score(sig)), 9)
     lo, hi = np.sort(conf)[5:7]
     art["cascade"]["tau"] = float((lo + hi) / 2)             # half the pairs exit, away from the boundary
-    artifact.save(str(tmp_path / "h.json"), art)
-    head = artifact.deployed_head(artifact.load(str(tmp_path / "h.json")))
+    artifact.save(path, art)
+    return path, sig
+
+
+def _labelled(n):
+    return [Pair(p.id, p.question, p.response_a, p.response_b, label="ab"[i % 2],
+                 split=("selection", "calibration")[i % 2] if i < 8 else "test") for i, p in enumerate(_pairs(n))]
+
+
+def _record_stages(monkeypatch):
+    """Wrap `score --model`'s per-stage expert run: [(pairs, experts, records)] as each stage ran."""
+    from baer_fast.commands import score as score_cmd
+    real, made = score_cmd._bank, []
+
+    def recording(args, art, ps, names, stage):
+        made.append((list(ps), list(names), real(args, art, ps, names, stage)))
+        return made[-1][2]
+    monkeypatch.setattr(score_cmd, "_bank", recording)
+    return made
+
+
+@pytest.mark.slow        # loads the tiny judge twice (the bank, then `score --model`)
+def test_score_model_runs_stage_two_only_where_the_cascade_needs_it(qwen_dir, tmp_path, monkeypatch):
+    import json
+
+    from baer_fast import artifact
+    from baer_fast.cli import main
+    from baer_fast.io.records import write_pairs
+    from baer_fast.selection.cascade import merge
+    pairs = _labelled(12)
+    path, sig = _cascade_head(qwen_dir, str(tmp_path / "h.json"), pairs)
+    head = artifact.deployed_head(artifact.load(path))
     exits = head.exits(sig)
     assert exits.any() and not exits.all()
     write_pairs(str(tmp_path / "p.jsonl"), pairs)
-    seen, made = [], []
-    from baer_fast.commands import score as score_cmd
-    real = score_cmd._bank
-
-    def counting(args, art, ps, names, stage):        # each stage's resumable expert run
-        seen.append((len(ps), list(names)))
-        made.append(real(args, art, ps, names, stage))
-        return made[-1]
-    monkeypatch.setattr(score_cmd, "_bank", counting)
+    made = _record_stages(monkeypatch)
     assert main(["-q", "score", "--model", qwen_dir, "--input", str(tmp_path / "p.jsonl"),
-                 "--head", str(tmp_path / "h.json"), "--out", str(tmp_path / "s.jsonl")]) == 0
-    assert seen == [(12, ["direct"]), (int((~exits).sum()), ["score"])]
+                 "--head", path, "--out", str(tmp_path / "s.jsonl")]) == 0
+    assert [(len(ps), names) for ps, names, _ in made] == [(12, ["direct"]), (int((~exits).sum()), ["score"])]
     got = [json.loads(line)["score"] for line in open(tmp_path / "s.jsonl") if line.startswith("{\"id")]
     # the scores are the cascade's on exactly the runs the two stages produced
-    from baer_fast.selection.cascade import merge
-    second = iter(made[1])
-    staged = [r if e else merge(r, next(second)) for r, e in zip(made[0], exits)]
+    second = iter(made[1][2])
+    staged = [r if e else merge(r, next(second)) for r, e in zip(made[0][2], exits)]
     assert got == [float(x) for x in head.score(staged)]
     assert [("score" in r.experts) for r in staged] == [not e for e in exits]
+
+
+@pytest.mark.slow        # loads the tiny judge twice, and prefills a pair the length of its context
+def test_score_model_truncate_cuts_a_pair_once_for_every_stage(qwen_dir, tmp_path, monkeypatch):
+    """--truncate on a cascade: the over-long pair is cut once, to the room the head's whole bank
+    leaves, as `Judge` cuts it; both stages read the same texts (not each its own stage's cut)."""
+    import dataclasses
+
+    from baer_fast import artifact
+    from baer_fast.bank.truncation import fit_pair, room_for
+    from baer_fast.cli import main
+    from baer_fast.io.records import write_pairs
+    from baer_fast.runtime.model.load import tokenizer_and_context
+    path, _ = _cascade_head(qwen_dir, str(tmp_path / "h.json"), _labelled(12))
+    art = artifact.load(path)
+    art["cascade"]["tau"] = 1e9                          # every pair goes on to stage 2
+    artifact.save(path, art)
+    pairs = _labelled(3)
+    pairs[1] = dataclasses.replace(pairs[1], response_b="seven is prime because " * 1500)
+    write_pairs(str(tmp_path / "p.jsonl"), pairs)
+    made = _record_stages(monkeypatch)
+    assert main(["-q", "score", "--model", qwen_dir, "--input", str(tmp_path / "p.jsonl"), "--truncate",
+                 "--head", path, "--out", str(tmp_path / "s.jsonl")]) == 0
+    tok, ctx, _ = tokenizer_and_context(qwen_dir)
+    want = fit_pair(tok, pairs[1].question, pairs[1].response_a, pairs[1].response_b,
+                    room=room_for(tok, ctx, ["direct", "score"]))
+    assert want.truncated
+    assert [names for _, names, _ in made] == [["direct"], ["score"]]
+    for ps, _, _ in made:
+        long = ps[1]
+        assert (long.question, long.response_a, long.response_b) == \
+            (want.question, want.response_a, want.response_b)
+        assert long.meta.get("truncated") is True
