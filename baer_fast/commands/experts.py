@@ -40,16 +40,18 @@ def add_arguments(p) -> None:
     add_engine_arguments(p)
 
 
-def add_engine_arguments(p) -> None:
-    """The engine options of every command that runs a judge model (experts, score --model)."""
+def add_engine_arguments(p, *, serve: bool = False) -> None:
+    """The engine options of every command that runs a judge model (experts, score --model, serve).
+    serve cuts over-long pairs by default, as the Python Judge does: there --no-truncate refuses them."""
     from baer_fast.runtime.config import EngineConfig
     d = EngineConfig()
     p.add_argument("--max-new-tokens", default=None,
                    help="generation budget per generative expert, e.g. cot=256,reference=4096, or one number "
-                        "for all (default: each protocol's own; with score --model, the head's recorded budgets)")
+                        "for all (default: each protocol's own; with score --model and serve, the head's recorded "
+                        "budgets)")
     p.add_argument("--seed", type=int, default=None,
-                   help="global seed of sampled generations (self_consistency; default 0, or with score --model the "
-                        "seed the head's signals were made with)")
+                   help="global seed of sampled generations (self_consistency; default 0, or with score --model and "
+                        "serve the seed the head's signals were made with)")
     p.add_argument("--batch-tokens", type=int, default=d.batch_tokens,
                    help="cap on padded tokens per forward (default: derived from --memory-gb)")
     p.add_argument("--memory-gb", type=float, default=d.memory_budget_bytes / 2**30,
@@ -66,10 +68,15 @@ def add_engine_arguments(p) -> None:
     p.add_argument("--batch-invariant", action="store_true",
                    help="compute each distinct pair in engine and decoder calls of its own: its runs are the same "
                         "bits whatever other pairs share the input (hf backend; slower, docs/protocols.md)")
-    p.add_argument("--truncate", action="store_true",
-                   help="cut a pair longer than the judge's context symmetrically (both responses to one token "
-                        "cap, the question to a quarter of the room), as the Python Judge does, instead of "
-                        "stopping on it; cut pairs are counted and marked meta.truncated")
+    if serve:
+        p.add_argument("--no-truncate", dest="truncate", action="store_false",
+                       help="refuse a pair longer than the judge's context (its request gets 422) instead of "
+                            "cutting it symmetrically, as by default (marked meta.truncated in /v1/judge's runs)")
+    else:
+        p.add_argument("--truncate", action="store_true",
+                       help="cut a pair longer than the judge's context symmetrically (both responses to one token "
+                            "cap, the question to a quarter of the room), as the Python Judge does, instead of "
+                            "stopping on it; cut pairs are counted and marked meta.truncated")
     from baer_fast.runtime.vllm.backend import add_arguments as add_backend_arguments
     add_backend_arguments(p)     # --backend hf|vllm, --tensor-parallel-size, ... (vllm imported only if chosen)
 

@@ -25,7 +25,7 @@ def add_arguments(p) -> None:
     p.add_argument("--max-body-mb", type=float, default=d.max_body_bytes / 2**20, help="larger bodies get 413")
     p.add_argument("--reward-method", choices=("mean_win", "bradley_terry"), default=d.reward_method,
                    help="/get_reward: how a prompt's round robin becomes rewards")
-    add_engine_arguments(p)
+    add_engine_arguments(p, serve=True)
 
 
 def _config(args):
@@ -56,6 +56,8 @@ def _require_serve_extra() -> None:
 def run(args) -> int:
     from baer_fast import protocols
     from baer_fast.api import Judge, JudgeOptions, check_kernels, head_artifact
+    from baer_fast.bank.runner import resolve_experts
+    from baer_fast.commands.experts import generation_config
     from baer_fast.runtime.config import EngineConfig
     from baer_fast.runtime.model.load import check_device, check_model_dir
     from baer_fast.runtime.open import HfOptions, engine_from_args, open_engine
@@ -68,6 +70,8 @@ def run(args) -> int:
     art = head_artifact(args.head)
     protocols.check_runnable(art["experts"], "a local judge model (serve)")     # before the model loads
     check_kernels(args.kernels, args.device)
+    # the budgets and seed the head's signals were made with, unless the flags say otherwise (as score --model)
+    generation = generation_config(args, resolve_experts(list(art["experts"])), art.get("generation"))
     engine_config = EngineConfig(memory_budget_bytes=int(args.memory_gb * 2**30), batch_tokens=args.batch_tokens,
                                  kernels=args.kernels)
     engine = engine_from_args(args, lambda: open_engine(args.model, options=HfOptions(       # as `experts` opens it
@@ -75,7 +79,8 @@ def run(args) -> int:
         trust_remote_code=args.trust_remote_code)))
     judge = Judge(engine, art, options=JudgeOptions(kernels=args.kernels, dtype=args.dtype,
                                                     device=None if args.device == "auto" else args.device,
-                                                    batch_invariant=True if args.batch_invariant else None))
+                                                    batch_invariant=True if args.batch_invariant else None,
+                                                    truncate=args.truncate, generation=generation))
     try:
         return serve(judge, config)
     finally:

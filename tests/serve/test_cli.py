@@ -35,3 +35,29 @@ def test_kernels_and_experts_the_server_cannot_run_are_refused_before_the_model_
     artifact.save(str(head), art)
     assert main(["serve", "--model", judge_dir, "--head", str(head)]) == 2
     assert "field 'experts': the head uses expert 'CoT'" in capsys.readouterr().err
+
+
+def test_serve_decodes_with_the_head_budgets_and_takes_the_flags_it_lists(judge_dir, tmp_path, capsys, monkeypatch):
+    """serve listed --max-new-tokens, --seed and --truncate but read none of them: a bad budget was served
+    without a word, and over-long pairs were always cut. It now reads them as score --model does."""
+    from baer_fast import artifact
+    from baer_fast.serve import server
+
+    art = artifact.default_artifact()
+    art["experts"] = art["heads"]["default"]["experts"] = ["direct", "cot"]
+    art["generation"] = {"cot": {"max_new_tokens": 6, "seed": 4}}
+    head = tmp_path / "h.json"
+    artifact.save(str(head), art)
+    served = []
+    monkeypatch.setattr(server, "serve", lambda judge, config: served.append(judge) or 0)
+    assert main(["serve", "--model", judge_dir, "--head", str(head), "--max-new-tokens", "cot=abc"]) == 2
+    assert "field '--max-new-tokens': 'abc' is not a whole number" in capsys.readouterr().err
+    assert not served
+    assert main(["serve", "--model", judge_dir, "--head", str(head)]) == 0
+    assert served[-1].options.truncate is True             # the default: cut both sides alike, as Judge does
+    assert (served[-1].options.generation.budget("cot"), served[-1].options.generation.seed) == (6, 4)
+    assert main(["serve", "--model", judge_dir, "--head", str(head), "--max-new-tokens", "cot=3", "--seed", "5",
+                 "--no-truncate"]) == 0
+    assert served[-1].options.truncate is False
+    assert (served[-1].options.generation.budget("cot"), served[-1].options.generation.seed) == (3, 5)
+    assert main(["serve", "--model", judge_dir, "--truncate"]) == 2        # not a serve option: it always cut
