@@ -20,8 +20,10 @@ def check_experts(art: dict, records: Sequence, where: str) -> None:
     missing = [e for e in art["experts"] if e not in present]
     if missing and records:
         line = getattr(records[0], "line", 0) or None     # the first record lacks it, like all others
-        raise InputError(f"expert {missing[0]!r} of the head artifact is absent from every record "
-                         f"({len(missing)} missing); score the signals of the condition the head was fitted on",
+        fix = ("pass --head with a head fitted on these signals" if art["head"] == "default" else
+               "score the signals of the condition the head was fitted on")
+        raise InputError(f"expert {missing[0]!r} of the {art['head']} head is absent from every record "
+                         f"({len(missing)} missing); {fix}",
                          path=where, line=line, field=f"experts.{missing[0]}")
 
 

@@ -1,4 +1,4 @@
-"""`baer-fast score --head head.json --out scores.jsonl` from --signals S (or --model + --input).
+"""`baer-fast score [--head head.json] --out scores.jsonl` from --signals S (or --model + --input).
 
 Crash-safe: scores are appended per batch and a rerun resumes after the last complete batch
 (`io/resumable.py`); `--on-error skip` sets bad input records aside (`io/rejects.py`). With
@@ -19,7 +19,9 @@ BATCH_ENV = "BAER_FAST_SCORE_BATCH"   # hidden knob: smaller batches (crash/resu
 def add_arguments(p) -> None:
     from baer_fast.io.rejects import add_on_error_argument
 
-    p.add_argument("--head", required=True, help="head artifact written by `baer-fast fit`")
+    p.add_argument("--head", default=None,
+                   help="head artifact written by `baer-fast fit` (default: the label-free default head, as serve "
+                        "and Judge use: the mean of the direct and score experts' evidence, no fitting)")
     p.add_argument("--out", required=True, help="scores JSONL to write (resumable)")
     src = p.add_mutually_exclusive_group(required=True)
     src.add_argument("--signals", help="signals JSONL of the head's condition")
@@ -124,7 +126,12 @@ def run(args) -> int:
     from baer_fast.scoring import check_experts, missing_evidence, score_records
 
     step = batch_size()
-    art = artifact.load(args.head)
+    if args.head is None:
+        art = artifact.default_artifact()
+        log.warning("no --head: scoring with the label-free default head (%s); a head fitted on labelled pairs "
+                    "of the condition with `baer-fast fit` is what BAER deploys", ", ".join(art["experts"]))
+    else:
+        art = artifact.load(args.head)
     rejects = rejects_for(args, out=args.out)
     try:
         records, where = _records(args, art, rejects)

@@ -1,7 +1,8 @@
 """JSONL reading with located errors, and writes that never leave a half-written file.
 
 Readers yield `(line_number, dict)`; every failure is an `InputError` naming the
-file and 1-based line. With a `Rejects` collector (the `--on-error skip` policy) a bad
+file and 1-based line (a `.gz` that is no gzip, is cut short or is a Git LFS pointer
+included: `unreadable`). With a `Rejects` collector (the `--on-error skip` policy) a bad
 line is recorded there and skipped instead of raised. Writers go to a temporary file
 in the target's folder and are renamed into place only after everything was written
 and fsync'd.
@@ -13,6 +14,7 @@ import json
 import math
 import os
 import tempfile
+import zlib
 from contextlib import contextmanager
 from typing import Any, Iterator, Protocol
 
@@ -41,32 +43,83 @@ def _open_input(path: str):
         raise InputError(f"cannot read: {e.strerror or e}", path=path) from None
 
 
-def iter_jsonl_raw(path: str, rejects: "RejectSink | None" = None) -> Iterator[tuple[int, dict, bytes]]:
-    """Yield (line_no, object, raw line) per non-blank line.
+# What reading a stored file can raise besides the text it holds: gzip.BadGzipFile (an OSError)
+# for a .gz that is no gzip, EOFError for one cut short, zlib.error for damaged compressed data.
+READ_ERRORS = (OSError, EOFError, zlib.error)
+LFS_POINTER = b"version https://git-lfs.github.com/spec/"
+_LFS = ("a Git LFS pointer file, not the data (the repository was cloned without git-lfs): "
+        "run `git lfs install && git lfs pull` in the checkout, or download the file itself")
 
-    A bad line raises InputError, or, with `rejects`, is recorded there and skipped.
-    A file with no record at all is always an error (nothing to work on).
-    """
-    n_records = 0
+
+def lfs_pointer(path: str) -> InputError | None:
+    """The error for a Git LFS pointer file (what a clone without git-lfs holds instead of the data),
+    or None when `path` is not one."""
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(len(LFS_POINTER))
+    except OSError:
+        return None
+    return InputError(_LFS, path=path) if head == LFS_POINTER else None
+
+
+def unreadable(path: str, err: BaseException, *, line: int | None = None) -> InputError:
+    """A located InputError for one of READ_ERRORS raised while reading `path` (`line`: where, if known)."""
+    lfs = lfs_pointer(path)
+    if lfs is not None:
+        return lfs
+    if isinstance(err, EOFError):
+        return InputError("truncated gzip file: the compressed data ends early (an interrupted download "
+                          "or copy?)", path=path, line=line)
+    if isinstance(err, gzip.BadGzipFile):
+        return InputError(f"named .gz but not a gzip file ({err})", path=path)
+    if isinstance(err, zlib.error):
+        return InputError(f"damaged gzip data ({err})", path=path, line=line)
+    return InputError(f"cannot read: {getattr(err, 'strerror', None) or err}", path=path, line=line)
+
+
+def _readline(fh, path: str, line_no: int) -> bytes:
+    try:
+        return fh.readline()
+    except READ_ERRORS as e:
+        raise unreadable(path, e, line=line_no) from None
+
+
+def iter_jsonl_lines(path: str, rejects: "RejectSink | None" = None) -> Iterator[tuple[int, dict | None, bytes]]:
+    """(line_no, object, raw line) for every non-blank line, an empty file included; with `rejects`
+    a bad line is recorded there and given as None (for files matched to others by position)."""
     with _open_input(path) as fh:
-        raw = fh.readline()
+        raw = _readline(fh, path, 1)
         line_no = 0
         while raw:
             line_no += 1
-            nxt = fh.readline()
+            nxt = _readline(fh, path, line_no + 1)
             try:
                 obj = _parse_line(raw, path=path, line_no=line_no, last=not nxt)
             except InputError as err:
                 if rejects is None:
                     raise
                 rejects.add(err, raw)
-                obj = None
-            if obj is not None:
-                n_records += 1
-                yield line_no, obj, raw
+                yield line_no, None, raw
+            else:
+                if obj is not None:
+                    yield line_no, obj, raw
             raw = nxt
+
+
+def iter_jsonl_raw(path: str, rejects: "RejectSink | None" = None) -> Iterator[tuple[int, dict, bytes]]:
+    """Yield (line_no, object, raw line) per non-blank line.
+
+    A bad line raises InputError, or, with `rejects`, is recorded there and skipped.
+    A file with no record at all is always an error (nothing to work on).
+    """
+    n_records, n_before = 0, len(rejects) if rejects is not None else 0
+    for line_no, obj, raw in iter_jsonl_lines(path, rejects):
+        if obj is not None:
+            n_records += 1
+            yield line_no, obj, raw
     if n_records == 0:
-        extra = f" ({len(rejects)} line(s) rejected)" if rejects is not None and len(rejects) else ""
+        n_bad = len(rejects) - n_before if rejects is not None else 0
+        extra = f" ({n_bad} line(s) rejected)" if n_bad else ""
         raise InputError(f"empty file: no valid JSON records{extra}", path=path)
 
 
@@ -77,6 +130,8 @@ def iter_jsonl(path: str, rejects: "RejectSink | None" = None) -> Iterator[tuple
 
 
 def _parse_line(raw: bytes, *, path: str, line_no: int, last: bool = False) -> dict | None:
+    if line_no == 1 and raw.startswith(LFS_POINTER):
+        raise InputError(_LFS, path=path)
     if line_no == 1 and raw.startswith(b"\xef\xbb\xbf"):
         raise InputError("file starts with a UTF-8 byte-order mark (BOM); save it without one",
                          path=path, line=line_no)

@@ -68,9 +68,30 @@ def test_unknown_expert_in_artifact_is_a_clear_error(cli, tmp_path):
     write_signals(str(other), make_signals(20, experts=("x1", "x2"), seed=5))
     out = tmp_path / "scores.jsonl"
     code, _, err = cli("score", "--signals", other, "--head", head, "--out", out)
-    assert code == 2 and "expert 'e1' of the head artifact is absent" in err
+    assert code == 2 and "expert 'e1' of the " in err and "head is absent from every record" in err
     assert str(other) in err and len(err.strip().splitlines()) == 1
     assert not out.exists()
+
+
+def test_score_without_a_head_uses_the_default_head_and_says_what_to_pass(cli, tmp_path):
+    """`score --input/--signals` without --head scores with the label-free default head, as serve and Judge
+    do (it was a usage error); signals that lack its experts are an error that names --head."""
+    import json
+
+    from baer_fast.heads.default import DefaultHead
+    sig = tmp_path / "s.jsonl"
+    records = make_signals(12, experts=("direct", "score"), seed=3)
+    write_signals(str(sig), records)
+    out = tmp_path / "scores.jsonl"
+    code, _, err = cli("score", "--signals", sig, "--out", out)
+    assert code == 0, err
+    got = [json.loads(x) for x in out.read_text().splitlines() if x.startswith('{"id"')]
+    assert [g["score"] for g in got] == [float(x) for x in DefaultHead().score(records)]
+    assert {g["head"] for g in got} == {"default"}
+    other = tmp_path / "other.jsonl"
+    write_signals(str(other), make_signals(5, experts=("x1", "x2"), seed=5))
+    code, _, err = cli("score", "--signals", other, "--out", tmp_path / "o.jsonl")
+    assert code == 2 and "pass --head with a head fitted on these signals" in err
 
 
 def test_tampered_artifact_is_refused(cli, tmp_path):

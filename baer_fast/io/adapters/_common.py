@@ -7,7 +7,7 @@ import json
 import os
 
 from baer_fast.errors import InputError
-from baer_fast.io.jsonl import check_unicode, may_hold_surrogate
+from baer_fast.io.jsonl import READ_ERRORS, check_unicode, iter_jsonl_lines, lfs_pointer, may_hold_surrogate, unreadable
 
 
 def read_json(path: str):
@@ -15,11 +15,16 @@ def read_json(path: str):
     try:
         with opener(path, "rt", encoding="utf-8") as fh:
             text = fh.read()
-        data = json.loads(text)
     except FileNotFoundError:
         raise InputError("file not found", path=path) from None
-    except (ValueError, OSError) as e:
-        raise InputError(f"not valid JSON: {e}", path=path) from None
+    except UnicodeDecodeError as e:
+        raise InputError(f"not valid UTF-8 (byte {e.start})", path=path) from None
+    except READ_ERRORS as e:
+        raise unreadable(path, e) from None
+    try:
+        data = json.loads(text)
+    except (ValueError, RecursionError) as e:
+        raise lfs_pointer(path) or InputError(f"not valid JSON: {e}", path=path) from None
     if may_hold_surrogate(text):
         for i, record in enumerate(data if isinstance(data, list) else [data], start=1):
             check_unicode(record, path=path, line=i if isinstance(data, list) else None)   # line = record number
@@ -27,21 +32,8 @@ def read_json(path: str):
 
 
 def read_jsonl(path: str) -> list[dict]:
-    opener = gzip.open if path.endswith(".gz") else open
-    out = []
-    try:
-        with opener(path, "rt", encoding="utf-8") as fh:
-            for line_no, line in enumerate(fh, start=1):
-                if line.strip():
-                    try:
-                        out.append(json.loads(line))
-                    except ValueError as e:
-                        raise InputError(f"malformed JSON: {e}", path=path, line=line_no) from None
-                    if may_hold_surrogate(line):
-                        check_unicode(out[-1], path=path, line=line_no)
-    except FileNotFoundError:
-        raise InputError("file not found", path=path) from None
-    return out
+    """The objects of a JSONL file (`.gz` too), read by the project's JSONL reader; an empty file is []."""
+    return [obj for _, obj, _ in iter_jsonl_lines(path)]
 
 
 def need_dir(path: str, what: str) -> None:

@@ -109,7 +109,12 @@ def _csv_rows(path: str, rejects=None) -> Iterator[Row]:
     """Records of a CSV file (header row first) as text cells, located at the line each starts on.
     The stdlib reader, not pyarrow's: cells keep their text (an answer "42" is not an integer)
     and quoted cells may hold newlines in a file of any size."""
+    from baer_fast.io.jsonl import lfs_pointer
+
     csv.field_size_limit(2**31 - 1)          # one long response is a cell, not an error
+    lfs = lfs_pointer(path)
+    if lfs is not None:
+        raise lfs
     try:
         with open(path, newline="", encoding="utf-8-sig") as f:
             reader = csv.reader(f)
@@ -144,10 +149,12 @@ def _parquet_rows(path: str) -> Iterator[Row]:
         import pyarrow.parquet as pq
     except ImportError:
         raise InputError("reading .parquet needs pyarrow: pip install 'baer-fast[data]'", path=path) from None
+    from baer_fast.io.jsonl import lfs_pointer
+
     try:
         table = pq.read_table(path)
     except Exception as e:      # pyarrow raises ArrowInvalid/OSError subclasses with a message
-        raise InputError(f"cannot read: {e}", path=path) from None
+        raise lfs_pointer(path) or InputError(f"cannot read: {e}", path=path) from None
     for i, obj in enumerate(table.to_pylist(), start=1):
         yield Row(path, i, obj)
 
