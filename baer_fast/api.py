@@ -37,7 +37,8 @@ class JudgeOptions:
                                           # any batch); None: on when the head has a sampled expert, whose
                                           # draws batch rounding can change, never on vLLM (Judge.invariant)
     generation: object = None      # bank.generative.GenerationConfig of the head's generative experts
-                                   # (budgets, seed); None: each protocol's budget, seed 0
+                                   # (budgets, seed); None: those the head records (its signals' settings),
+                                   # else each protocol's budget, seed 0
 
 
 class Judge:
@@ -77,7 +78,8 @@ class Judge:
         unless left "auto". Data parallel ranks are spawned processes: call from under an
         `if __name__ == "__main__":` guard. batch_invariant: JudgeOptions.batch_invariant.
         generation: a `baer_fast.bank.generative.GenerationConfig` (generative experts' token budgets
-        and seed; None: each protocol's budget, seed 0), as `experts --max-new-tokens/--seed` set them.
+        and seed; None: those the head records, else each protocol's budget, seed 0), as
+        `experts --max-new-tokens/--seed` set them.
         """
         from baer_fast.runtime.config import EngineConfig
         from baer_fast.runtime.open import HfOptions, open_engine, open_vllm
