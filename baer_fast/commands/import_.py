@@ -25,6 +25,9 @@ def add_arguments(p) -> None:
     g = p.add_argument_group("table / ultrafeedback options")
     for col in ("question", "chosen", "rejected", "a", "b", "label", "subset", "category", "id"):
         g.add_argument(f"--{col}-col", help=f"table: column holding the {col}")
+    g.add_argument("--label-values", metavar="A,B[,TIE]",
+                   help="table: the --label-col values meaning a is better, b is better (and tie), e.g. 0,1 or "
+                        "1,2,0; needed for numbers and any other value than a, b, tie, model_a, model_b (any case)")
     g.add_argument("--rating", choices=("overall_score", "fine-grained_score"),
                    help="ultrafeedback: the rating that orders completions (default overall_score)")
 

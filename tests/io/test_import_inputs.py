@@ -10,6 +10,7 @@ import pytest
 
 from baer_fast.cli import main
 from baer_fast.commands.demo import sample_dir
+from baer_fast.io.records import read_pairs
 
 from tests.io.schemas import REWARDBENCH, write_jsonl
 
@@ -84,3 +85,75 @@ def test_judge_output_gz_files_are_located_errors(tmp_path, capsys):
     bad.write_bytes(LFS)
     rc, _, cap = _import(["judgebench", jb], tmp_path, capsys)
     assert rc == 2 and cap.err.startswith(f"error: {bad}: a Git LFS pointer file"), cap.err
+
+
+PKU = [{"prompt": f"q{i}", "response_0": f"r0 {i}", "response_1": f"r1 {i}", "better_response_id": i % 2}
+       for i in range(4)]            # PKU-SafeRLHF's layout: better_response_id 0 = response_0 is better
+PKU_ARGS = ["--question-col", "prompt", "--a-col", "response_0", "--b-col", "response_1",
+            "--label-col", "better_response_id"]
+
+
+def test_a_numeric_label_needs_label_values(tmp_path, capsys):
+    """0/1 means a/b in PKU-SafeRLHF and tie/a elsewhere: a number is never guessed."""
+    src = write_jsonl(tmp_path / "pku.jsonl", PKU)
+    rc, out, cap = _import(["table", src, *PKU_ARGS], tmp_path, capsys)
+    assert rc == 2 and not out.exists()
+    assert cap.err.startswith(f"error: {src}:1: field 'better_response_id': label '0' is a number") \
+        and "--label-values" in cap.err
+    rc, out, cap = _import(["table", src, *PKU_ARGS, "--label-values", "0,1"], tmp_path, capsys)
+    assert rc == 0
+    assert [p.label for p in read_pairs(str(out / "pairs.jsonl"))] == ["a", "b", "a", "b"]
+
+
+@pytest.mark.parametrize("cells, values, want", [
+    (["1", "2", "0"], "1,2,0", ["a", "b", "tie"]),               # CSV text, the old implicit reading
+    (["2", "1", "3"], "2,1,3", ["a", "b", "tie"]),
+    (["A", "model_b", "TIE"], None, ["a", "b", "tie"]),          # spellings that say what they mean
+    (["better", "worse", "same"], "better,worse,same", ["a", "b", "tie"]),
+    (["b", "0", "1"], "0,1", ["b", "a", "b"]),
+])
+def test_label_values_read_csv_cells(cells, values, want, tmp_path, capsys):
+    src = tmp_path / "t.csv"
+    src.write_text("q,x,y,lab\n" + "".join(f"q{i},x,y,{c}\n" for i, c in enumerate(cells)), encoding="utf-8")
+    args = ["--question-col", "q", "--a-col", "x", "--b-col", "y", "--label-col", "lab"]
+    rc, out, cap = _import(["table", src, *args, *(["--label-values", values] if values else [])], tmp_path, capsys)
+    assert rc == 0, cap.err
+    assert [p.label for p in read_pairs(str(out / "pairs.jsonl"))] == want
+
+
+@pytest.mark.parametrize("extra, message", [
+    (["--label-values", "0"], "two or three distinct values"),
+    (["--label-values", "0,1,0"], "two or three distinct values"),
+    (["--label-values", "0,,1"], "two or three distinct values"),
+    (["--label-values", "0,1", "--label-col", "lab", "--a-col", "x", "--b-col", "y"], None),
+])
+def test_label_values_are_checked_before_reading(extra, message, tmp_path, capsys):
+    src = tmp_path / "t.csv"
+    src.write_text("q,x,y,lab,good,bad\nq,x,y,5,g,b\n", encoding="utf-8")
+    base = ["--question-col", "q"] + ([] if "--label-col" in extra else ["--label-col", "lab", "--a-col", "x",
+                                                                          "--b-col", "y"])
+    rc, _, cap = _import(["table", src, *base, *extra], tmp_path, capsys)
+    assert rc == 2
+    if message:
+        assert cap.err.startswith("error: field '--label-values': ") and message in cap.err, cap.err
+    else:
+        assert f"{src}:2: field 'lab': label '5' is not one of --label-values 0,1" in cap.err, cap.err
+    rc, _, cap = _import(["table", src, "--question-col", "q", "--chosen-col", "good", "--rejected-col", "bad",
+                          "--label-values", "0,1"], tmp_path, capsys)
+    assert rc == 2 and "field '--label-values': only means something with --label-col" in cap.err
+
+
+@pytest.mark.parametrize("col, cell", [("key", ""), ("key", "   "), ("grp", ""), ("cat", " ")])
+def test_a_blank_id_subset_or_category_cell_is_a_located_error(col, cell, tmp_path, capsys):
+    """The pairs reader refuses a blank id, subset or category: refused at import, where the cell is."""
+    src = tmp_path / "t.csv"
+    cells = {"key": "k1", "grp": "g", "cat": "c", col: cell}
+    src.write_text(f"q,good,bad,key,grp,cat\nq0,yes,no,k0,g,c\nq1,yes,no,{cells['key']},{cells['grp']},"
+                   f"{cells['cat']}\n", encoding="utf-8")
+    args = ["--question-col", "q", "--chosen-col", "good", "--rejected-col", "bad", "--id-col", "key",
+            "--subset-col", "grp", "--category-col", "cat"]
+    rc, out, cap = _import(["table", src, *args], tmp_path, capsys)
+    assert rc == 2 and cap.err.startswith(f"error: {src}:3: field '{col}': blank cell"), cap.err
+    assert not out.exists()
+    rc, out, cap = _import(["table", src, *args, "--on-error", "skip"], tmp_path, capsys)
+    assert rc == 0 and [p.id for p in read_pairs(str(out / "pairs.jsonl"))] == ["k0"]
