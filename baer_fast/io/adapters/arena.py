@@ -7,10 +7,12 @@ lmsys-arena-human-preference-55k (Kaggle train.csv / test.csv): `{id, model_a, m
 response_a, response_b, winner_model_a, winner_model_b, winner_tie}`, the texts JSON lists with
 one string per turn; exactly one winner column is 1, none at all (test.csv) leaves the pair
 unlabelled; a battle with a null turn is dropped and counted. Ids `arena-<id>`.
-Conversations -> question and responses as in `_conv.split_pair`.
+Conversations -> question and responses as in `_conv.split_pair`. Battles of the same prompt
+and model pair (either order) share `meta.split_group`, so they share one split role.
 """
 from __future__ import annotations
 
+import hashlib
 import json
 
 from baer_fast.io.adapters import Imported
@@ -21,8 +23,22 @@ from baer_fast.io.jsonl import check_unicode, may_hold_surrogate
 WINNERS = {"model_a": "a", "model_b": "b", "tie": "tie", "tie (bothbad)": "tie"}
 
 
-def battle_pair(row, pair_id: str, *, subset: str, category: str | None = None, turns: int | None = None):
-    """A Pair from one battle row (conversation_a/b cut to `turns` user turns when given)."""
+def comparison_group(prefix: str, sides: list) -> str:
+    """`meta.split_group` of a comparison: a hash of its two sides, each [model, its user turns...],
+    in either order. Every vote or battle on the same prompt and model pair gets the same group, so
+    fit never learns from a comparison that the test split holds again (splits.split_key)."""
+    key = json.dumps(sorted(sides), ensure_ascii=False)
+    return f"{prefix}-{hashlib.sha256(key.encode('utf-8', 'surrogatepass')).hexdigest()[:16]}"
+
+
+def _users(conv) -> list:
+    return [content for role, content in conv if role == "user"]
+
+
+def battle_pair(row, pair_id: str, *, subset: str, category: str | None = None, turns: int | None = None,
+                group: str | None = None):
+    """A Pair from one battle row (conversation_a/b cut to `turns` user turns when given); `group`:
+    its split group, by default `comparison_group` of the models and their user turns."""
     from baer_fast.io.records import Pair
 
     label = check_winner(row, row.need("winner"), WINNERS)
@@ -39,6 +55,8 @@ def battle_pair(row, pair_id: str, *, subset: str, category: str | None = None, 
         meta["tie_kind"] = row.obj["winner"]
     if diverged:
         meta["diverged"] = True
+    meta["split_group"] = group or comparison_group(
+        "arena", [[meta["model_a"], *_users(convs[0])], [meta["model_b"], *_users(convs[1])]])
     return Pair(pair_id, question, ra, rb, label=label, subset=subset, category=category, meta=meta)
 
 
@@ -90,6 +108,9 @@ def _kaggle_pair(row):
     question, a, b, diverged = split_pair(*convs, row=row, fields=("response_a", "response_b"))
     if diverged:
         meta["diverged"] = True
+    # test.csv has no model names: its sides are told apart by their responses instead
+    sides = [[meta[m], *prompt] if m in meta else ["", *prompt, *resp] for m, resp in (("model_a", ra), ("model_b", rb))]
+    meta["split_group"] = comparison_group("arena", sides)
     return Pair(f"arena-{row.need('id', (str, int))}", question, a, b, label=label, subset="arena", meta=meta)
 
 

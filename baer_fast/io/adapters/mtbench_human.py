@@ -6,6 +6,9 @@ conversation is shown: turn 1 -> the first question and the two first answers; t
 first question as the question, each model's first answer, the second question and its second
 answer as its response (the models' first answers differ). Subset = `turn<N>`, category = the
 question's MT-Bench category. Ids: `mtbench-<question_id>-t<turn>-<line>` (one per vote).
+Several experts' votes on one comparison (question, turn, model pair in either order) are the
+same texts: they share `meta.split_group` `mtbench-<question_id>-t<turn>-<models sorted>`, so
+they share one split role (never fitted on and tested on).
 Rows judged by GPT-4 (the dataset's `gpt4_pair` split, same columns, in the same snapshot) are
 dropped and counted: their winner is a model's verdict, not a human label.
 """
@@ -33,8 +36,9 @@ def _build(row):
     turn = row.need("turn", int)
     if turn not in (1, 2):
         raise row.error(f"turn {turn} is not 1 or 2", "turn")
+    models = "|".join(sorted((row.need("model_a"), row.need("model_b"))))
     return battle_pair(row, f"mtbench-{qid}-t{turn}-{row.line}", subset=f"turn{turn}",
-                       category=category(qid), turns=turn)
+                       category=category(qid), turns=turn, group=f"mtbench-{qid}-t{turn}-{models}")
 
 
 def load(src: str, *, rejects=None, options=None) -> Imported:
