@@ -5,7 +5,8 @@ exact lines), `.json` (a list of objects; `line` = record number), `.csv` (the l
 starts on; every cell is text, quoted cells may span lines) and `.parquet` (line = row number,
 read by pyarrow: the `[data]` extra). A folder yields its files of those kinds in name order.
 `convert(rows, build, rejects)` turns each row into a Pair (or several, or a drop reason) and
-keeps the InputError of a bad row in `rejects` (`--on-error skip`) or raises it.
+keeps the InputError of a bad row in `rejects` (`--on-error skip`), with the record's text, or
+raises it; under skip a file that cannot be read on (empty, no gzip, cut short) is one reject.
 """
 from __future__ import annotations
 
@@ -13,6 +14,8 @@ import csv
 import glob
 import hashlib
 import io
+import json
+import logging
 import os
 from collections import Counter
 from dataclasses import dataclass
@@ -43,6 +46,24 @@ class Row:
 
     def error(self, message: str, field: str | None = None) -> InputError:
         return InputError(message, path=self.path, line=self.line, field=field)
+
+    def text(self) -> str | bytes:
+        """The record as read, for the rejects file: its line (JSONL; a ragged CSV line), else its
+        fields as JSON text (.json, .parquet, CSV cells by header)."""
+        return self.raw if self.raw is not None else record_text(self.obj)
+
+
+def record_text(obj) -> str:
+    """A parsed record as JSON text (a value JSON lacks as its text; an unpaired surrogate escaped)."""
+    text = json.dumps(obj, ensure_ascii=False, default=str)
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+def reject(rejects, err: InputError, raw: str | bytes | None = None) -> None:
+    """Under `--on-error skip` keep `err` and the record's text in `rejects`; otherwise raise `err`."""
+    if rejects is None:
+        raise err
+    rejects.add(err, raw)
 
 
 def files(src: str, keep: Callable[[str], bool] | None = None) -> list[str]:
@@ -80,29 +101,55 @@ def file_stem(path: str) -> str:
 
 def rows(src: str, rejects=None, keep: Callable[[str], bool] | None = None) -> Iterator[Row]:
     for path in files(src, keep):
-        if path.endswith((".jsonl", ".jsonl.gz")):
-            from baer_fast.io.jsonl import iter_jsonl_raw
-            for line, obj, raw in iter_jsonl_raw(path, rejects):
-                yield Row(path, line, obj, raw)
-        elif path.endswith((".json", ".json.gz")):
-            yield from json_rows(path)
-        elif path.endswith(".csv"):
-            yield from _csv_rows(path, rejects)
+        yield from guarded(path, _file_rows(path, rejects), rejects)
+
+
+def _file_rows(path: str, rejects) -> Iterator[Row]:
+    if path.endswith((".jsonl", ".jsonl.gz")):
+        from baer_fast.io.jsonl import iter_jsonl_raw
+        for line, obj, raw in iter_jsonl_raw(path, rejects):
+            yield Row(path, line, obj, raw)
+    elif path.endswith((".json", ".json.gz")):
+        yield from json_rows(path, rejects)
+    elif path.endswith(".csv"):
+        yield from _csv_rows(path, rejects)
+    else:
+        yield from _parquet_rows(path)
+
+
+def guarded(path: str, source: Iterable[Row], rejects) -> Iterator[Row]:
+    """The rows of file `path`; under `--on-error skip` a file that cannot be read on (empty, every
+    line bad, not gzip, cut short) is named in a warning and kept in `rejects` as one entry (not
+    again when its bad lines are there already), and the import goes on with the next file."""
+    n_before, n_rows = len(rejects) if rejects is not None else 0, 0
+    try:
+        for row in source:
+            n_rows += 1
+            yield row
+    except InputError as err:
+        if rejects is None:
+            raise
+        log = logging.getLogger("baer_fast")
+        if err.line is None and len(rejects) > n_before:        # "no valid records": its lines are kept
+            log.warning("skipped %s: every record in it is bad (%d rejected)", path, len(rejects) - n_before)
         else:
-            yield from _parquet_rows(path)
+            rejects.add(err)
+            log.warning("skipped %s%s: %s", "the rest of " if n_rows else "", path, err.message)
 
 
-def json_rows(path: str) -> Iterator[Row]:
-    """The objects of a JSON list file (line = record number)."""
+def json_rows(path: str, rejects=None) -> Iterator[Row]:
+    """The objects of a JSON list file (line = record number); under skip a non-object is rejected."""
     from baer_fast.io.adapters._common import read_json
 
     data = read_json(path)
     if not isinstance(data, list):
         raise InputError(f"expected a JSON list of records, got {type(data).__name__}", path=path)
     for i, obj in enumerate(data, start=1):
-        if not isinstance(obj, dict):
-            raise InputError(f"record {i}: expected an object, got {type(obj).__name__}", path=path, line=i)
-        yield Row(path, i, obj)
+        if isinstance(obj, dict):
+            yield Row(path, i, obj)
+        else:
+            reject(rejects, InputError(f"record {i}: expected an object, got {type(obj).__name__}",
+                                       path=path, line=i), record_text(obj))
 
 
 def _csv_rows(path: str, rejects=None) -> Iterator[Row]:
@@ -179,16 +226,18 @@ def convert(source: Iterable[Row], build: Callable, rejects=None) -> tuple[list,
                 if first:
                     raise row.error(f"duplicate id {pair.id!r} (first at {first})", "id")
         except InputError as err:
-            if rejects is None:
-                raise
-            rejects.add(err, row.raw)
+            reject(rejects, err, row.text())
             continue
         seen.update((pair.id, here) for pair in built)
         pairs.extend(built)
-    if not pairs:
-        raise InputError(f"no pairs imported ({sum(dropped.values())} dropped, "
-                         f"{len(rejects or ())} rejected)", path=None)
+    need_pairs(pairs, dropped, rejects)
     return pairs, dropped
+
+
+def need_pairs(pairs: list, dropped: Counter, rejects=None) -> None:
+    """An import that gives no pair at all is an error (the command names SRC and the rejects)."""
+    if not pairs:
+        raise InputError(f"no pairs imported ({sum(dropped.values())} dropped, {len(rejects or ())} rejected)")
 
 
 def a_is_chosen(pair_id: str) -> bool:

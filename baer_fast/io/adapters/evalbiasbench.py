@@ -17,10 +17,11 @@ from typing import Iterator
 from baer_fast.errors import InputError
 from baer_fast.io.adapters import Imported
 from baer_fast.io.adapters._common import read_json
-from baer_fast.io.adapters._rows import Row, chosen_rejected_pair, convert, files, summary
+from baer_fast.io.adapters._rows import (Row, chosen_rejected_pair, convert, files, guarded, record_text, reject,
+                                         summary)
 
 
-def _records(path: str) -> Iterator[Row]:
+def _records(path: str, rejects=None) -> Iterator[Row]:
     data = read_json(path)
     if isinstance(data, dict):
         items = []
@@ -36,7 +37,9 @@ def _records(path: str) -> Iterator[Row]:
                          path=path)
     for i, (bias, obj) in enumerate(items, start=1):
         if not isinstance(obj, dict):
-            raise InputError(f"record {i}: expected an object, got {type(obj).__name__}", path=path, line=i)
+            reject(rejects, InputError(f"record {i}: expected an object, got {type(obj).__name__}", path=path,
+                                       line=i), record_text(obj))
+            continue
         yield Row(path, i, obj if bias is None or "bias" in obj else dict(obj, bias=bias))
 
 
@@ -58,7 +61,8 @@ def load(src: str, *, rejects=None, options=None) -> Imported:
     paths = [p for p in files(src) if p.endswith((".json", ".json.gz"))]
     if not paths:
         raise InputError("evalbiasbench reads .json files (biasbench.json)", path=src)
-    pairs, dropped = convert((row for p in paths for row in _records(p)), _build, rejects)
+    pairs, dropped = convert((row for p in paths for row in guarded(p, _records(p, rejects), rejects)), _build,
+                             rejects)
     out = Imported(pairs)
     out.notes.append(summary("evalbiasbench", pairs, dropped))
     return out

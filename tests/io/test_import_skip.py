@@ -1,0 +1,73 @@
+"""`import --on-error skip`: every importer keeps going past bad records and unreadable files,
+counts them and keeps each in DIR/pairs.jsonl.rejects.jsonl with its text; when nothing is left the
+error names SRC, the rejects file and the first error; a later import never leaves a stale one."""
+from __future__ import annotations
+
+import gzip
+import json
+
+
+from baer_fast.cli import main
+from baer_fast.io.records import read_pairs
+
+from tests.io.schemas import REWARDBENCH
+
+
+def _import(args, out, capsys):
+    rc = main(["import", *map(str, args), "--out", str(out)])
+    return rc, capsys.readouterr()
+
+
+def _rejects(out) -> list[dict]:
+    with open(out / "pairs.jsonl.rejects.jsonl", encoding="utf-8") as fh:
+        return [json.loads(line) for line in fh]
+
+
+def test_skip_goes_past_empty_all_bad_and_unreadable_files(tmp_path, capsys, caplog):
+    src = tmp_path / "mixed"
+    src.mkdir()
+    (src / "a.json").write_text(json.dumps(REWARDBENCH[:2]), encoding="utf-8")
+    (src / "b_empty.jsonl").write_text("")
+    (src / "c_bad.jsonl").write_text("{bad\nnope\n")
+    (src / "d_cut.jsonl.gz").write_bytes(gzip.compress(b"".join(json.dumps(r).encode() + b"\n"
+                                                                for r in REWARDBENCH[2:] * 50), mtime=0)[:60])
+    rc, cap = _import(["rewardbench", src], tmp_path / "raise", capsys)
+    assert rc == 2 and "b_empty.jsonl: empty file" in cap.err
+    with caplog.at_level("WARNING", logger="baer_fast"):
+        rc, cap = _import(["rewardbench", src, "--on-error", "skip"], tmp_path / "out", capsys)
+    assert rc == 0, cap.err
+    assert [p.id for p in read_pairs(str(tmp_path / "out" / "pairs.jsonl"))] == ["rewardbench-30", "rewardbench-4001"]
+    rej = _rejects(tmp_path / "out")
+    assert [(r["file"].rsplit("/", 1)[1], r["line"]) for r in rej] == [
+        ("b_empty.jsonl", None), ("c_bad.jsonl", 1), ("c_bad.jsonl", 2), ("d_cut.jsonl.gz", 1)]
+    assert "truncated gzip" in rej[-1]["error"] and "skipped 4 bad record(s)" in cap.out
+    for name in ("b_empty.jsonl", "c_bad.jsonl", "d_cut.jsonl.gz"):
+        assert f"skipped {src / name}" in caplog.text
+
+
+def test_rejected_json_csv_and_parquet_rows_keep_their_record(tmp_path, capsys):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    bad = dict(REWARDBENCH[1], chosen=3)
+    rows = [REWARDBENCH[0], bad]
+    (tmp_path / "rb.json").write_text(json.dumps(rows + ["not an object"]), encoding="utf-8")
+    pq.write_table(pa.Table.from_pylist([REWARDBENCH[0], dict(bad, chosen=None)]), tmp_path / "rb.parquet")
+    (tmp_path / "t.csv").write_text("q,good,bad,key\nq0,yes,no,k0\nq1,yes,no,\n", encoding="utf-8")
+    table = ["--question-col", "q", "--chosen-col", "good", "--rejected-col", "bad", "--id-col", "key"]
+    for name, args, want in (("rb.json", [], [bad, "not an object"]),
+                             ("rb.parquet", [], [dict(bad, chosen=None)]),
+                             ("t.csv", ["table", *table], [{"q": "q1", "good": "yes", "bad": "no", "key": ""}])):
+        out = tmp_path / f"out-{name}"
+        rc, cap = _import([*(args[:1] or ["rewardbench"]), tmp_path / name, *args[1:], "--on-error", "skip"], out, capsys)
+        assert rc == 0, cap.err
+        assert [json.loads(r["raw"]) for r in _rejects(out)] == want
+
+
+def test_evalbiasbench_skip_keeps_a_non_object_record(tmp_path, capsys):
+    recs = [{"bias": "length", "instruction": "i", "response1": "x", "response2": "y", "label": 1}, 7]
+    (tmp_path / "b.json").write_text(json.dumps({"length": recs}), encoding="utf-8")
+    rc, cap = _import(["evalbiasbench", tmp_path / "b.json", "--on-error", "skip"], tmp_path / "out", capsys)
+    assert rc == 0, cap.err
+    (rej,) = _rejects(tmp_path / "out")
+    assert (rej["line"], rej["raw"]) == (2, "7")
