@@ -37,13 +37,38 @@ def signals_filename(condition: str) -> str:
     return f"signals.{safe}.jsonl"
 
 
+def _failed(err: BaseException, rejects, src: str):
+    """The error to raise for a failed import: under --on-error skip with records set aside, they
+    are written first and the error names their file and the first of them."""
+    from baer_fast.errors import InputError
+
+    if not isinstance(err, InputError) or rejects is None or not len(rejects):
+        return err
+    rejects.save()
+    return InputError(f"{err.message}; the {len(rejects)} rejected record(s) are in {rejects.path} "
+                      f"(first: {rejects.items[0]['error']})", path=err.path or src, line=err.line, field=err.field)
+
+
+def _stale_rejects(path: str, rejects) -> str:
+    """Under --on-error raise, an earlier skip import's rejects file is removed (it does not belong to
+    these pairs); under skip it is replaced. What was done, for the output ('' when nothing)."""
+    if not os.path.exists(path):
+        return ""
+    if rejects is not None:
+        return " (replacing an earlier import's)"
+    os.remove(path)
+    logging.getLogger("baer_fast").warning(
+        "removed %s: an earlier --on-error skip import's rejects, not this import's", path)
+    return ""
+
+
 def run(args) -> int:
     from collections import Counter
 
     from baer_fast.io.adapters import load
     from baer_fast.io.jsonl import make_dir
     from baer_fast.io.records import write_pairs, write_signals
-    from baer_fast.io.rejects import rejects_for, report_rejects
+    from baer_fast.io.rejects import rejects_for, rejects_path, report_rejects
     from baer_fast.io.resumable import file_sha256
 
     pairs_path = os.path.join(args.out, "pairs.jsonl")
@@ -52,10 +77,13 @@ def run(args) -> int:
     rejects = rejects_for(args, out=pairs_path)
     try:
         imported = load(args.kind, args.src, rejects=rejects, options=args)
-    except BaseException:
+    except BaseException as err:
+        failed = _failed(err, rejects, args.src)
         if fresh and not os.listdir(args.out):      # a failed import leaves no empty folder behind
             os.rmdir(args.out)
-        raise
+        if failed is err:
+            raise
+        raise failed from None
     before = {f: file_sha256(os.path.join(args.out, f)) for f in os.listdir(args.out)
               if f == "pairs.jsonl" or f.startswith("signals.") and f.endswith(".jsonl")}
     n = write_pairs(pairs_path, imported.pairs)
@@ -64,9 +92,10 @@ def run(args) -> int:
     labels = Counter(p.label for p in imported.pairs)
     print(f"pairs.jsonl: {n} pairs (label a {labels['a']}, b {labels['b']}, tie {labels['tie']}, "
           f"unlabelled {labels[None]})")
+    replaced = _stale_rejects(rejects_path(pairs_path), rejects)
     skipped = report_rejects(rejects)
     if rejects is not None:
-        print(f"skipped {skipped} bad record(s) -> {rejects.path}")
+        print(f"skipped {skipped} bad record(s) -> {rejects.path}{replaced}")
     written = set()
     for condition, signals in sorted(imported.banks.items()):
         name = signals_filename(condition)

@@ -10,7 +10,7 @@ import json
 from baer_fast.cli import main
 from baer_fast.io.records import read_pairs
 
-from tests.io.schemas import REWARDBENCH
+from tests.io.schemas import REWARDBENCH, write_jsonl
 
 
 def _import(args, out, capsys):
@@ -71,3 +71,29 @@ def test_evalbiasbench_skip_keeps_a_non_object_record(tmp_path, capsys):
     assert rc == 0, cap.err
     (rej,) = _rejects(tmp_path / "out")
     assert (rej["line"], rej["raw"]) == (2, "7")
+
+
+def test_skip_with_every_row_bad_writes_the_rejects_and_names_them(tmp_path, capsys):
+    src = write_jsonl(tmp_path / "allbad.jsonl", [dict(r, chosen=1) for r in REWARDBENCH[:2]])
+    out = tmp_path / "out"
+    rc, cap = _import(["rewardbench", src, "--on-error", "skip"], out, capsys)
+    assert rc == 2
+    rejects = out / "pairs.jsonl.rejects.jsonl"
+    assert cap.err.strip() == (f"error: {src}: no pairs imported (0 dropped, 2 rejected); the 2 rejected record(s) "
+                               f"are in {rejects} (first: {src}:1: field 'chosen': expected str, got int)")
+    assert [r["line"] for r in _rejects(out)] == [1, 2] and not (out / "pairs.jsonl").exists()
+
+
+def test_a_later_import_removes_or_replaces_an_earlier_rejects_file(tmp_path, capsys, caplog):
+    one_bad = write_jsonl(tmp_path / "onebad.jsonl", [REWARDBENCH[0], dict(REWARDBENCH[1], chosen=1)])
+    good = write_jsonl(tmp_path / "good.jsonl", REWARDBENCH[:2])
+    out = tmp_path / "out"
+    assert _import(["rewardbench", one_bad, "--on-error", "skip"], out, capsys)[0] == 0
+    rc, cap = _import(["rewardbench", good, "--on-error", "skip"], out, capsys)
+    assert rc == 0 and "skipped 0 bad record(s)" in cap.out and "replacing an earlier import's" in cap.out
+    assert _rejects(out) == []
+    assert _import(["rewardbench", one_bad, "--on-error", "skip"], out, capsys)[0] == 0
+    with caplog.at_level("WARNING", logger="baer_fast"):
+        rc, cap = _import(["rewardbench", good], out, capsys)
+    assert rc == 0 and sorted(p.name for p in out.iterdir()) == ["pairs.jsonl"]
+    assert f"removed {out / 'pairs.jsonl.rejects.jsonl'}: an earlier --on-error skip import's rejects" in caplog.text
