@@ -15,10 +15,12 @@ import json
 
 
 def add_arguments(p) -> None:
+    from baer_fast.commands.experts import DEVICE_HELP, DTYPE_HELP
     p.add_argument("--model", required=True, help="local model directory (safetensors weights, chat template)")
-    p.add_argument("--device", default="auto")
-    p.add_argument("--dtype", default="auto", choices=("auto", "float32", "bfloat16", "float16"))
-    p.add_argument("--attn", default="sdpa", choices=("sdpa", "flash_attention_2", "eager"))
+    p.add_argument("--device", default="auto", help=DEVICE_HELP)
+    p.add_argument("--dtype", default="auto", choices=("auto", "float32", "bfloat16", "float16"), help=DTYPE_HELP)
+    p.add_argument("--attn", default="sdpa", choices=("sdpa", "flash_attention_2", "eager"),
+                   help="attention implementation (default: %(default)s)")
     p.add_argument("--trust-remote-code", action="store_true", help="allow the model's own Python code")
     p.add_argument("--json", action="store_true", help="one JSON object instead of the table")
 

@@ -21,6 +21,8 @@ import time
 from baer_fast.errors import InputError
 
 log = logging.getLogger("baer_fast")
+DEVICE_HELP = "torch device: auto (cuda when available, else cpu), cpu, cuda, cuda:N (default: %(default)s)"
+DTYPE_HELP = "weights' dtype: auto is bfloat16 on CUDA, float32 on CPU (default: %(default)s)"
 
 
 def add_arguments(p) -> None:
@@ -33,7 +35,7 @@ def add_arguments(p) -> None:
                         "deliberate bring their <name>_native verdicts, docs/protocols.md); 'all' = every one")
     p.add_argument("--keep-texts", action="store_true",
                    help="write generated texts (reasoning, rubric, analyses, reference) to <out>.texts.jsonl")
-    p.add_argument("--chunk-pairs", type=int, default=16, help="pairs per durable append")
+    p.add_argument("--chunk-pairs", type=int, default=16, help="pairs per durable append (default: %(default)s)")
     p.add_argument("--derived-params", default=None,
                    help="frozen pride/calibraeval parameters (JSON from an earlier run's <out>.derived.json)")
     p.add_argument("--overwrite", action="store_true", help="discard an existing --out instead of resuming")
@@ -55,11 +57,11 @@ def add_engine_arguments(p, *, serve: bool = False) -> None:
     p.add_argument("--batch-tokens", type=int, default=d.batch_tokens,
                    help="cap on padded tokens per forward (default: derived from --memory-gb)")
     p.add_argument("--memory-gb", type=float, default=d.memory_budget_bytes / 2**30,
-                   help="memory budget for held KV plus one forward's activations (GiB)")
+                   help="memory budget for held KV plus one forward's activations, GiB (default: %(default)s)")
     p.add_argument("--kernels", choices=("auto", "triton", "torch"), default=d.kernels,
-                   help="constrained-readout implementation")
-    p.add_argument("--device", default="auto")
-    p.add_argument("--dtype", default="auto", choices=("auto", "float32", "bfloat16", "float16"))
+                   help="constrained-readout implementation (default: %(default)s)")
+    p.add_argument("--device", default="auto", help=DEVICE_HELP)
+    p.add_argument("--dtype", default="auto", choices=("auto", "float32", "bfloat16", "float16"), help=DTYPE_HELP)
     p.add_argument("--attn", default="sdpa", choices=("sdpa", "flash_attention_2", "eager"),
                    help="attention implementation; flash_attention_2 (the [gpu] extra) runs the unmasked "
                         "calls, and SDPA the masked ones (tree rows, decoder slots), which it cannot take")

@@ -23,7 +23,7 @@ def add_arguments(p) -> None:
     p.add_argument("--split-seed", default="baer-v1", help="salt of the id-hash split (default: baer-v1)")
     p.add_argument("--plot", default=None, metavar="PNG", help="write the frontier as a PNG")
     p.add_argument("--per-subset", action="store_true", help="search expert sets per pair subset (`fit --per-subset`)")
-    add_on_error_argument(p)
+    add_on_error_argument(p, "<plot>.rejects.jsonl, or frontier.rejects.jsonl without --plot")
 
 
 def add_fit_arguments(p) -> None:

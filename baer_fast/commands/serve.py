@@ -15,7 +15,7 @@ def add_arguments(p) -> None:
     p.add_argument("--model", required=True, help="local model directory (safetensors weights, chat template)")
     p.add_argument("--head", default=None, help="head artifact (default: the label-free default head)")
     p.add_argument("--host", default=d.host, help="address to bind (default loopback; 0.0.0.0 exposes it)")
-    p.add_argument("--port", type=int, default=d.port)
+    p.add_argument("--port", type=int, default=d.port, help="port to bind (default: %(default)s)")
     p.add_argument("--api-key-env", default=None, metavar="VAR",
                    help="environment variable holding the bearer token every endpoint but /health requires")
     p.add_argument("--max-batch-pairs", type=int, default=d.max_batch_pairs, help="pairs merged into one engine call")

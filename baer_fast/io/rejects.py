@@ -51,10 +51,11 @@ class Rejects:
         return self.path
 
 
-def add_on_error_argument(parser) -> None:
+def add_on_error_argument(parser, where: str = "<out>.rejects.jsonl") -> None:
+    """--on-error; `where` says the command's rejects file, as rejects_path names it."""
     parser.add_argument("--on-error", choices=ON_ERROR, default="raise",
                         help="bad input records: stop with an error (raise, default) or skip them, "
-                             "count them and write them to <out>.rejects.jsonl (skip)")
+                             f"count them and write them to {where} (skip)")
 
 
 def rejects_for(args, *, out: str) -> Rejects | None:
