@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import gzip
 import json
+import shutil
 
 
 from baer_fast.cli import main
-from baer_fast.io.records import read_pairs
+from baer_fast.commands.demo import sample_dir
+from baer_fast.io.records import read_pairs, read_signals
 
 from tests.io.schemas import REWARDBENCH, write_jsonl
 
@@ -97,3 +99,83 @@ def test_a_later_import_removes_or_replaces_an_earlier_rejects_file(tmp_path, ca
         rc, cap = _import(["rewardbench", good], out, capsys)
     assert rc == 0 and sorted(p.name for p in out.iterdir()) == ["pairs.jsonl"]
     assert f"removed {out / 'pairs.jsonl.rejects.jsonl'}: an earlier --on-error skip import's rejects" in caplog.text
+
+
+def _signals(out, name=None) -> dict:
+    (path,) = [p for p in out.iterdir() if p.name == name or not name and p.name.startswith("signals.")]
+    return {s.id: s.experts for s in read_signals(str(path))}
+
+
+def _skip_import(kind, src, out, capsys, bank=None):
+    rc, cap = _import([kind, src], out.with_name(out.name + "-raise"), capsys)
+    assert rc == 2 and not out.with_name(out.name + "-raise").exists()
+    rc, cap = _import([kind, src, "--on-error", "skip"], out, capsys)
+    assert rc == 0, cap.err
+    return [p.id for p in read_pairs(str(out / "pairs.jsonl"))], _signals(out, bank), _rejects(out)
+
+
+def test_autoj_skip_drops_a_bad_pair_and_misses_a_bad_verdict(tmp_path, capsys):
+    src = tmp_path / "autoj"
+    rows = [{"scenario": "chat", "label": i % 3, "prompt": f"p{i}", "response 1": "x", "response 2": "y"}
+            for i in range(4)]
+    lines = [json.dumps(r) for r in rows]
+    lines[1] = lines[1][:30]                                  # a cut pair line
+    src.mkdir()
+    (src / "testdata_pairwise.jsonl").write_text("\n".join(lines) + "\n")
+    (src / "pairwise_example_output.jsonl").write_text('{"output": 0}\n{"output": 0}\n{"output": 1}\n{"output": 2}\n')
+    (src / "pairwise_exchange_example_output.jsonl").write_text('{"output": 1}\n{"output": 1}\nnot json\n{"output": 2}\n')
+    ids, signals, rej = _skip_import("autoj", src, tmp_path / "out", capsys)
+    assert ids == ["autoj-0000", "autoj-0002", "autoj-0003"]
+    assert [signals[i]["autoj-13b"] for i in ids] == [[1.0, 1.0], [0.0, None], [0.5, 0.5]]
+    assert [(r["file"].rsplit("/", 1)[1], r["line"]) for r in rej] == [
+        ("testdata_pairwise.jsonl", 2), ("pairwise_exchange_example_output.jsonl", 3)]
+
+
+def test_llmbar_skip_drops_a_bad_item_and_misses_a_bad_result(tmp_path, capsys):
+    sub = tmp_path / "Natural"
+    shutil.copytree(sample_dir(), sub)
+    items = json.loads((sub / "dataset.json").read_text())
+    del items[1]["output_2"]
+    (sub / "dataset.json").write_text(json.dumps(items))
+    result = sub / "evaluators" / "LLaMA2" / "Vanilla" / "result.json.gz"
+    runs = json.loads(gzip.decompress(result.read_bytes()))
+    runs[3]["results"] = []
+    result.write_bytes(gzip.compress(json.dumps(runs).encode()))
+    ids, signals, rej = _skip_import("llmbar", sub, tmp_path / "out", capsys, bank="signals.LLaMA2.jsonl")
+    assert len(ids) == len(items) - 1 and "Natural-0001" not in ids and "Natural-0001" not in signals
+    assert signals["Natural-0003"]["Vanilla"] == [None, None] and signals["Natural-0004"]["Vanilla"] != [None, None]
+    assert [(r["line"], r["field"]) for r in rej] == [(2, "output_2"), (4, "results")]
+    assert json.loads(rej[0]["raw"]) == items[1]
+
+
+def test_judgebench_skip_drops_a_bad_pair_row_and_a_bad_verdict(tmp_path, capsys):
+    src = tmp_path / "jb"
+    (src / "data").mkdir(parents=True)
+    (src / "outputs").mkdir()
+    stem = "dataset=judgebench,response_model=gpt-4o-2024-05-13"
+    rows = [{"pair_id": f"p{i}", "source": "livebench-math", "question": f"q{i}", "response_A": "a",
+             "response_B": "b", "label": "A>B"} for i in range(3)]
+    rows[1]["label"] = "A>>B"
+    write_jsonl(src / "data" / f"{stem}.jsonl", rows)
+    verdicts = [{"pair_id": f"p{i}", "judgments": [{"decision": "A>B"}, {"decision": "B>A"}]} for i in range(3)]
+    verdicts[2]["judgments"] = [{"decision": "A>B"}]
+    write_jsonl(src / "outputs" / f"{stem},judge_name=arena_hard,judge_model=j.jsonl", verdicts)
+    ids, signals, rej = _skip_import("judgebench", src, tmp_path / "out", capsys)
+    assert ids == ["p0", "p2"] and signals == {"p0": {"arena_hard:j": [1.0, 1.0]}, "p2": {"arena_hard:j": [None, None]}}
+    assert [(r["line"], r["field"]) for r in rej] == [(2, "label"), (2, "pair_id"), (3, "judgments")]
+    assert "its row there was rejected" in rej[1]["error"]
+
+
+def test_pandalm_skip_drops_a_bad_pair_record(tmp_path, capsys):
+    src = tmp_path / "pandalm"
+    src.mkdir()
+    test = [{"idx": i, "instruction": "i", "input": "", "response1": "a", "response2": "b",
+             "annotator1": 1, "annotator2": 1, "annotator3": 2} for i in range(3)]
+    test[1]["annotator3"] = "2"
+    (src / "testset-v1.json").write_text(json.dumps(test + [test[0]]))
+    (src / "gpt-3.5-turbo-testset-v1.json").write_text(json.dumps([{"idx": i, "gpt_result": "1"} for i in range(3)]))
+    (src / "pandalm-7b-testset-v1.json").write_text(json.dumps([{"idx": i, "pandalm_result": 2} for i in range(3)] + [5]))
+    ids, signals, rej = _skip_import("pandalm", src, tmp_path / "out", capsys)
+    assert ids == ["pandalm-0000", "pandalm-0002"]
+    assert signals["pandalm-0002"] == {"gpt-3.5-turbo": [1.0], "pandalm-7b": [0.0]}
+    assert [(r["line"], r["field"]) for r in rej] == [(2, "annotator3"), (4, "idx"), (4, None)]

@@ -1,11 +1,12 @@
 """Adapters from published judge outputs (pairs + one signals bank per condition) and from
 preference datasets (pairs only).
 
-Each judge-output module has `load(src: str) -> Imported`. Decisions map to u in {1, 0, 0.5}
-(a better / b better / tie), unparsed -> None; both display orders are kept as runs
-`[order ab, order ba]`, already mapped to the canonical frame. Each dataset module (PAIR_ADAPTERS)
-has `load(src, *, rejects=None, options=None) -> Imported`: rows read through `_rows`, bad rows
-raised or kept in `rejects`.
+Every module has `load(src, *, rejects=None, options=None) -> Imported`: a bad record is raised,
+or kept in `rejects` (`--on-error skip`) and left out. Judge outputs: decisions map to u in
+{1, 0, 0.5} (a better / b better / tie), unparsed -> None; both display orders are kept as runs
+`[order ab, order ba]`, already mapped to the canonical frame; a rejected verdict is a missing
+run (None), a rejected pair takes its verdicts with it. Dataset modules (PAIR_ADAPTERS) read
+rows through `_rows`.
 """
 from __future__ import annotations
 
@@ -28,9 +29,7 @@ def load(kind: str, src: str, *, rejects=None, options=None) -> Imported:
     if kind not in ADAPTERS:
         raise KeyError(kind)
     mod = importlib.import_module(f"baer_fast.io.adapters.{kind.replace('-', '_')}")
-    if kind in PAIR_ADAPTERS:
-        return mod.load(src, rejects=rejects, options=options)
-    return mod.load(src)
+    return mod.load(src, rejects=rejects, options=options)
 
 
 def bank_signals(pairs, runs_by_expert: dict[str, list], condition: str, costs: dict | None = None) -> list:

@@ -31,9 +31,11 @@ def read_json(path: str):
     return data
 
 
-def read_jsonl(path: str) -> list[dict]:
-    """The objects of a JSONL file (`.gz` too), read by the project's JSONL reader; an empty file is []."""
-    return [obj for _, obj, _ in iter_jsonl_lines(path)]
+def read_jsonl(path: str, rejects=None) -> list[tuple[int, dict | None]]:
+    """(line, object) per non-blank line of a JSONL file (`.gz` too), by the project's JSONL reader;
+    under skip a bad line is kept in `rejects` and given as None, so files matched by position stay
+    aligned. An empty file is []."""
+    return [(line, obj) for line, obj, _ in iter_jsonl_lines(path, rejects)]
 
 
 def need_dir(path: str, what: str) -> None:

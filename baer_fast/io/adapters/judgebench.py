@@ -18,7 +18,7 @@ import re
 from baer_fast.errors import InputError
 from baer_fast.io.adapters import Imported, bank_signals
 from baer_fast.io.adapters._common import field, need_dir, read_jsonl
-from baer_fast.io.adapters._rows import rows
+from baer_fast.io.adapters._rows import need_pairs, record_text, reject, rows
 from baer_fast.io.records import Pair
 
 _DECISION = {"A>B": 1.0, "B>A": 0.0, "A=B": 0.5}
@@ -54,39 +54,68 @@ def _decision_u(judgment: dict, *, flip: bool) -> float | None:
     return 1.0 - u if flip else u
 
 
-def _load_set(pair_file: str, output_files: list[str]):
+def _pair(row) -> Pair:
+    label = row.need("label")
+    if label not in _LABEL:
+        raise row.error(f"unknown label {label!r} (expected {', '.join(_LABEL)})", "label")
+    source = row.need("source")
+    return Pair(str(row.need("pair_id", (str, int))), row.need("question"), row.need("response_A"),
+                row.need("response_B"), label=_LABEL[label], subset=category(source),
+                category=category(source), meta={"source": source})
+
+
+def _pairs(pair_file: str, rejects, seen: dict) -> tuple[list, set]:
+    """The pairs of one response set (ids unique across sets: `seen` maps id -> where) and the
+    response models its rows name."""
     pairs, models = [], set()
-    for row in rows(pair_file):
-        label = row.need("label")
-        if label not in _LABEL:
-            raise row.error(f"unknown label {label!r} (expected {', '.join(_LABEL)})", "label")
-        source = row.need("source")
+    for row in rows(pair_file, rejects):
+        try:
+            pair = _pair(row)
+            if pair.id in seen:
+                raise row.error(f"pair_id {pair.id!r} is also in {seen[pair.id]}", "pair_id")
+        except InputError as err:
+            reject(rejects, err, row.text())
+            continue
+        seen[pair.id] = f"{row.path}:{row.line}"
         if isinstance(row.obj.get("response_model"), str):
             models.add(row.obj["response_model"])
-        pairs.append(Pair(str(row.need("pair_id", (str, int))), row.need("question"), row.need("response_A"),
-                          row.need("response_B"), label=_LABEL[label], subset=category(source),
-                          category=category(source), meta={"source": source}))
-    index = {p.id: i for i, p in enumerate(pairs)}
-    runs_by_expert = {}
-    for path in output_files:
-        runs = [[None, None] for _ in pairs]
-        for line, r in enumerate(read_jsonl(path), start=1):
-            i = index.get(r.get("pair_id"))
+        pairs.append(pair)
+    return pairs, models
+
+
+def _runs(path: str, index: dict, rejects) -> list:
+    """One judge's runs per pair (pair order); a verdict line for no imported pair, or of the wrong
+    shape, is an error (under skip: a reject, and that pair's runs stay missing)."""
+    runs = [[None, None] for _ in index]
+    for line, r in read_jsonl(path, rejects):
+        if r is None:
+            continue
+        try:
+            i = index.get(r.get("pair_id")) if isinstance(r.get("pair_id"), (str, int)) else None
             if i is None:
-                raise InputError(f"pair_id {r.get('pair_id')!r} is not in the pair file {pair_file}",
-                                 path=path, line=line)
+                raise InputError(f"pair_id {r.get('pair_id')!r} is not a pair of the pair file (or its row "
+                                 "there was rejected)", path=path, line=line, field="pair_id")
             j = field(r, "judgments", path=path, line=line)
             if not (isinstance(j, list) and len(j) == 2 and all(isinstance(x, dict) for x in j)):
                 raise InputError("expected the two orders' judgments: a list of two objects",
                                  path=path, line=line, field="judgments")
-            runs[i] = [_decision_u(j[0], flip=False), _decision_u(j[1], flip=True)]
-        runs_by_expert[expert_name(path)] = runs
+        except InputError as err:
+            reject(rejects, err, record_text(r))
+            continue
+        runs[i] = [_decision_u(j[0], flip=False), _decision_u(j[1], flip=True)]
+    return runs
+
+
+def _load_set(pair_file: str, output_files: list[str], rejects=None, seen: dict | None = None):
+    pairs, models = _pairs(pair_file, rejects, {} if seen is None else seen)
+    index = {p.id: i for i, p in enumerate(pairs)}
+    runs_by_expert = {expert_name(path): _runs(path, index, rejects) for path in output_files}
     model = re.search(r"response_model=([^,.]+(?:\.[^,.]+)*?)\.jsonl$", os.path.basename(pair_file))
     name = model.group(1) if model else (models.pop() if len(models) == 1 else "bank")
     return pairs, runs_by_expert, f"judgebench-{name}"
 
 
-def load(src: str) -> Imported:
+def load(src: str, *, rejects=None, options=None) -> Imported:
     """One condition per pair file of `data/` (upstream ships one per response model: GPT-4o and
     Claude 3.5 Sonnet). A judge's output file belongs to the pair file whose name it extends
     (`<pair file's name>,judge_name=...`); with a single pair file, every output belongs to it."""
@@ -104,21 +133,20 @@ def load(src: str) -> Imported:
         owned[owners[0]].append(path)
     all_pairs, banks, seen, notes, conditions = [], {}, {}, [], set()
     for pair_file in pair_files:
-        pairs, runs_by_expert, condition = _load_set(pair_file, owned[pair_file])
+        pairs, runs_by_expert, condition = _load_set(pair_file, owned[pair_file], rejects, seen)
         if condition in conditions:
             raise InputError(f"two pair files give condition {condition}; import them separately", path=pair_file)
-        for p in pairs:
-            if p.id in seen:
-                raise InputError(f"pair_id {p.id!r} is also in {seen[p.id]}", path=pair_file, field="pair_id")
-            seen[p.id] = pair_file
         conditions.add(condition)
-        if runs_by_expert:
+        if not pairs:
+            notes.append(f"no pairs of {condition} (every row rejected)")
+        elif runs_by_expert:
             banks[condition] = bank_signals(pairs, runs_by_expert, condition)
             notes.append(f"{len(pairs)} pairs, {len(runs_by_expert)} judge{'s' * (len(runs_by_expert) != 1)} "
                          f"-> condition {condition}")
         else:
             notes.append(f"{len(pairs)} pairs of {condition} (no judge outputs: pairs only)")
         all_pairs += pairs
+    need_pairs(all_pairs, {}, rejects)
     out = Imported(all_pairs, banks)
     out.notes.append("judgebench: " + "; ".join(notes))
     return out
