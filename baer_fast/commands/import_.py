@@ -89,6 +89,8 @@ def run(args) -> int:
     n = write_pairs(pairs_path, imported.pairs)
     for note in imported.notes:
         logging.getLogger("baer_fast").info(note)
+    for why, count in sorted(imported.dropped.items()):    # data left out: shown under -q too
+        logging.getLogger("baer_fast").warning("%s: left out %d record(s) of %s: %s", args.kind, count, args.src, why)
     labels = Counter(p.label for p in imported.pairs)
     print(f"pairs.jsonl: {n} pairs (label a {labels['a']}, b {labels['b']}, tie {labels['tie']}, "
           f"unlabelled {labels[None]})")

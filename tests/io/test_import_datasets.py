@@ -101,8 +101,7 @@ def test_ultrafeedback_highest_vs_lowest_ties_dropped(sources):
     assert (win, lose) == (best, worst) and first.subset == "evol_instruct"
     # equal top ratings: the first of them ("Blue.") is taken
     assert {colour.response_a, colour.response_b} == {"Blue.", "Seven."}
-    assert "dropped 1 (all ratings tied)" in imported.notes[0]
-    assert "dropped 1 (fewer than two rated completions)" in imported.notes[0]
+    assert imported.dropped == {"all ratings tied": 1, "fewer than two rated completions": 1}
     by_fine = load("ultrafeedback", str(src), options=type("O", (), {"rating": "fine-grained_score"})).pairs
     assert len(by_fine) == 3          # fine-grained scores 4.0 vs 3.5 are not tied
 
@@ -523,7 +522,7 @@ def test_mtbench_human_drops_gpt4_pair_verdicts(tmp_path):
     write_jsonl(tmp_path / "data" / "gpt4_pair-00000-of-00001.jsonl", [dict(r, judge="gpt4_pair") for r in MTBENCH])
     got = load("mtbench-human", str(tmp_path))
     assert len(got.pairs) == len(MTBENCH) and {p.meta["judge"] for p in got.pairs} == {"expert_0", "author_3"}
-    assert "dropped 3 (a model's verdict (judge gpt4_pair), not a human label)" in got.notes[0]
+    assert got.dropped == {"a model's verdict (judge gpt4_pair), not a human label": 3}
 
 
 def test_ultrafeedback_hub_snapshot_one_file_per_source(tmp_path):
@@ -560,7 +559,7 @@ def test_ultrafeedback_binarized_snapshot_reads_the_prefs_splits(tmp_path):
     assert first.question == "Name a colour." and getattr(first, f"response_{side}") == "Blue."
     assert first.label == side and first.meta[f"rating_{side}"] == 9.0
     note = got.notes[0]
-    assert "ultrafeedback (binarized)" in note and "dropped 1 (chosen and rejected rated equal)" in note
+    assert "ultrafeedback (binarized)" in note and got.dropped == {"chosen and rejected rated equal": 1}
     assert "skipped test_gen-00000-of-00001.jsonl, train_sft-00000-of-00001.jsonl" in note
     sft = load("ultrafeedback", str(tmp_path / "data" / "train_sft-00000-of-00001.jsonl"))
     assert len(sft.pairs) == 2 and "skipped" not in sft.notes[0]     # pointed at directly, it is read
@@ -593,7 +592,7 @@ def test_arena_kaggle_55k_csv_turn_lists_winner_columns_and_test_split(tmp_path,
     assert first.question == "Is it good?" and first.meta["diverged"] and first.meta["model_b"] == "gpt-3.5-turbo"
     assert first.response_a == "yes\n\nUser: And now?\n\nAssistant: still yes"
     assert tie.meta["tie_kind"] == "tie" and quoted.question == 'Say "hi",\nplease'
-    assert "dropped 1 (a turn is null (no answer))" in got.notes[0]
+    assert got.dropped == {"a turn is null (no answer)": 1}
     with open(tmp_path / "test.csv", "w", newline="", encoding="utf-8") as f:
         csv_mod.writer(f).writerows([head[:6], rows[0][:6]])
     (unlabelled,) = load("arena", str(tmp_path / "test.csv")).pairs

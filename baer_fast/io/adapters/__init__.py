@@ -21,6 +21,7 @@ class Imported:
     pairs: list                                   # [Pair]
     banks: dict = field(default_factory=dict)     # condition name -> [Signals], same order as pairs
     notes: list = field(default_factory=list)     # human-readable remarks printed by `import`
+    dropped: dict = field(default_factory=dict)   # reason -> records left out by design (`import` warns)
 
 
 def load(kind: str, src: str, *, rejects=None, options=None) -> Imported:

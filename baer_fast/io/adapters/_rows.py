@@ -263,10 +263,12 @@ def chosen_rejected_pair(pair_id: str, question, chosen: str, rejected: str, *, 
     return Pair(pair_id, question, a, b, label=label, meta=out, **fields)
 
 
-def summary(kind: str, pairs: list, dropped: Counter) -> str:
-    """One line: pairs, label counts (a/b balance), drops by reason."""
+def summary(kind: str, pairs: list) -> str:
+    """One line: pairs, label counts (a/b balance), multi-turn pairs: a conversation as question, or
+    conversations that differ before the final reply (MT-Bench's turn 2, Arena follow-ups), whose
+    responses carry the later turns. Drops are the command's warning (Imported.dropped)."""
     labels = Counter(p.label for p in pairs)
-    multi = sum(not isinstance(p.question, str) for p in pairs)
-    drops = "; ".join(f"dropped {n} ({why})" for why, n in sorted(dropped.items()))
+    diverged = sum(bool(p.meta.get("diverged")) for p in pairs)
+    multi = sum(not isinstance(p.question, str) or bool(p.meta.get("diverged")) for p in pairs)
     return (f"{kind}: {len(pairs)} pairs (label a {labels['a']}, b {labels['b']}, tie {labels['tie']}; "
-            f"{multi} multi-turn)" + (f"; {drops}" if drops else ""))
+            f"{multi} multi-turn" + (f", {diverged} of them differ before the final reply" if diverged else "") + ")")

@@ -116,6 +116,6 @@ def _kaggle_pair(row):
 
 def load(src: str, *, rejects=None, options=None) -> Imported:
     pairs, dropped = convert(rows(src, rejects), _build, rejects)
-    out = Imported(pairs)
-    out.notes.append(summary("arena", pairs, dropped))
+    out = Imported(pairs, dropped=dropped)
+    out.notes.append(summary("arena", pairs))
     return out

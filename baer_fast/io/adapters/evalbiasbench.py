@@ -63,6 +63,6 @@ def load(src: str, *, rejects=None, options=None) -> Imported:
         raise InputError("evalbiasbench reads .json files (biasbench.json)", path=src)
     pairs, dropped = convert((row for p in paths for row in guarded(p, _records(p, rejects), rejects)), _build,
                              rejects)
-    out = Imported(pairs)
-    out.notes.append(summary("evalbiasbench", pairs, dropped))
+    out = Imported(pairs, dropped=dropped)
+    out.notes.append(summary("evalbiasbench", pairs))
     return out

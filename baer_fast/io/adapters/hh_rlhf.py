@@ -40,8 +40,7 @@ _NOT_PAIRS = "red-team-attempts"
 def load(src: str, *, rejects=None, options=None) -> Imported:
     keep, skipped = skipping(lambda path: _NOT_PAIRS in os.path.relpath(path, src).split(os.sep))
     pairs, dropped = convert(rows(src, rejects, keep), _build, rejects)
-    out = Imported(pairs)
-    n_div = sum(bool(p.meta.get("diverged")) for p in pairs)
-    out.notes.append(summary("hh-rlhf", pairs, dropped) + f"; {n_div} differ before the final reply"
+    out = Imported(pairs, dropped=dropped)
+    out.notes.append(summary("hh-rlhf", pairs)
                      + (f"; skipped {len(skipped)} file(s) of {_NOT_PAIRS}/ (transcripts, not pairs)" if skipped else ""))
     return out

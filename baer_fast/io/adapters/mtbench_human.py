@@ -43,6 +43,6 @@ def _build(row):
 
 def load(src: str, *, rejects=None, options=None) -> Imported:
     pairs, dropped = convert(rows(src, rejects), _build, rejects)
-    out = Imported(pairs)
-    out.notes.append(summary("mtbench-human", pairs, dropped))
+    out = Imported(pairs, dropped=dropped)
+    out.notes.append(summary("mtbench-human", pairs))
     return out

@@ -70,10 +70,10 @@ def load(src: str, *, rejects=None, options=None) -> Imported:
     filtered = os.path.isdir(src) and any(os.path.basename(p).startswith("filtered") for p in files(src))
     keep, skipped = skipping(lambda path: filtered and not os.path.basename(path).startswith("filtered"))
     pairs, dropped = convert(rows(src, rejects, keep), _build, rejects)
-    out = Imported(pairs)
+    out = Imported(pairs, dropped=dropped)
     names = sorted(os.path.relpath(p, src) for p in skipped)
     shown = ", ".join(names[:4]) + (f" and {len(names) - 4} more" if len(names) > 4 else "")
-    out.notes.append(summary("rewardbench", pairs, dropped)
+    out.notes.append(summary("rewardbench", pairs)
                      + (f"; read the filtered split, skipped {shown}" if skipped else ""))
     rb2 = {p.meta["prompt_id"] for p in pairs if "prompt_id" in p.meta}
     if rb2:

@@ -111,6 +111,6 @@ def _builder(opts):
 def load(src: str, *, rejects=None, options=None) -> Imported:
     _check(options)
     pairs, dropped = convert(rows(src, rejects), _builder(options), rejects)
-    out = Imported(pairs)
-    out.notes.append(summary("table", pairs, dropped))
+    out = Imported(pairs, dropped=dropped)
+    out.notes.append(summary("table", pairs))
     return out

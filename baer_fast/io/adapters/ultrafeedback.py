@@ -92,8 +92,8 @@ def load(src: str, *, rejects=None, options=None) -> Imported:
     keep, skipped = skipping(lambda path: prefs and _repeats_prefs(path))
     kinds: set = set()
     pairs, dropped = convert(rows(src, rejects, keep), _builder(key, kinds), rejects)
-    out = Imported(pairs)
-    out.notes.append(summary(f"ultrafeedback ({', '.join(sorted(kinds))})", pairs, dropped)
+    out = Imported(pairs, dropped=dropped)
+    out.notes.append(summary(f"ultrafeedback ({', '.join(sorted(kinds))})", pairs)
                      + (f"; read the prefs splits, skipped {', '.join(sorted(map(os.path.basename, skipped)))}"
                         if skipped else ""))
     return out
