@@ -37,6 +37,22 @@ def signals_filename(condition: str) -> str:
     return f"signals.{safe}.jsonl"
 
 
+def _missing_folders(path: str) -> list[str]:
+    """The folders that creating `path` makes (it and any missing parents), deepest first."""
+    missing, path = [], os.path.abspath(path)
+    while not os.path.exists(path) and os.path.dirname(path) != path:
+        missing.append(path)
+        path = os.path.dirname(path)
+    return missing
+
+
+def _remove_empty(folders: list[str]) -> None:
+    for folder in folders:                          # deepest first; one holding anything stays
+        if not os.path.isdir(folder) or os.listdir(folder):
+            return
+        os.rmdir(folder)
+
+
 def _failed(err: BaseException, rejects, src: str):
     """The error to raise for a failed import: under --on-error skip with records set aside, they
     are written first and the error names their file and the first of them."""
@@ -72,15 +88,14 @@ def run(args) -> int:
     from baer_fast.io.resumable import file_sha256
 
     pairs_path = os.path.join(args.out, "pairs.jsonl")
-    fresh = not os.path.exists(args.out)
-    make_dir(args.out, field="--out")             # before the source is read: it may take a while
+    created = _missing_folders(args.out)
     rejects = rejects_for(args, out=pairs_path)
     try:
+        make_dir(args.out, field="--out")         # before the source is read: it may take a while
         imported = load(args.kind, args.src, rejects=rejects, options=args)
     except BaseException as err:
         failed = _failed(err, rejects, args.src)
-        if fresh and not os.listdir(args.out):      # a failed import leaves no empty folder behind
-            os.rmdir(args.out)
+        _remove_empty(created)                      # a failed import leaves no empty folder behind
         if failed is err:
             raise
         raise failed from None
