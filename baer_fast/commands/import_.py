@@ -21,7 +21,7 @@ def add_arguments(p) -> None:
     p.add_argument("kind", choices=ADAPTERS, metavar="FORMAT", help=f"native format of SRC: {', '.join(ADAPTERS)}")
     p.add_argument("src", help="folder in the source's native layout, or a data file")
     p.add_argument("--out", required=True, help="output folder (pairs.jsonl, signals.<condition>.jsonl)")
-    add_on_error_argument(p)
+    add_on_error_argument(p, "DIR/pairs.jsonl.rejects.jsonl")
     g = p.add_argument_group("table / ultrafeedback options")
     for col in ("question", "chosen", "rejected", "a", "b", "label", "subset", "category", "id"):
         g.add_argument(f"--{col}-col", help=f"table: column holding the {col}")
