@@ -12,9 +12,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from baer_fast.errors import InputError
+
 CHARS_PER_TOKEN_MAX = 32   # pre-cut huge texts to 32 chars per token of room before tokenizing
 SAFETY_TOKENS = 32         # re-tokenising a cut text can shift a few BPE merges at the boundary
 TURN_TOKENS = 16           # chat-template tokens around each earlier turn of a conversation
+MIN_TEXT_TOKENS = 32       # fewer left for question and responses (after SAFETY_TOKENS): no pair to judge
 
 
 @dataclass(frozen=True)
@@ -105,20 +108,47 @@ def _prompts(experts, question, a: str, b: str):
             yield g.prompt, e, True
 
 
-def room_for(tokenizer, context_len: int, experts, generation=None, *, name: str = "the model") -> int:
-    """Tokens left for question + responses after the longest prompt's fixed text of `experts`
-    (verdict and generation prompts), less the largest generation budget of their generative
-    experts (reasoning must fit too)."""
-    from baer_fast import protocols
-    from baer_fast.bank.generative import GenerationConfig
+def generation_reserve(context_len: int, overhead: int, budget: int) -> int:
+    """Context a generative expert keeps free after its prompt: its token budget, but at most half
+    of what the context leaves after the prompt's fixed text (a 4096-token budget on a 4096-token
+    judge would leave no pair), and at least the CUE_ROOM + 1 the decoder needs. The decoder caps
+    each generation to the context its prompt leaves (bank/generative.py), with or without a cut."""
+    from baer_fast.bank.generative import CUE_ROOM
+    return max(CUE_ROOM + 1, min(budget, (context_len - overhead) // 2))
+
+
+def prompt_overhead(tokenizer, experts, *, name: str = "the model") -> dict[str, int]:
+    """expert -> tokens of its longest prompt (verdict or generation) for an empty pair."""
     from baer_fast.bank.prompting import PromptEncoder
 
     enc = PromptEncoder(tokenizer, model_name=name, context_len=1 << 62)
-    overhead = max((len(ids) for ids in enc.encode_all((p, "-", e) for p, e, _ in _prompts(experts, "", "", ""))),
-                   default=0)
+    items = list(_prompts(experts, "", "", ""))
+    out: dict[str, int] = {}
+    for (_, e, _), ids in zip(items, enc.encode_all((p, "-", e) for p, e, _ in items)):
+        out[e] = max(out.get(e, 0), len(ids))
+    return out
+
+
+def room_for(tokenizer, context_len: int, experts, generation=None, *, name: str = "the model") -> int:
+    """Tokens left for question + responses after the longest prompt's fixed text of `experts`
+    (verdict and generation prompts), less the generation reserve of their generative experts
+    (reasoning must fit too). A context that leaves fewer than SAFETY_TOKENS + MIN_TEXT_TOKENS is
+    an InputError: no pair could be judged, cut or not."""
+    from baer_fast import protocols
+    from baer_fast.bank.generative import GenerationConfig
+
+    overhead = max(prompt_overhead(tokenizer, experts, name=name).values(), default=0)
     gen = generation or GenerationConfig()
-    reserve = max((gen.budget(e) for e in experts if e in protocols.GENERATIVE), default=0)
-    return context_len - overhead - reserve
+    reserve = max((generation_reserve(context_len, overhead, gen.budget(e)) for e in experts
+                   if e in protocols.GENERATIVE), default=0)
+    room = context_len - overhead - reserve
+    if room - SAFETY_TOKENS < MIN_TEXT_TOKENS:
+        raise InputError(f"the context window of {name!r} ({context_len} tokens) leaves {room} tokens for a pair's "
+                         f"question and responses with these experts (their prompts take {overhead}"
+                         + (f", generation keeps {reserve} free" if reserve else "") + f"), fewer than the "
+                         f"{SAFETY_TOKENS + MIN_TEXT_TOKENS} a cut pair needs: use a judge with a longer context"
+                         + (" or drop the generative experts" if reserve else ""), field="experts")
+    return room
 
 
 def over_long(pairs, tokenizer, context_len: int, experts, generation=None, *, name: str = "the model") -> list:

@@ -5,8 +5,9 @@ only, chat template, free memory, layer types, logits after the LM head, the tre
 renders every protocol's prompts for an empty pair (the chat template's system role, the tokens
 each expert's prompt costs beyond the pair's own text) and checks that every verdict label is a
 single token, and runs the generative experts' decoder on a probe against plain forwards.
-Prints what the loader chose; exit 0 when the judge runs every expert, 2 with the reason when
-it cannot load or its decoder fails (the single-pass bank may still run: the output says so).
+Prints what the loader chose and the room each expert's prompts leave for a pair; exit 0 when the
+judge runs every expert, 2 with the reason when it cannot load, its decoder fails or its context
+is too short for some expert (the other experts may still run: the output says so).
 `--json` prints the same as one JSON object.
 """
 from __future__ import annotations
@@ -33,16 +34,16 @@ def _labels(enc) -> dict:
     return {name: dict(zip(labels, enc.label_ids(labels))) for name, labels in found.items() if labels}
 
 
-def _overhead(enc) -> dict:
-    """expert -> tokens of its longest prompt for an empty pair: what it adds to the pair's text."""
+def _room(loaded, overhead: dict) -> dict:
+    """expert -> tokens its prompts leave for a pair's question and responses on this judge, at the
+    protocol's default budget (bank/truncation.py: the room `--truncate` cuts a pair to)."""
     from baer_fast import protocols
-    items = [(p, "check", name) for name in protocols.PROMPT_EXPERTS for p in protocols.get(name).prompts("", "", "")]
-    items += [(g.prompt, "check", name) for name in protocols.GENERATIVE
-              for g in protocols.get(name).generations("", "", "")]
-    out: dict[str, int] = {}
-    for (_, _, name), ids in zip(items, enc.encode_all(items)):
-        out[name] = max(out.get(name, 0), len(ids))
-    return out
+    from baer_fast.bank.generative import GenerationConfig
+    from baer_fast.bank.truncation import SAFETY_TOKENS, generation_reserve
+
+    ctx, gen = loaded.context_len, GenerationConfig()
+    return {e: ctx - n - (generation_reserve(ctx, n, gen.budget(e)) if e in protocols.GENERATIVE else 0)
+            - SAFETY_TOKENS for e, n in overhead.items()}
 
 
 def report(loaded) -> dict:
@@ -51,8 +52,13 @@ def report(loaded) -> dict:
     from baer_fast.bank.prompting import PromptEncoder
 
     model, cfg = loaded.model, loaded.model.config.get_text_config()
+    from baer_fast import protocols
+    from baer_fast.bank.truncation import MIN_TEXT_TOKENS, prompt_overhead
+
     enc = PromptEncoder.of(loaded)
-    labels, overhead = _labels(enc), _overhead(enc)
+    labels = _labels(enc)
+    overhead = prompt_overhead(loaded.tokenizer, protocols.PROMPT_EXPERTS + protocols.GENERATIVE, name=loaded.name)
+    room = _room(loaded, overhead)
     (hk, dk), (hv, dv) = loaded.kv_shape()
     return {
         "model": loaded.path, "class": type(model).__name__, "device": str(loaded.device),
@@ -64,7 +70,9 @@ def report(loaded) -> dict:
         "logit_scale": loaded.logit_scale, "logit_softcap": loaded.logit_softcap,
         "system_role": not enc.folds_system,
         "tree_probe": {"max_abs_logprob_diff": loaded.tree_probe_err},
-        "labels": labels, "prompt_overhead_tokens": overhead, "decoder": check_decoder(loaded),
+        "labels": labels, "prompt_overhead_tokens": overhead, "room_tokens": room,
+        "too_short_for": [e for e, n in room.items() if n < MIN_TEXT_TOKENS],
+        "decoder": check_decoder(loaded),
     }
 
 
@@ -91,6 +99,8 @@ def _table(r: dict) -> str:
             sorted({lab for d in r["labels"].values() for lab in d}))),
         ("prompt overhead", ", ".join(f"{n} {t}" for n, t in r["prompt_overhead_tokens"].items())
          + " tokens beyond the question and responses"),
+        ("room for a pair", ", ".join(f"{n} {t}" for n, t in r["room_tokens"].items())
+         + " tokens of question and responses (generative experts at their default budgets)"),
     ]
     dec = r["decoder"]
     steps = ("decode steps attend in width groups" if dec.get("width_groups") else
@@ -98,8 +108,14 @@ def _table(r: dict) -> str:
     rows.append(("decoder", f"greedy tokens are the model's own (largest gap {dec['max_logprob_gap']:.2g}); {steps}"
                  if dec["ok"] else f"fails: {dec['why']}"))
     width = max(len(k) for k, _ in rows)
-    verdict = ("ok: this judge runs on the hf engine, every expert" if dec["ok"] else
-               "partly: the single-pass bank runs on the hf engine; the generative experts cannot (decoder above)")
+    short = r["too_short_for"]
+    if dec["ok"] and not short:
+        verdict = "ok: this judge runs on the hf engine, every expert"
+    elif short:
+        verdict = (f"partly: the context is too short for {', '.join(short)} (room above); "
+                   + ("the other experts run" if len(short) < len(r["room_tokens"]) else "no expert runs"))
+    else:
+        verdict = "partly: the single-pass bank runs on the hf engine; the generative experts cannot (decoder above)"
     return "\n".join(f"{k:<{width}}  {v}" for k, v in rows) + "\n" + verdict
 
 
@@ -109,4 +125,4 @@ def run(args) -> int:
                         trust_remote_code=args.trust_remote_code)
     r = report(loaded)
     print(json.dumps(r) if args.json else _table(r))
-    return 0 if r["decoder"]["ok"] else 2
+    return 0 if r["decoder"]["ok"] and not r["too_short_for"] else 2

@@ -87,6 +87,8 @@ def _experts(arg) -> list[str]:
     from baer_fast.bank.runner import resolve_experts
     from baer_fast import protocols
     names = None if arg is None else [x.strip() for x in arg.split(",") if x.strip()]
+    if names == []:
+        raise InputError(f"{arg!r} names no expert (a comma-separated list, or all)", field="--experts")
     if names == ["all"]:
         names = list(protocols.ALL)
     try:
@@ -102,11 +104,23 @@ def fingerprint(args, names: list[str], params_file: str | None) -> dict:
     return {"command": "experts", "model": os.path.abspath(args.model),
             "model_config_sha256": file_sha256(os.path.join(args.model, "config.json")),
             "weights": weights, "input_sha256": file_sha256(args.input), "experts": names,
-            "engine": _engine_kind(args), "dtype": args.dtype,
+            "engine": _engine_kind(args), "dtype": args.dtype, **_runs_on(args),
             "derived_params_sha256": file_sha256(params_file) if params_file else None,
             # only when on, so outputs written before the flags existed still resume
             **({"batch_invariant": True} if getattr(args, "batch_invariant", False) else {}),
             **({"truncate": True} if getattr(args, "truncate", False) else {})}
+
+
+def _runs_on(args) -> dict:
+    """{"runs_on": "cuda/bfloat16"} where the runs are not fp32 on a CPU: a run begun on one device or
+    dtype ("auto" is bf16 on CUDA) and resumed on another would mix runs of other precision. Absent
+    for CPU fp32, so outputs written before the key existed still resume there."""
+    from baer_fast.runtime.model.load import check_device
+    if _engine_kind(args) == "vllm":
+        return {}
+    device = check_device(args.device).split(":")[0]
+    dtype = args.dtype if args.dtype != "auto" else ("bfloat16" if device == "cuda" else "float32")
+    return {} if (device, dtype) == ("cpu", "float32") else {"runs_on": f"{device}/{dtype}"}
 
 
 def _engine_kind(args) -> str:
@@ -148,10 +162,13 @@ def generation_config(args, names: list[str], recorded: dict | None = None):
     return GenerationConfig(max_new_tokens=budgets, seed=seed, memory_budget_bytes=int(args.memory_gb * 2**30))
 
 
-def _open_writer(path: str, fingerprint: dict, overwrite: bool):
-    """The one place output durability is chosen: the shared resumable writer."""
+def _open_writer(path: str, fingerprint: dict, overwrite: bool, args=None):
+    """The one place output durability is chosen: the shared resumable writer. The engine settings
+    that move only the last bits (batch shapes, kernels, attention) may change on a resume, warned."""
     from baer_fast.io.resumable import ResumableWriter
-    return ResumableWriter(path, fingerprint=fingerprint, overwrite=overwrite)
+    settings = None if args is None else {k: getattr(args, k, None) for k in
+                                          ("chunk_pairs", "memory_gb", "batch_tokens", "kernels", "attn")}
+    return ResumableWriter(path, fingerprint=fingerprint, overwrite=overwrite, settings=settings)
 
 
 def _load_params(path: str | None) -> dict | None:
@@ -231,10 +248,10 @@ def stream_signals(args, pairs, names, derived, params, target, fp) -> str:
 
     config = EngineConfig(memory_budget_bytes=int(args.memory_gb * 2**30), batch_tokens=args.batch_tokens,
                           kernels=args.kernels)
-    writer = _open_writer(target, fp, args.overwrite)
+    writer = _open_writer(target, fp, args.overwrite, args)
     texts_path = args.out + ".texts.jsonl"
     keep = bool(args.keep_texts and args.generation)
-    texts = _open_writer(texts_path, fp, args.overwrite) if keep and os.path.exists(texts_path) else None
+    texts = _open_writer(texts_path, fp, args.overwrite, args) if keep and os.path.exists(texts_path) else None
     done_texts = texts.done_ids if texts is not None else set()
     if keep and not writer.done_ids <= done_texts:
         for w in (writer, texts):
@@ -244,18 +261,19 @@ def stream_signals(args, pairs, names, derived, params, target, fp) -> str:
                          "--keep-texts, and a resume cannot recover their texts: pass --overwrite to run every "
                          "pair again with it, or resume without it", field="--keep-texts")
     if keep and texts is None:
-        texts = _open_writer(texts_path, fp, args.overwrite)
+        texts = _open_writer(texts_path, fp, args.overwrite, args)
     from baer_fast.bank.canonical import chunks
     # chunks of distinct contents in content order, fixed by the whole input (not by what a resumed
     # run has left), so every pair's floats are those of the uninterrupted run
     work = [c for c in chunks(pairs, args.chunk_pairs) if any(p.id not in writer.done_ids for p in c)]
     todo = [p for c in work for p in c if p.id not in writer.done_ids]
-    engine = engine_from_args(args, lambda: open_engine(args.model, options=HfOptions(
-        engine=config, naive=args.naive, device=args.device, dtype=args.dtype, attn=args.attn,
-        trust_remote_code=args.trust_remote_code))) if todo else None
-    report, t0 = RunReport(), time.perf_counter()       # throughput excludes model loading
-    bar = progress(len(todo), desc="experts", quiet=args.quiet or not todo)
+    engine, bar = None, None
     try:
+        engine = engine_from_args(args, lambda: open_engine(args.model, options=HfOptions(
+            engine=config, naive=args.naive, device=args.device, dtype=args.dtype, attn=args.attn,
+            trust_remote_code=args.trust_remote_code))) if todo else None
+        report, t0 = RunReport(), time.perf_counter()       # throughput excludes model loading
+        bar = progress(len(todo), desc="experts", quiet=args.quiet or not todo)
         for chunk in work:
             # per-expert tokens into meta.expert_cost (bank/costs.py); no wall time: same bytes run to run
             rows = counted(expert_rows, engine, chunk, names, report, args.generation, timed=False,
@@ -276,8 +294,14 @@ def stream_signals(args, pairs, names, derived, params, target, fp) -> str:
         if texts is not None:
             texts.reorder([p.id for p in pairs])
             texts.finish()
+    except BaseException:       # failed before any result (model load, engine options): leave no output
+        for w in (writer, texts):           # behind that would block the corrected command
+            if w is not None:
+                w.discard_if_unused()
+        raise
     finally:
-        bar.close()
+        if bar is not None:
+            bar.close()
         writer.close()
         if texts is not None:
             texts.close()

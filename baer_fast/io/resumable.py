@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import os
 
 from baer_fast.errors import InputError
@@ -27,6 +28,7 @@ try:
 except ImportError:          # not POSIX: no lock, everything else holds
     fcntl = None
 
+log = logging.getLogger("baer_fast")
 _FIX = "pass --overwrite to start again, or choose another --out"
 
 
@@ -51,8 +53,11 @@ def file_sha256(path: str) -> str:
 class ResumableWriter:
     """with ResumableWriter(out, fingerprint=fp) as w: skip w.done_ids; w.append(batch); w.finish()"""
 
-    def __init__(self, path: str, *, fingerprint: dict, overwrite: bool = False):
+    def __init__(self, path: str, *, fingerprint: dict, overwrite: bool = False, settings: dict | None = None):
+        """fingerprint: what must match to resume; settings: what may differ on a resume at the cost of
+        the last bits of the remaining results (batch shapes, kernels), warned about when it does."""
         self.path, self.fingerprint = path, json.loads(json.dumps(fingerprint))
+        self.settings = json.loads(json.dumps(settings)) if settings is not None else None
         self.done_ids: set[str] = set()
         self.resumed = False
         check_output(path)
@@ -61,6 +66,7 @@ class ResumableWriter:
                 if os.path.exists(p):
                     os.unlink(p)
         existed = os.path.exists(path)
+        self._created = not existed
         if not existed:
             self._start()
         self._fh = open(path, "ab")
@@ -113,6 +119,12 @@ class ResumableWriter:
             diff = sorted(k for k in set(old) | set(self.fingerprint) if old.get(k) != self.fingerprint.get(k))
             raise InputError(f"output was written by a different run (differs in: {', '.join(diff)}); "
                              f"refusing to mix results — {_FIX}", path=self.path)
+        was = prog.get("settings")
+        if self.settings is not None and was is not None and was != self.settings:
+            diff = sorted(k for k in set(was) | set(self.settings) if was.get(k) != self.settings.get(k))
+            log.warning("%s: resuming with other engine settings than the run that started it (%s): the pairs "
+                        "left may differ from an uninterrupted run's in the last bits", self.path,
+                        ", ".join(f"{k} {was.get(k)} -> {self.settings.get(k)}" for k in diff))
         self._bytes, self._records = int(prog["bytes"]), int(prog["records"])
         self.complete = bool(prog.get("complete"))
         size = os.path.getsize(self.path)
@@ -153,7 +165,7 @@ class ResumableWriter:
         # Per batch the folder is not fsync'd: after a power loss an older progress record
         # (fewer bytes) may reappear, which only makes the resume redo a batch.
         prog = {"fingerprint": self.fingerprint, "bytes": self._bytes, "records": self._records,
-                "complete": self.complete}
+                "complete": self.complete, **({"settings": self.settings} if self.settings is not None else {})}
         with atomic_open(progress_path(self.path), sync_dir=sync_dir) as fh:
             fh.write(json.dumps(prog, sort_keys=True) + "\n")
 
@@ -197,6 +209,16 @@ class ResumableWriter:
     def close(self) -> None:
         if not self._fh.closed:
             self._fh.close()
+
+    def discard_if_unused(self) -> None:
+        """Close; and if this writer created the output and nothing was appended, remove it and its
+        progress record: a run that fails before its first result (a model that does not load, a
+        flag the engine refuses) leaves nothing that would block the corrected command."""
+        self.close()
+        if self._created and self._records == 0:
+            for p in (self.path, progress_path(self.path)):
+                if os.path.exists(p):
+                    os.unlink(p)
 
     def __enter__(self):
         return self

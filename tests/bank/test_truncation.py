@@ -19,3 +19,49 @@ def test_sanitize_repairs_lone_surrogates_only():
     fixed = sanitize("a\udcffb")
     fixed.encode("utf-8")
     assert fixed.startswith("a") and fixed.endswith("b")
+
+
+def _tok(qwen_dir):
+    from transformers import AutoTokenizer
+    return AutoTokenizer.from_pretrained(qwen_dir)
+
+
+def test_a_budget_as_long_as_the_context_leaves_half_of_it_for_the_pair(qwen_dir):
+    """reference's default budget (4096) on a 4096-token judge: the room was negative, and --truncate
+    and Judge cut every pair to one character, silently. The reserve is now at most half of what the
+    prompts leave; the cut pair is one the engine takes (its exact check refuses nothing)."""
+    from baer_fast.bank.truncation import SAFETY_TOKENS, fit_pair, over_long, prompt_overhead, room_for
+    from baer_fast.io.records import Pair
+    tok = _tok(qwen_dir)
+    experts = ["direct", "reference"]
+    free = 4096 - max(prompt_overhead(tok, experts).values())
+    room = room_for(tok, 4096, experts)
+    assert room == free - free // 2 and room - SAFETY_TOKENS > 1500
+    long = Pair("p", "Which is right? " * 300, "seven is prime " * 900, "eight is prime " * 700)
+    cut = fit_pair(tok, long.question, long.response_a, long.response_b, room=room)
+    assert cut.truncated and min(len(cut.response_a), len(cut.response_b)) > 1000
+    assert over_long([Pair("p", cut.question, cut.response_a, cut.response_b)], tok, 4096, experts) == []
+
+
+def test_a_budget_below_the_cue_room_still_leaves_room_to_generate(qwen_dir):
+    """cot=24: the reserve was 24 tokens, fewer than the 64 the decoder keeps for the cue, so a pair cut
+    to the room was refused with "leaves no room to generate" (Judge promises every pair a score)."""
+    from baer_fast.bank.generative import CUE_ROOM, GenerationConfig
+    from baer_fast.bank.truncation import fit_pair, over_long, room_for
+    from baer_fast.io.records import Pair
+    tok, gen = _tok(qwen_dir), GenerationConfig(max_new_tokens={"cot": 24})
+    room = room_for(tok, 1024, ["cot"], gen)
+    cut = fit_pair(tok, "q " * 50, "seven " * 2000, "eight " * 2000, room=room)
+    assert cut.truncated
+    assert over_long([Pair("p", cut.question, cut.response_a, cut.response_b)], tok, 1024, ["cot"], gen) == []
+    assert room <= 1024 - (CUE_ROOM + 1)
+
+
+def test_a_context_that_holds_no_pair_is_an_error_naming_it(qwen_dir):
+    import pytest
+
+    from baer_fast.bank.truncation import room_for
+    from baer_fast.errors import InputError
+    with pytest.raises(InputError, match=r"context window of 'tiny' \(200 tokens\) leaves -?\d+ tokens.*longer context"):
+        room_for(_tok(qwen_dir), 200, ["direct", "cot"], name="tiny")
+    assert room_for(_tok(qwen_dir), 200, ["direct"], name="tiny") > 32       # the single-pass prompt fits

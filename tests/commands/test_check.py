@@ -42,6 +42,11 @@ def test_a_judge_that_runs(capsys, qwen_dir, loaded_models):
     # the prompts' own tokens: every prompt and generative expert, the pairwise ones above pointwise's
     assert set(r["prompt_overhead_tokens"]) == set(protocols.PROMPT_EXPERTS + protocols.GENERATIVE)
     assert r["prompt_overhead_tokens"]["direct"] > r["prompt_overhead_tokens"]["reference"] > 0
+    # the room each expert leaves a pair: context less its prompts, its generation reserve and the margin
+    free = 4096 - r["prompt_overhead_tokens"]["reference"]
+    assert r["room_tokens"]["reference"] == free - free // 2 - 32           # its 4096 budget: half the rest
+    assert r["room_tokens"]["direct"] == 4096 - r["prompt_overhead_tokens"]["direct"] - 32
+    assert r["too_short_for"] == []
 
 
 def test_the_overhead_is_what_a_pair_adds_to(capsys, qwen_dir, loaded_models):
@@ -58,6 +63,18 @@ def test_the_overhead_is_what_a_pair_adds_to(capsys, qwen_dir, loaded_models):
                 text_of_tokens(m.tokenizer, 50, 3))
     longest = max(len(q.ids) for q in build_queries(enc, pair, ["direct"])[0])
     assert abs(longest - (overhead + 150)) <= 6
+
+
+def test_a_context_too_short_for_some_experts_is_said_and_exits_2(capsys, tmp_path):
+    """A 224-token judge: check said "ok ... every expert", yet `experts --experts cot` refused every pair."""
+    path = build_model_dir(str(tmp_path / "short"), arch="qwen3", seed=3, max_pos=224)
+    rc, out, _ = _check(capsys, path, "--json")
+    r = json.loads(out)
+    assert rc == 2 and r["decoder"]["ok"] and r["context_len"] == 224
+    assert {"cot", "deliberate", "self_consistency"} <= set(r["too_short_for"])
+    assert "direct" not in r["too_short_for"] and r["room_tokens"]["direct"] >= 32
+    rc, out, _ = _check(capsys, path)
+    assert rc == 2 and "partly: the context is too short for " in out and out.strip().endswith("the other experts run")
 
 
 def test_a_template_without_a_system_role(capsys, tmp_path):

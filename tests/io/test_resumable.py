@@ -121,3 +121,36 @@ def test_reorder_puts_records_in_the_given_order_and_stays_resumable(tmp_path):
         assert w.resumed and w.done_ids == {f"r{i}" for i in range(5)}
         w.finish()
     assert sorted(_lines(out), key=lambda r: r["v"]) == _recs(0, 5)
+
+
+def test_a_resume_with_other_engine_settings_is_warned_about(tmp_path, caplog):
+    """chunk size, memory budget, kernels: a resume may change them (after an OOM, say), but the pairs
+    left then differ from an uninterrupted run's in the last bits; the run says so instead of nothing."""
+    import logging
+
+    from baer_fast.io.resumable import ResumableWriter
+    out = str(tmp_path / "o.jsonl")
+    with ResumableWriter(out, fingerprint={"k": 1}, settings={"chunk_pairs": 16, "kernels": "auto"}) as w:
+        w.append([{"id": "a"}])
+    with caplog.at_level(logging.WARNING, logger="baer_fast"):
+        with ResumableWriter(out, fingerprint={"k": 1}, settings={"chunk_pairs": 16, "kernels": "auto"}) as w:
+            assert w.done_ids == {"a"}
+        assert not caplog.records
+        with ResumableWriter(out, fingerprint={"k": 1}, settings={"chunk_pairs": 8, "kernels": "auto"}) as w:
+            assert w.done_ids == {"a"}
+    assert len(caplog.records) == 1 and "chunk_pairs 16 -> 8" in caplog.records[0].getMessage()
+
+
+def test_a_run_on_another_device_or_dtype_does_not_resume(monkeypatch):
+    """The fingerprint held the literal dtype "auto": a CPU fp32 run resumed on CUDA would mix bf16 runs in."""
+    import argparse
+
+    from baer_fast.commands import experts
+    from baer_fast.runtime.model import load
+    args = argparse.Namespace(device="auto", dtype="auto", backend="hf", naive=False)
+    monkeypatch.setattr(load, "check_device", lambda d: "cpu")
+    assert experts._runs_on(args) == {}
+    monkeypatch.setattr(load, "check_device", lambda d: "cuda:0")
+    assert experts._runs_on(args) == {"runs_on": "cuda/bfloat16"}
+    args.dtype = "float32"
+    assert experts._runs_on(args) == {"runs_on": "cuda/float32"}

@@ -1,0 +1,39 @@
+"""A run that fails before its first result leaves no output behind that would block the fixed command."""
+import os
+
+from baer_fast.cli import main
+from baer_fast.io.records import write_pairs
+from tests.fixtures.tiny_models import build_model_dir, make_pairs
+
+
+def test_a_model_that_does_not_load_leaves_no_output(tmp_path, qwen_dir, capsys):
+    """experts and score --model opened their resumable output before the model: a refused model left an
+    empty output and progress record, and the corrected command was refused as "a different run"."""
+    from baer_fast import artifact
+    bad = build_model_dir(str(tmp_path / "mpt"), arch="mpt", seed=11)        # refused by the tree probe
+    pairs = tmp_path / "p.jsonl"
+    write_pairs(str(pairs), make_pairs(4))
+    head = tmp_path / "h.json"
+    artifact.save(str(head), artifact.default_artifact())
+    for argv, out in ((["experts", "--experts", "direct,score"], tmp_path / "s.jsonl"),
+                      (["score", "--head", str(head)], tmp_path / "scores.jsonl")):
+        assert main(["-q", *argv, "--model", bad, "--input", str(pairs), "--out", str(out)]) == 2
+        assert "does not honour" in capsys.readouterr().err
+        assert sorted(os.listdir(tmp_path)) == ["h.json", "mpt", "p.jsonl"]
+        assert main(["-q", *argv, "--model", qwen_dir, "--input", str(pairs), "--out", str(out)]) == 0
+        capsys.readouterr()
+        for f in os.listdir(tmp_path):
+            if f not in ("h.json", "mpt", "p.jsonl"):
+                os.unlink(tmp_path / f)
+
+
+def test_an_experts_list_naming_none_is_refused(tmp_path, capsys):
+    """`--experts ,` ran no expert and wrote signals with empty runs, exit 0."""
+    pairs = tmp_path / "p.jsonl"
+    write_pairs(str(pairs), make_pairs(2))
+    for arg in (",", " , "):
+        assert main(["-q", "experts", "--model", str(tmp_path), "--input", str(pairs), "--out",
+                     str(tmp_path / "s.jsonl"), "--experts", arg]) == 2
+        err = capsys.readouterr().err
+        assert "field '--experts':" in err and "names no expert" in err
+    assert not (tmp_path / "s.jsonl").exists()
