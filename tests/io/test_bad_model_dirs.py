@@ -92,7 +92,7 @@ def test_a_quantized_checkpoint_is_sized_as_stored(qwen_dir, monkeypatch):
     from baer_fast.runtime.model import load as model_loader
     config = AutoConfig.from_pretrained(qwen_dir)
     config.quantization_config = {"quant_method": "fp8"}
-    stored = model_loader._stored_bytes(qwen_dir)
+    stored = model_loader.stored_bytes(qwen_dir)
     assert stored != 2 * model_loader.weight_elements(qwen_dir)
     bf16 = torch.bfloat16
     monkeypatch.setattr(model_loader, "free_bytes", lambda device: stored)

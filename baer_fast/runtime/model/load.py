@@ -1,20 +1,21 @@
 """Load a local judge model directory: safetensors weights only, chat template required.
 
-Nothing is downloaded (local_files_only). Pickled `.bin` weights are refused, remote code is
-off unless asked. dtype/device auto: bf16 on CUDA, fp32 on CPU; weights that cannot fit in the
-device's free memory in that dtype are refused before loading. SDPA attention, or
-flash-attention 2 when requested and importable.
+Nothing is downloaded (local_files_only). What the folder must hold is checked first (folder.py:
+config, tokenizer, safetensors weights; pickle refused); remote code is off unless asked.
+dtype/device auto: bf16 on CUDA, fp32 on CPU; weights that cannot fit in the device's free memory
+in that dtype are refused before loading. SDPA attention, or flash-attention 2 when requested
+and importable.
 """
 from __future__ import annotations
 
-import glob
 import inspect
 import logging
-import math
 import os
 from dataclasses import dataclass, field
 
 from baer_fast.errors import BaerError, InputError
+from baer_fast.runtime.model.folder import (check_model_dir, read_config, read_tokenizer, stored_bytes,
+                                            weight_elements)
 
 log = logging.getLogger("baer_fast")
 
@@ -104,18 +105,6 @@ class LoadedModel:
         return self.masked_attention() == "sdpa"
 
 
-def check_model_dir(path: str) -> None:
-    if not os.path.isdir(path):
-        raise InputError("model directory not found", path=path)
-    if not os.path.exists(os.path.join(path, "config.json")):
-        raise InputError("not a model directory: no config.json", path=path)
-    if not glob.glob(os.path.join(path, "*.safetensors")):
-        pickled = glob.glob(os.path.join(path, "*.bin")) + glob.glob(os.path.join(path, "*.pt"))
-        why = ("only pickled weights (" + os.path.basename(pickled[0]) + ") were found; pickle can run "
-               "code on load — convert them to safetensors") if pickled else "no *.safetensors weights"
-        raise InputError(why, path=path)
-
-
 def check_kernels_not_shadowed() -> None:
     """Refuse, with a line that says why, to load a model where `import kernels` finds this
     checkout's own kernels/ folder (installed as `baer_fast.kernels`) while the Hub's `kernels`
@@ -186,18 +175,6 @@ def _softcaps_attention(config) -> bool:
     return bool(getattr(text_config(config), "attn_logit_softcapping", None))
 
 
-def weight_elements(path: str) -> int:
-    """Numbers stored in the directory's safetensors files, read from their headers (no weights
-    are loaded; a tied matrix is stored, and counted, once)."""
-    from safetensors import safe_open
-    total = 0
-    for file in sorted(glob.glob(os.path.join(path, "*.safetensors"))):
-        with safe_open(file, framework="pt") as f:
-            for name in f.keys():
-                total += math.prod(f.get_slice(name).get_shape())
-    return total
-
-
 def free_bytes(device: str) -> int | None:
     """Memory a model loaded on `device` can still take: available RAM on CPU; on a CUDA device
     its free memory plus what this process's caching allocator holds unused (a trainer in the
@@ -223,7 +200,7 @@ def check_fits(path: str, device: str, dtype, config=None) -> None:
     quantized checkpoint (`quantization_config`: fp8, GPTQ, AWQ...) keeps its stored types, so
     its size on disk is the estimate."""
     quantized = config is not None and getattr(config, "quantization_config", None)
-    need, free = (_stored_bytes(path) if quantized else weight_elements(path) * dtype.itemsize), free_bytes(device)
+    need, free = (stored_bytes(path) if quantized else weight_elements(path) * dtype.itemsize), free_bytes(device)
     if free is None or need <= free:
         return
     gib = lambda x: f"{x / 2**30:.1f} GiB"     # noqa: E731
@@ -232,10 +209,6 @@ def check_fits(path: str, device: str, dtype, config=None) -> None:
     held = "as stored (quantized)" if quantized else "in " + str(dtype).replace("torch.", "")
     raise ModelError(f"{os.path.basename(os.path.normpath(path))}: its weights take {gib(need)} {held} "
                      f"but {device} has {gib(free)} available; {hint}")
-
-
-def _stored_bytes(path: str) -> int:
-    return sum(os.path.getsize(f) for f in glob.glob(os.path.join(path, "*.safetensors")))
 
 
 def check_device(device: str) -> str:
@@ -281,13 +254,12 @@ def load_model(path: str, *, device: str = "auto", dtype: str = "auto", attn: st
 
 
 def _tokenizer_and_config(path: str, trust_remote_code: bool):
-    from transformers import AutoConfig, AutoTokenizer
-
-    tok = AutoTokenizer.from_pretrained(path, local_files_only=True, trust_remote_code=trust_remote_code)
+    config = read_config(path, trust_remote_code=trust_remote_code)    # before the tokenizer, which reads it too
+    tok = read_tokenizer(path, trust_remote_code=trust_remote_code)
     if not getattr(tok, "chat_template", None):
         raise InputError("the tokenizer has no chat template; judge prompts are rendered with the "
                          "model's own template — use an instruction-tuned model", path=path)
-    return tok, AutoConfig.from_pretrained(path, local_files_only=True, trust_remote_code=trust_remote_code)
+    return tok, config
 
 
 def tokenizer_and_context(path: str, *, trust_remote_code: bool = False):
