@@ -3,6 +3,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from baer_fast.errors import InputError
+
+
+class ConfigError(InputError, ValueError):
+    """A configuration value out of range, named by the command-line flag that sets it (the CLI
+    prints it as one line); still a ValueError for code that builds configs directly."""
+
 
 @dataclass(frozen=True)
 class EngineConfig:
@@ -20,13 +27,14 @@ class EngineConfig:
 
     def __post_init__(self):
         if self.memory_budget_bytes <= 0:
-            raise ValueError("memory_budget_bytes must be positive")
+            raise ConfigError(f"must be more than 0 GiB (memory_budget_bytes={self.memory_budget_bytes})",
+                              field="--memory-gb")
         if self.batch_tokens is not None and self.batch_tokens < 1:
-            raise ValueError("batch_tokens must be >= 1")
+            raise ConfigError(f"must be at least 1 (got {self.batch_tokens})", field="--batch-tokens")
         if self.kernels not in ("auto", "triton", "torch"):
-            raise ValueError(f"kernels must be auto, triton or torch, not {self.kernels!r}")
+            raise ConfigError(f"must be auto, triton or torch, not {self.kernels!r}", field="--kernels")
         if not 0.0 < self.kv_fraction < 1.0:
-            raise ValueError("kv_fraction must be in (0, 1)")
+            raise ConfigError(f"must be in (0, 1), not {self.kv_fraction}", field="kv_fraction")
 
     @property
     def kv_budget_bytes(self) -> int:

@@ -195,3 +195,19 @@ def test_the_fingerprint_reads_a_few_samples_not_the_file(tmp_path, monkeypatch)
     (d / "model.safetensors").write_bytes(bytes(blob))
     assert folder.weights_fingerprint(str(d)) != before
 
+
+def test_engine_config_errors_name_the_flag(tmp_path, qwen_dir, capsys):
+    from baer_fast.runtime.config import EngineConfig
+    for kw, flag in (({"memory_budget_bytes": 0}, "--memory-gb"), ({"memory_budget_bytes": -1}, "--memory-gb"),
+                     ({"batch_tokens": 0}, "--batch-tokens")):
+        with pytest.raises(InputError, match=f"field '{flag}': must be") as e:
+            EngineConfig(**kw)
+        assert isinstance(e.value, ValueError)                     # as before, for code that builds configs
+    pairs = tmp_path / "pairs.jsonl"
+    write_pairs(str(pairs), [Pair("x", "q", "a", "b")])
+    for flag, value in (("--memory-gb", "0"), ("--memory-gb", "-1"), ("--batch-tokens", "0")):
+        out = tmp_path / "run" / "s.jsonl"
+        rc = main(["experts", "--model", qwen_dir, "--input", str(pairs), "--out", str(out), "--experts", "direct",
+                   "-q", flag, value])
+        err = capsys.readouterr().err.strip().splitlines()
+        assert rc == 2 and "Traceback" not in "".join(err) and f"field '{flag}'" in err[-1], err
