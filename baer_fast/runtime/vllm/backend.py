@@ -18,6 +18,7 @@ import time
 from dataclasses import dataclass, field
 
 from baer_fast.errors import BaerError
+from baer_fast.runtime.config import ConfigError
 from baer_fast.runtime.plan.prefix_tree import causal_scores
 from baer_fast.runtime.queries import EngineResult, EngineStats, Query
 
@@ -55,12 +56,16 @@ class VllmOptions:
     trust_remote_code: bool = False
 
     def __post_init__(self):
-        if self.tensor_parallel_size < 1 or self.data_parallel_size < 1:
-            raise ValueError("tensor_parallel_size and data_parallel_size must be >= 1")
+        for flag, n in (("--tensor-parallel-size", self.tensor_parallel_size),
+                        ("--data-parallel-size", self.data_parallel_size)):
+            if n < 1:
+                raise ConfigError(f"must be at least 1 (got {n})", field=flag)
         if self.distributed_executor_backend not in (None, "ray", "mp", "uni", "external_launcher"):
-            raise ValueError(f"unknown distributed executor backend {self.distributed_executor_backend!r}")
+            raise ConfigError(f"unknown distributed executor backend {self.distributed_executor_backend!r}",
+                              field="--distributed-executor-backend")
         if self.dtype not in ("auto", "float32", "bfloat16", "float16"):
-            raise ValueError(f"dtype must be auto, float32, bfloat16 or float16, not {self.dtype!r}")
+            raise ConfigError(f"the vLLM backend takes auto, float32, bfloat16 or float16, not {self.dtype!r}",
+                              field="--dtype")
 
 
 @dataclass(frozen=True)
@@ -149,19 +154,31 @@ def _model_len(path: str, options: VllmOptions) -> int:
 
 def load_vllm(path: str, options: VllmOptions = VllmOptions()) -> VllmModel:
     """Start vLLM's offline engine on a local model directory (nothing is downloaded)."""
-    from baer_fast.runtime.model.load import check_kernels_not_shadowed, check_model_dir
+    from baer_fast.runtime.model.folder import check_model_dir, read_config, read_tokenizer
+    from baer_fast.runtime.model.load import check_kernels_not_shadowed
     check_model_dir(path)
     check_kernels_not_shadowed()
     vllm = require_vllm()
     os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", str(options.cpu_kv_cache_gb))
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    from transformers import AutoTokenizer
-    tok = AutoTokenizer.from_pretrained(path, local_files_only=True, trust_remote_code=options.trust_remote_code)
+    read_config(path, trust_remote_code=options.trust_remote_code)           # a located error, not vLLM's
+    tok = read_tokenizer(path, trust_remote_code=options.trust_remote_code)
     t0 = time.perf_counter()
-    llm = vllm.LLM(**_engine_kwargs(path, options))
+    kwargs = _engine_kwargs(path, options)
+    try:
+        llm = vllm.LLM(**kwargs)
+    except Exception as e:          # vLLM raises anything (RuntimeError from its engine process, ValueError, OSError)
+        raise BaerError(f"vLLM could not start an engine for model '{os.path.basename(os.path.normpath(path))}' "
+                        f"({cause_line(e)}); vLLM's log above has the details") from e
     log.info("vLLM engine started in %.1fs (%s)", time.perf_counter() - t0, path)
     ctx = int(llm.llm_engine.model_config.max_model_len)
     return VllmModel(llm, tok, path, ctx, options, eos_ids(path, tok, options.trust_remote_code))
+
+
+def cause_line(e: BaseException) -> str:
+    """`Type: first line of the message` of an exception (a traceback's gist, in one line)."""
+    first = next((line.strip() for line in str(e).splitlines() if line.strip()), "")
+    return f"{type(e).__name__}: {first}" if first else type(e).__name__
 
 
 def eos_ids(path: str, tok, trust_remote_code: bool = False) -> frozenset:

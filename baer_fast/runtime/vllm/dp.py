@@ -96,8 +96,8 @@ def _serve(rank: int, conn, factory, path: str, options, env: dict) -> None:
         try:
             engine = factory(path, options)
             conn.send(("ok", {"context_len": engine.loaded.context_len}))
-        except Exception:
-            conn.send(("err", traceback.format_exc()))
+        except Exception as e:
+            conn.send(("err", _failure(e)))
             return
         while True:
             try:
@@ -108,11 +108,18 @@ def _serve(rank: int, conn, factory, path: str, options, env: dict) -> None:
                 return
             try:
                 conn.send(("ok", _call(engine, *msg)))
-            except Exception:
-                conn.send(("err", traceback.format_exc()))
+            except Exception as e:
+                conn.send(("err", _failure(e)))
     finally:
         if engine is not None:
             engine.close()
+
+
+def _failure(e: Exception) -> tuple[str, str]:
+    """(one line for the parent's error: a BaerError's message, else `Type: first line`; the full
+    traceback, which the parent logs at debug level)."""
+    from baer_fast.runtime.vllm.backend import cause_line
+    return str(e) if isinstance(e, BaerError) and "\n" not in str(e) else cause_line(e), traceback.format_exc()
 
 
 def _exit_on_sigterm(signum, frame):
@@ -258,7 +265,9 @@ class DataParallelEngine:
             raise _died(w, what) from None
         w.busy = False
         if status == "err":
-            raise BaerError(f"vLLM data-parallel rank {w.rank} failed to {what}:\n{payload.rstrip()}")
+            line, trace = payload
+            log.debug("vLLM data-parallel rank %d failed to %s:\n%s", w.rank, what, trace.rstrip())
+            raise BaerError(f"vLLM data-parallel rank {w.rank} failed to {what}: {line}")
         return payload
 
 
