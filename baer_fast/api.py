@@ -125,10 +125,10 @@ class Judge:
     def room(self) -> int:
         """Tokens left for question + responses in every prompt of the head's experts (bank/truncation.room_for)."""
         if self._room is None:
-            from baer_fast.bank.truncation import room_for
+            from baer_fast.bank.truncation import cut_room
 
             loaded = self.engine.loaded
-            self._room = room_for(loaded.tokenizer, loaded.context_len, self.experts, self.options.generation,
+            self._room = cut_room(loaded.tokenizer, loaded.context_len, self.experts, self.options.generation,
                                   name=loaded.name)
         return self._room
 

@@ -129,11 +129,8 @@ def prompt_overhead(tokenizer, experts, *, name: str = "the model") -> dict[str,
     return out
 
 
-def room_for(tokenizer, context_len: int, experts, generation=None, *, name: str = "the model") -> int:
-    """Tokens left for question + responses after the longest prompt's fixed text of `experts`
-    (verdict and generation prompts), less the generation reserve of their generative experts
-    (reasoning must fit too). A context that leaves fewer than SAFETY_TOKENS + MIN_TEXT_TOKENS is
-    an InputError: no pair could be judged, cut or not."""
+def _overhead_reserve(tokenizer, context_len: int, experts, generation, name: str) -> tuple[int, int]:
+    """(the longest prompt's fixed text of `experts`, their generative experts' generation reserve)."""
     from baer_fast import protocols
     from baer_fast.bank.generative import GenerationConfig
 
@@ -141,6 +138,21 @@ def room_for(tokenizer, context_len: int, experts, generation=None, *, name: str
     gen = generation or GenerationConfig()
     reserve = max((generation_reserve(context_len, overhead, gen.budget(e)) for e in experts
                    if e in protocols.GENERATIVE), default=0)
+    return overhead, reserve
+
+
+def room_for(tokenizer, context_len: int, experts, generation=None, *, name: str = "the model") -> int:
+    """Tokens left for question + responses after the longest prompt's fixed text of `experts`
+    (verdict and generation prompts), less the generation reserve of their generative experts
+    (reasoning must fit too)."""
+    overhead, reserve = _overhead_reserve(tokenizer, context_len, experts, generation, name)
+    return context_len - overhead - reserve
+
+
+def cut_room(tokenizer, context_len: int, experts, generation=None, *, name: str = "the model") -> int:
+    """room_for, the room `--truncate` and Judge cut pairs to; one that leaves fewer than
+    SAFETY_TOKENS + MIN_TEXT_TOKENS is an InputError (a cut would leave no pair to judge)."""
+    overhead, reserve = _overhead_reserve(tokenizer, context_len, experts, generation, name)
     room = context_len - overhead - reserve
     if room - SAFETY_TOKENS < MIN_TEXT_TOKENS:
         raise InputError(f"the context window of {name!r} ({context_len} tokens) leaves {room} tokens for a pair's "

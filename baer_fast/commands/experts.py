@@ -99,8 +99,10 @@ def _experts(arg) -> list[str]:
 
 def fingerprint(args, names: list[str], params_file: str | None) -> dict:
     from baer_fast.io.resumable import file_sha256
-    weights = sorted((f, os.path.getsize(os.path.join(args.model, f)))
-                     for f in os.listdir(args.model) if f.endswith(".safetensors"))
+    from baer_fast.runtime.model.folder import weights_fingerprint
+    # sizes, headers and sampled bytes of the files transformers loads: another checkpoint of the same
+    # shapes copied in (which sizes alone let through) is refused, reading well under 1 MB per file
+    weights = weights_fingerprint(args.model)
     return {"command": "experts", "model": os.path.abspath(args.model),
             "model_config_sha256": file_sha256(os.path.join(args.model, "config.json")),
             "weights": weights, "input_sha256": file_sha256(args.input), "experts": names,
@@ -320,12 +322,12 @@ def fit_context(args, pairs, names, rejects=None) -> list:
     located error at the first one (not hours into a run), or under --on-error skip a reject."""
     import json
 
-    from baer_fast.bank.truncation import cut_pairs, over_long, room_for
+    from baer_fast.bank.truncation import cut_pairs, cut_room, over_long
     from baer_fast.runtime.model.load import tokenizer_and_context
 
     tok, context_len, name = tokenizer_and_context(args.model, trust_remote_code=args.trust_remote_code)
     if getattr(args, "truncate", False):
-        room = room_for(tok, context_len, names, args.generation, name=name)
+        room = cut_room(tok, context_len, names, args.generation, name=name)
         pairs, n_cut = cut_pairs(pairs, tok, room)
         if n_cut:
             log.warning("--truncate: cut %d of %d pairs to the %d tokens of question and responses that %s's "

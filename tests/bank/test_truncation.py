@@ -60,8 +60,8 @@ def test_a_budget_below_the_cue_room_still_leaves_room_to_generate(qwen_dir):
 def test_a_context_that_holds_no_pair_is_an_error_naming_it(qwen_dir):
     import pytest
 
-    from baer_fast.bank.truncation import room_for
+    from baer_fast.bank.truncation import cut_room
     from baer_fast.errors import InputError
     with pytest.raises(InputError, match=r"context window of 'tiny' \(200 tokens\) leaves -?\d+ tokens.*longer context"):
-        room_for(_tok(qwen_dir), 200, ["direct", "cot"], name="tiny")
-    assert room_for(_tok(qwen_dir), 200, ["direct"], name="tiny") > 32       # the single-pass prompt fits
+        cut_room(_tok(qwen_dir), 200, ["direct", "cot"], name="tiny")
+    assert cut_room(_tok(qwen_dir), 200, ["direct"], name="tiny") > 32       # the single-pass prompt fits

@@ -37,3 +37,19 @@ def test_an_experts_list_naming_none_is_refused(tmp_path, capsys):
         err = capsys.readouterr().err
         assert "field '--experts':" in err and "names no expert" in err
     assert not (tmp_path / "s.jsonl").exists()
+
+
+def test_a_checkpoint_swapped_for_one_of_the_same_size_does_not_resume(tmp_path, capsys):
+    """The resume fingerprint held each weights file's name and size only: another checkpoint of the same
+    shapes copied in resumed silently and mixed two models' runs in one output."""
+    import shutil
+    model = build_model_dir(str(tmp_path / "m"), arch="qwen3", seed=0)
+    other = build_model_dir(str(tmp_path / "other"), arch="qwen3", seed=1)
+    pairs, out = tmp_path / "p.jsonl", tmp_path / "s.jsonl"
+    write_pairs(str(pairs), make_pairs(3))
+    argv = ["-q", "experts", "--experts", "direct", "--model", model, "--input", str(pairs), "--out", str(out)]
+    assert main(argv) == 0
+    assert main(argv) == 0 and "(0 run, 3 already done)" in capsys.readouterr().err
+    shutil.copyfile(os.path.join(other, "model.safetensors"), os.path.join(model, "model.safetensors"))
+    assert main(argv) == 2
+    assert "differs in: weights" in capsys.readouterr().err
