@@ -360,7 +360,7 @@ def test_judgebench_imports_each_response_set_as_its_own_condition(tmp_path):
         load("judgebench", str(tmp_path))
     stray.unlink()
     _judgebench_set(tmp_path, "other", ["g1"], {})
-    with pytest.raises(InputError, match="pair_id 'g1' is also in"):
+    with pytest.raises(InputError, match=r"field 'pair_id': duplicate id 'g1' \(first at .*gpt-4o"):
         load("judgebench", str(tmp_path))
 
 

@@ -208,8 +208,17 @@ def _parquet_rows(path: str) -> Iterator[Row]:
 
 def convert(source: Iterable[Row], build: Callable, rejects=None) -> tuple[list, Counter]:
     """[Pair] from build(row) -> Pair | [Pair] | str (a drop reason); ids unique; counts of drop
-    reasons. A row that gives several pairs is kept or rejected whole."""
-    pairs, dropped, seen = [], Counter(), {}
+    reasons. A row that gives several pairs is kept or rejected whole. No pair at all is an error."""
+    pairs, dropped = collect(source, build, rejects)
+    need_pairs(pairs, dropped, rejects)
+    return pairs, dropped
+
+
+def collect(source: Iterable[Row], build: Callable, rejects=None, seen: dict | None = None,
+            id_field: str = "id") -> tuple[list, Counter]:
+    """convert without its need for a pair; `seen` (id -> "path:line") carries ids across calls (one
+    id space over several files); a duplicate id is a located error on the source's `id_field`."""
+    pairs, dropped, seen = [], Counter(), {} if seen is None else seen
     for row in source:
         try:
             try:
@@ -224,13 +233,12 @@ def convert(source: Iterable[Row], build: Callable, rejects=None) -> tuple[list,
             for k, pair in enumerate(built):
                 first = seen.get(pair.id) or (here if any(p.id == pair.id for p in built[:k]) else None)
                 if first:
-                    raise row.error(f"duplicate id {pair.id!r} (first at {first})", "id")
+                    raise row.error(f"duplicate id {pair.id!r} (first at {first})", id_field)
         except InputError as err:
             reject(rejects, err, row.text())
             continue
         seen.update((pair.id, here) for pair in built)
         pairs.extend(built)
-    need_pairs(pairs, dropped, rejects)
     return pairs, dropped
 
 

@@ -18,7 +18,7 @@ import re
 from baer_fast.errors import InputError
 from baer_fast.io.adapters import Imported, bank_signals
 from baer_fast.io.adapters._common import field, need_dir, read_jsonl
-from baer_fast.io.adapters._rows import need_pairs, record_text, reject, rows
+from baer_fast.io.adapters._rows import collect, need_pairs, record_text, reject, rows
 from baer_fast.io.records import Pair
 
 _DECISION = {"A>B": 1.0, "B>A": 0.0, "A=B": 0.5}
@@ -67,19 +67,14 @@ def _pair(row) -> Pair:
 def _pairs(pair_file: str, rejects, seen: dict) -> tuple[list, set]:
     """The pairs of one response set (ids unique across sets: `seen` maps id -> where) and the
     response models its rows name."""
-    pairs, models = [], set()
-    for row in rows(pair_file, rejects):
-        try:
-            pair = _pair(row)
-            if pair.id in seen:
-                raise row.error(f"pair_id {pair.id!r} is also in {seen[pair.id]}", "pair_id")
-        except InputError as err:
-            reject(rejects, err, row.text())
-            continue
-        seen[pair.id] = f"{row.path}:{row.line}"
+    models = set()
+
+    def build(row):
+        pair = _pair(row)
         if isinstance(row.obj.get("response_model"), str):
             models.add(row.obj["response_model"])
-        pairs.append(pair)
+        return pair
+    pairs, _ = collect(rows(pair_file, rejects), build, rejects, seen, id_field="pair_id")
     return pairs, models
 
 

@@ -11,8 +11,7 @@ from collections import Counter
 
 from baer_fast.io.adapters import Imported, bank_signals
 from baer_fast.io.adapters._common import need_dir, one_file
-from baer_fast.errors import InputError
-from baer_fast.io.adapters._rows import json_rows, need_pairs, reject
+from baer_fast.io.adapters._rows import collect, json_rows, need_pairs
 from baer_fast.io.records import Pair
 
 _LABEL = {1: "a", 2: "b", 0: "tie"}
@@ -35,18 +34,7 @@ def _pair(row) -> Pair:
 
 
 def _pairs(data_path: str, rejects) -> list:
-    pairs, seen = [], {}
-    for row in json_rows(data_path, rejects):
-        try:
-            pair = _pair(row)
-            if pair.id in seen:
-                raise row.error(f"duplicate idx (first at record {seen[pair.id]})", "idx")
-        except InputError as err:
-            reject(rejects, err, row.text())
-            continue
-        seen[pair.id] = row.line
-        pairs.append(pair)
-    return pairs
+    return collect(json_rows(data_path, rejects), _pair, rejects, id_field="idx")[0]
 
 
 def load(src: str, *, rejects=None, options=None) -> Imported:
