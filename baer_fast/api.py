@@ -42,6 +42,9 @@ class JudgeOptions:
 
 
 class Judge:
+    # how a caller with truncate=False makes over-long pairs fit (serve says it in its own terms)
+    truncate_fix = "pass truncate=True (Judge.from_pretrained)"
+
     def __init__(self, engine, art: dict, *, options: JudgeOptions = JudgeOptions()):
         from baer_fast import artifact as artifact_io
         from baer_fast import protocols
@@ -166,7 +169,9 @@ class Judge:
         except PromptTooLong as e:     # the encoder names the CLI's option; this caller sets truncate=
             if self.options.truncate:
                 raise
-            raise e.with_option("truncate=True (Judge.from_pretrained)") from None
+            index = (e.pair_id or "").removeprefix("judge-")          # Judge.pairs names pair i judge-i
+            raise e.with_fix(self.truncate_fix, where=f"{index} (0-based) of the call" if index.isdigit() else None
+                             ) from None
 
     def _run(self, pairs) -> list:
         from baer_fast.bank.runner import run_experts

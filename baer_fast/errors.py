@@ -28,16 +28,20 @@ class InputError(BaerError):
 
 class PromptTooLong(InputError):
     """A pair whose prompt does not fit the judge's context window. The message ends with how to
-    fix it, naming the caller's option (`--truncate` on the command line; `with_option` rewords it
-    for callers that spell it otherwise, e.g. the Python API)."""
+    fix it, in the caller's terms (`pass --truncate` on the command line; `with_fix` rewords it for
+    the Python API and the server). The whole pair is too long, so no one field is named."""
 
-    def __init__(self, what: str, *, option: str = "--truncate", field: str | None = "response_a"):
-        self.what, self.option = what, option
-        super().__init__(f"{what}; shorten the question or responses, or pass {option} to cut both "
-                         "sides alike (baer-fast never truncates one side)", field=field)
+    def __init__(self, what: str, *, pair_id: str | None = None, fix: str = "pass --truncate",
+                 where: str | None = None, field: str | None = None):
+        """where: how the caller names the pair (default: its id, quoted)."""
+        self.what, self.pair_id, self.fix, self.where = what, pair_id, fix, where
+        name = where if where is not None else (None if pair_id is None else repr(pair_id))
+        super().__init__(("" if name is None else f"pair {name}: ") + f"{what}; shorten the question or "
+                         f"responses, or {fix} to cut both sides alike (baer-fast never truncates one side)",
+                         field=field)
 
-    def with_option(self, option: str) -> "PromptTooLong":
-        return PromptTooLong(self.what, option=option, field=self.field)
+    def with_fix(self, fix: str, *, where: str | None = None) -> "PromptTooLong":
+        return PromptTooLong(self.what, pair_id=self.pair_id, fix=fix, where=where or self.where, field=self.field)
 
 
 class ArtifactError(BaerError):

@@ -101,6 +101,6 @@ class PromptEncoder:
         out = [tuple(ids) for ids in self.tok(texts, add_special_tokens=False)["input_ids"]]
         for ids, (prompt, pair_id, expert) in zip(out, items):
             if len(ids) > self.context_len:
-                raise PromptTooLong(f"pair {pair_id!r}: the {expert}/{prompt.key} prompt is {len(ids)} tokens, "
-                                    f"longer than the context window of {self.model_name!r} ({self.context_len})")
+                raise PromptTooLong(f"the {expert}/{prompt.key} prompt is {len(ids)} tokens, longer than the "
+                                    f"context window of {self.model_name!r} ({self.context_len})", pair_id=pair_id)
         return out

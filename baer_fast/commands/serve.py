@@ -81,6 +81,7 @@ def run(args) -> int:
                                                     device=None if args.device == "auto" else args.device,
                                                     batch_invariant=True if args.batch_invariant else None,
                                                     truncate=args.truncate, generation=generation))
+    judge.truncate_fix = "start serve without --no-truncate"
     try:
         return serve(judge, config)
     finally:

@@ -38,8 +38,10 @@ def test_conversations_and_any_sequence_are_accepted(default_judge):
 def test_without_truncate_the_error_speaks_to_a_python_caller(default_judge):
     strict = Judge(default_judge.engine, default_judge.art, options=JudgeOptions(truncate=False))
     with pytest.raises(InputError, match=r"truncate=True") as err:
-        strict.score(["q"], ["word " * 3000], ["b"])
+        strict.score(["q", "q"], ["a", "word " * 3000], ["b", "b"])
     assert "--truncate" not in str(err.value)
+    # the pair as the caller knows it (its index), not an id the Judge made up; no one field is to blame
+    assert str(err.value).startswith("pair 1 (0-based) of the call: ") and err.value.field is None
 
 
 def test_from_pretrained_takes_paths_and_torch_dtypes(judge_dir, head_path, judge):

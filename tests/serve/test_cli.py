@@ -59,5 +59,6 @@ def test_serve_decodes_with_the_head_budgets_and_takes_the_flags_it_lists(judge_
     assert main(["serve", "--model", judge_dir, "--head", str(head), "--max-new-tokens", "cot=3", "--seed", "5",
                  "--no-truncate"]) == 0
     assert served[-1].options.truncate is False
+    assert served[-1].truncate_fix == "start serve without --no-truncate"    # its 422 names serve's flag
     assert (served[-1].options.generation.budget("cot"), served[-1].options.generation.seed) == (3, 5)
     assert main(["serve", "--model", judge_dir, "--truncate"]) == 2        # not a serve option: it always cut
