@@ -4,8 +4,8 @@ TRL >= 1.1 has no judge classes: a judge enters training as a reward function.
 - OnlineDPO (`trl.experimental.online_dpo`) calls `f(prompts=2*P, completions=[first..., second...])`
   and prefers completion i over i+B when reward_i >= reward_{i+B}. `online_dpo_reward` judges
   (i, i+B) once and returns [s_i..., -s_i...]: swapping the halves negates every reward.
-- GRPO calls `f(prompts, completions, completion_ids, **columns)` with each prompt's
-  `num_generations` completions consecutive. `grpo_reward` judges every pair inside a group
+- GRPO calls `f(prompts, completions, completion_ids, **columns)` with each prompt's `num_generations`
+  (evaluating: `num_generations_eval`) completions consecutive. `grpo_reward` judges every pair in a group
   (round robin, both orders by construction) and returns a mean-win or Bradley-Terry reward.
 Prompts and completions may be plain strings or conversational message lists; a conversational
 prompt reaches the judge as a conversation (`as_question`), a completion as its text. `remote_reward`
@@ -103,27 +103,57 @@ def online_dpo_reward(judge):
 _warned_larger: list = []        # one warning per process for runs longer than num_generations
 
 
-def groups(prompts: Sequence, num_generations: int) -> list[range]:
-    """Consecutive runs of equal prompts cut into groups of num_generations; error if split."""
+def runs(prompts: Sequence) -> list[tuple[int, int]]:
+    """(start, length) of each run of consecutive equal prompts."""
     keys = [as_text(p) for p in prompts]
     out, start = [], 0
     for i in range(1, len(keys) + 1):
         if i == len(keys) or keys[i] != keys[start]:
-            run = i - start
-            if run % num_generations:
-                raise InputError(f"GRPO passed {run} consecutive completions of prompt #{start}, not a multiple of "
-                                 f"num_generations={num_generations}: give the reward the trainer's own number "
-                                 "(GRPOConfig.num_generations, or num_generations_eval when evaluating), and keep "
-                                 "a group on one process (a per-device batch that is a multiple of it)")
-            if run > num_generations and not _warned_larger:
-                _warned_larger.append(True)
-                log.warning("GRPO passed %d consecutive completions of prompt #%d, judged as %d groups of "
-                            "num_generations=%d; if the trainer's num_generations is %d, pass that, so that each "
-                            "completion is compared with all of them", run, start, run // num_generations,
-                            num_generations, run)
-            out += [range(s, s + num_generations) for s in range(start, i, num_generations)]
+            out.append((start, i - start))
             start = i
     return out
+
+
+def groups(prompts: Sequence, num_generations: int) -> list[range]:
+    """Consecutive runs of equal prompts cut into groups of num_generations; error if split."""
+    out = []
+    for start, run in runs(prompts):
+        if run % num_generations:
+            raise InputError(f"GRPO passed {run} consecutive completions of prompt #{start}, not a multiple of "
+                             f"num_generations={num_generations}: give grpo_reward the trainer's own numbers "
+                             "(num_generations=GRPOConfig.num_generations, and num_generations_eval=GRPOConfig."
+                             "num_generations_eval where it differs), and keep a group on one process (a per-device "
+                             "batch that is a multiple of them)")
+        if run > num_generations and not _warned_larger:
+            _warned_larger.append(True)
+            log.warning("GRPO passed %d consecutive completions of prompt #%d, judged as %d groups of "
+                        "num_generations=%d; if the trainer's num_generations is %d, pass that, so that each "
+                        "completion is compared with all of them", run, start, run // num_generations,
+                        num_generations, run)
+        out += [range(s, s + num_generations) for s in range(start, start + run, num_generations)]
+    return out
+
+
+def trainer_mode(columns: dict) -> str | None:
+    """'train' or 'eval' as TRL's GRPOTrainer itself decides it (`model.training`), read from the trainer
+    whose bound `_log_metric` it passes as the `log_metric` keyword (trl 1.16); None for other callers."""
+    trainer = getattr(columns.get("log_metric"), "__self__", None)
+    training = getattr(getattr(trainer, "model", None), "training", None)
+    return None if not isinstance(training, bool) else "train" if training else "eval"
+
+
+def group_size(prompts: Sequence, columns: dict, num_generations: int, num_generations_eval: int | None) -> int:
+    """One call's group size. TRL calls the same reward function in training (groups of num_generations)
+    and evaluation (num_generations_eval) without saying which: the calling trainer's mode decides; for
+    another caller, the size every run of equal prompts is a multiple of (the larger where both are)."""
+    if num_generations_eval is None or num_generations_eval == num_generations:
+        return num_generations
+    mode = trainer_mode(columns)
+    if mode is not None:
+        return num_generations if mode == "train" else num_generations_eval
+    lengths = [n for _, n in runs(prompts)]
+    fits = [g for g in (num_generations, num_generations_eval) if all(n % g == 0 for n in lengths)]
+    return max(fits, default=num_generations)       # none fits: `groups` names the numbers
 
 
 def prompt_groups(prompts: Sequence) -> list[list[int]]:
@@ -153,11 +183,23 @@ METHODS = ("mean_win", "bradley_terry")
 NEUTRAL = {"mean_win": 0.5, "bradley_terry": 0.0}     # reward of a completion with no rival
 
 
-def check_num_generations(n) -> None:
-    """GRPO compares each prompt's completions with each other: at least two."""
-    if isinstance(n, bool) or not isinstance(n, int) or n < 2:
-        raise ValueError(f"num_generations must be an integer of at least 2 (GRPO's completions per prompt), "
+def check_num_generations(n, *, name: str = "num_generations", least: int = 2) -> None:
+    """GRPO compares each prompt's completions with each other: at least two (one in evaluation, where a
+    lone completion gets the neutral reward)."""
+    if isinstance(n, bool) or not isinstance(n, int) or n < least:
+        raise ValueError(f"{name} must be an integer of at least {least} (GRPO's completions per prompt), "
                          f"got {n!r}")
+
+
+def grpo_sizes(num_generations: int, num_generations_eval: int | None) -> tuple[int, int | None]:
+    """Checked (num_generations, num_generations_eval); evaluation groups of one are judged neutral."""
+    check_num_generations(num_generations)
+    if num_generations_eval is not None:
+        check_num_generations(num_generations_eval, name="num_generations_eval", least=1)
+        if num_generations_eval == 1:
+            log.warning("num_generations_eval=1: every evaluation reward is the neutral one (a pairwise judge "
+                        "compares a prompt's completions with each other; a lone completion has no rival)")
+    return num_generations, num_generations_eval
 
 
 def check_method(method: str) -> None:
@@ -208,13 +250,15 @@ def grpo_plan(prompts: Sequence, completions: Sequence, num_generations: int):
     return gs, round_robin(gs, texts), texts
 
 
-def grpo_reward(judge, *, num_generations: int, method: str = "mean_win"):
-    """Reward function for GRPOTrainer: one reward per completion from its group's pairwise judgments."""
+def grpo_reward(judge, *, num_generations: int, num_generations_eval: int | None = None,
+                method: str = "mean_win"):
+    """Reward function for GRPOTrainer: one reward per completion from its group's pairwise judgments.
+    num_generations_eval: GRPOConfig's, where it differs (TRL evaluates with the same reward function)."""
     check_method(method)
-    check_num_generations(num_generations)
+    sizes = grpo_sizes(num_generations, num_generations_eval)
 
     def baer_grpo(prompts: Sequence, completions: Sequence, completion_ids=None, **columns) -> list[float]:
-        gs, todo, texts = grpo_plan(prompts, completions, num_generations)
+        gs, todo, texts = grpo_plan(prompts, completions, group_size(prompts, columns, *sizes))
         fields = pair_fields(columns, [i for _, i, _ in todo])
         p = judge.prob_a(*pair_texts(prompts, texts, todo), **fields).tolist() if todo else []
         return group_rewards(len(completions), gs, todo, p, method=method)
@@ -222,7 +266,8 @@ def grpo_reward(judge, *, num_generations: int, method: str = "mean_win"):
 
 
 def remote_reward(url: str, *, trainer: str = "grpo", num_generations: int | None = None,
-                  method: str = "mean_win", api_key: str | None = None, asynchronous: bool = False):
+                  num_generations_eval: int | None = None, method: str = "mean_win", api_key: str | None = None,
+                  asynchronous: bool = False):
     """The same reward functions, judged by a `baer-fast serve` at `url` (sync, or async for TRL's
     async reward functions). trainer: "grpo" (needs num_generations) or "online_dpo"."""
     from baer_fast.client import JudgeClient
@@ -230,16 +275,17 @@ def remote_reward(url: str, *, trainer: str = "grpo", num_generations: int | Non
     client = JudgeClient(url, api_key=api_key)
     if trainer not in ("grpo", "online_dpo"):
         raise ValueError("trainer must be 'grpo' or 'online_dpo'")
-    if trainer == "grpo":
-        check_num_generations(num_generations)
+    if trainer == "grpo" and not asynchronous:
+        return grpo_reward(client, num_generations=num_generations, num_generations_eval=num_generations_eval,
+                           method=method)
     if not asynchronous:
-        return (grpo_reward(client, num_generations=num_generations, method=method) if trainer == "grpo"
-                else online_dpo_reward(client))
+        return online_dpo_reward(client)
     check_method(method)
+    sizes = grpo_sizes(num_generations, num_generations_eval) if trainer == "grpo" else None
 
     async def baer_remote_grpo(prompts: Sequence, completions: Sequence, completion_ids=None,
                                **columns) -> list[float]:
-        gs, todo, texts = grpo_plan(prompts, completions, num_generations)
+        gs, todo, texts = grpo_plan(prompts, completions, group_size(prompts, columns, *sizes))
         fields = pair_fields(columns, [i for _, i, _ in todo])
         p = (await client.aprob_a(*pair_texts(prompts, texts, todo), **fields)).tolist() if todo else []
         return group_rewards(len(completions), gs, todo, p, method=method)

@@ -169,3 +169,61 @@ def test_group_rewards_permute_exactly_and_twins_get_equal_rewards(method):
         rng.shuffle(perm)
         got = f(prompts=["q"] * 6, completions=[comps[i] for i in perm])
         assert got == [base[i] for i in perm]
+
+
+def test_grpo_evaluation_with_its_own_num_generations_runs(policy_dir, tmp_path):
+    """TRL 1.16 evaluates with the same reward function: grpo_reward took one num_generations, so the
+    first evaluation (num_generations_eval=2 < 4) was an error, or training groups were judged in pairs."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from trl import GRPOConfig, GRPOTrainer
+
+    seen = []
+    reward = grpo_reward(_Stand(), num_generations=4, num_generations_eval=2)
+
+    def counted(prompts, completions, **kw):
+        seen.append((list(prompts), list(completions), reward(prompts, completions, **kw)))
+        return seen[-1][2]
+
+    cfg = GRPOConfig(output_dir=str(tmp_path), num_generations=4, num_generations_eval=2, max_steps=2,
+                     per_device_train_batch_size=4, per_device_eval_batch_size=4, eval_strategy="steps", eval_steps=1,
+                     max_completion_length=6, report_to=[], use_cpu=True, save_strategy="no", bf16=False,
+                     dataloader_num_workers=0, seed=0)
+    from datasets import Dataset
+    trainer = GRPOTrainer(model=AutoModelForCausalLM.from_pretrained(policy_dir), reward_funcs=[counted], args=cfg,
+                          train_dataset=_dataset(), eval_dataset=Dataset.from_dict({"prompt": ["eval a", "eval b"]}),
+                          processing_class=AutoTokenizer.from_pretrained(policy_dir))
+    trainer.train()
+    evals = [s for s in seen if s[0][0].startswith("eval")]
+    assert evals and len(evals) < len(seen)
+    for prompts, comps, out in seen:
+        size = 2 if prompts[0].startswith("eval") else 4
+        assert out == grpo_reward(_Stand(), num_generations=size)(prompts, comps)
+
+
+def test_grpo_group_size_follows_the_trainer_mode_then_the_runs():
+    """The calling trainer's mode picks the size even where the runs fit both; without a trainer the
+    runs decide (the larger where both fit); evaluation groups of one get the neutral reward."""
+    from types import SimpleNamespace
+
+    class Trainer:                       # log_metric is a bound method of the trainer, as in trl 1.16
+        def __init__(self, training):
+            self.model = SimpleNamespace(training=training)
+
+        def _log_metric(self, name, value):
+            pass
+
+    prompts, comps = ["q"] * 4, ["alpha", "beta is longer", "gamma", "delta d"]
+    f = grpo_reward(_Stand(), num_generations=4, num_generations_eval=2)
+    four, two = (grpo_reward(_Stand(), num_generations=n)(prompts, comps) for n in (4, 2))
+    assert four != two
+    assert f(prompts, comps, log_metric=Trainer(True)._log_metric) == four
+    assert f(prompts, comps, log_metric=Trainer(False)._log_metric) == two
+    assert f(prompts, comps, log_metric=lambda name, value: None) == four      # no trainer behind it: runs decide
+    assert f(prompts, comps) == four
+    assert f(["q", "q", "r", "r"], comps) == grpo_reward(_Stand(), num_generations=2)(["q", "q", "r", "r"], comps)
+    rec = Recording()
+    lone = grpo_reward(rec, num_generations=2, num_generations_eval=1)
+    assert lone(["p", "q"], ["a", "bb"], log_metric=Trainer(False)._log_metric) == [0.5, 0.5]
+    assert rec.fields == []                                                    # nothing to judge
+    with pytest.raises(ValueError, match="num_generations_eval must be an integer of at least 1"):
+        grpo_reward(rec, num_generations=2, num_generations_eval=0)
