@@ -9,8 +9,9 @@ client in place of a Judge; `results` gives the server's records. Inputs are che
 checks them (`api.batch_inputs`: InputError naming the argument and index, before any request);
 a conversation question is sent as its message list, and a call of more pairs than one request
 may hold (`max_pairs`, the server's default limit) is sent as several. A 503 (queue full) is
-retried after its Retry-After, a server that cannot be reached (restarting) every second; after
-`retries` tries, and for any other error, `JudgeServerError` with the server's message.
+retried after its Retry-After, a connection refused or dropped before an answer (a restarting server)
+every second; after `retries` tries, and for any other error, `JudgeServerError` with the server's
+message. A timeout is never re-sent (the server may still be judging): `JudgeServerTimeout`.
 """
 from __future__ import annotations
 
@@ -26,8 +27,12 @@ MAX_PAIRS = 4096        # pairs per request: the server's default max_request_pa
 
 class JudgeServerError(RuntimeError):
     def __init__(self, status: int, message: str):
-        super().__init__(f"judge server answered {status}: {message}")
-        self.status = status
+        super().__init__(f"judge server answered {status}: {message}" if status else message)
+        self.status = status        # the HTTP status; 0: no answer (unreachable, or the timeout passed)
+
+
+class JudgeServerTimeout(JudgeServerError):
+    """The server took the request but sent no answer within `timeout`: a slow judge, not a lost one."""
 
 
 class JudgeClient:
@@ -66,8 +71,7 @@ class JudgeClient:
             try:
                 r = self._sync.post(self.url + path, json=body)
             except httpx.TransportError as e:
-                if attempt == self.retries:
-                    raise JudgeServerError(0, f"cannot reach {self.url}: {e}") from None
+                self._give_up(e, attempt)
                 time.sleep(1.0)
                 continue
             if r.status_code != 503 or attempt == self.retries:
@@ -99,14 +103,30 @@ class JudgeClient:
             try:
                 r = await client.post(self.url + path, json=body)
             except httpx.TransportError as e:
-                if attempt == self.retries:
-                    raise JudgeServerError(0, f"cannot reach {self.url}: {e}") from None
+                self._give_up(e, attempt)
                 await asyncio.sleep(1.0)
                 continue
             if r.status_code != 503 or attempt == self.retries:
                 return _checked(r)
             await asyncio.sleep(_retry_after(r))
         raise AssertionError("unreachable")
+
+    def _give_up(self, e, attempt: int) -> None:
+        """Raise for transport error `e`, unless it is a connection that failed before the server answered
+        (refused, dropped: a restarting server) and tries are left. A timeout is not re-sent: the server
+        may still be judging the pairs, and a second request would judge them again."""
+        import httpx
+        if isinstance(e, httpx.TimeoutException) and not isinstance(e, httpx.ConnectTimeout):
+            raise JudgeServerTimeout(0, f"judge server at {self.url} sent no answer within timeout={self.timeout} s "
+                                        f"({type(e).__name__}; not re-sent, the server may still be judging it): "
+                                        "for large calls or a slow judge raise JudgeClient(timeout=...) "
+                                        "(remote_reward(timeout=...))") from None
+        if not isinstance(e, (httpx.NetworkError, httpx.RemoteProtocolError, httpx.ConnectTimeout)):
+            raise JudgeServerError(0, f"request to {self.url} failed: {type(e).__name__}: {e}") from None
+        if attempt == self.retries:
+            raise JudgeServerError(0, f"cannot reach {self.url} after {self.retries} retries, one a second "
+                                      f"({type(e).__name__}: {e}): is `baer-fast serve` running there? raise "
+                                      "retries= to wait out a longer restart") from None
 
     def close(self) -> None:
         if self._sync is not None:

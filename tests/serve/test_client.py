@@ -3,6 +3,9 @@ question as its message list, so it scores what the in-process Judge scores."""
 from __future__ import annotations
 
 import asyncio
+import json
+import threading
+import time
 
 import numpy as np
 import pytest
@@ -72,3 +75,81 @@ def test_verl_takes_a_numeric_reference_answer(monkeypatch):
     assert verl.compute_score("gsm8k", "four", 4, {"question": "2+2?"}) == 0.25
     with pytest.raises(InputError, match="got empty"):
         verl.compute_score("gsm8k", "four", "", {"question": "2+2?"})
+
+
+class StandIn:
+    """A judge server stand-in (http.server on a thread) that counts the judge requests it gets: the
+    first `drop` are closed unanswered, and with `hold` each waits unanswered until `release()`."""
+
+    def __init__(self, *, hold=False, drop=0):
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+        self.count, self.released = 0, threading.Event()
+        stand = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self):
+                pairs = json.loads(self.rfile.read(int(self.headers["Content-Length"])))["pairs"]
+                stand.count += 1
+                if stand.count <= drop:
+                    self.close_connection = True          # no status line: the client sees a dropped connection
+                    return
+                if hold:
+                    stand.released.wait(60)
+                body = json.dumps({"results": [{"score": 0.0, "p_a": 0.5} for _ in pairs]}).encode()
+                try:
+                    self.send_response(200)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(body)))
+                    self.end_headers()
+                    self.wfile.write(body)
+                except OSError:                           # the client hung up
+                    pass
+
+            def log_message(self, *args):
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    def requests_after(self, want: int) -> int:
+        """The request count once at least `want` arrived (or 30 s passed)."""
+        deadline = time.monotonic() + 30
+        while self.count < want and time.monotonic() < deadline:
+            time.sleep(0.01)
+        return self.count
+
+    def stop(self):
+        self.released.set()
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.mark.parametrize("asynchronous", [False, True])
+def test_a_timeout_is_reported_as_one_and_not_re_sent(asynchronous):
+    """A read timeout (a slow, healthy judge) was retried as if the server were down: the same pairs
+    were judged `retries` more times, and the error said 'cannot reach'."""
+    from baer_fast.client import JudgeServerError, JudgeServerTimeout
+    stand = StandIn(hold=True)
+    client = JudgeClient(stand.url, timeout=0.2, retries=3)
+    try:
+        with pytest.raises(JudgeServerTimeout, match=r"timeout=0\.2 s.*JudgeClient\(timeout=") as e:
+            asyncio.run(client.ascore(["q"], ["a"], ["b"])) if asynchronous else client.score(["q"], ["a"], ["b"])
+        assert isinstance(e.value, JudgeServerError) and e.value.status == 0
+        assert "cannot reach" not in str(e.value)
+        assert stand.requests_after(1) == 1
+    finally:
+        stand.stop()
+    assert stand.count == 1
+
+
+def test_a_connection_dropped_before_an_answer_is_retried():
+    """A restarting server drops the connection before answering: that request is sent again."""
+    stand = StandIn(drop=1)
+    try:
+        assert JudgeClient(stand.url, retries=1).score(["q"], ["a"], ["b"]).tolist() == [0.0]
+        assert JudgeClient(stand.url, retries=1).score(["q"], ["a"], ["b"]).tolist() == [0.0]
+    finally:
+        stand.stop()
+    assert stand.count == 3
