@@ -9,7 +9,7 @@ TRL >= 1.1 has no judge classes: a judge enters training as a reward function.
   (round robin, both orders by construction) and returns a mean-win or Bradley-Terry reward.
 Prompts and completions may be plain strings or conversational message lists; a conversational
 prompt reaches the judge as a conversation (`as_question`), a completion as its text. `remote_reward`
-gives the same functions judged by a `baer-fast serve` (sync or async); the server's /get_reward
+gives the same functions judged by a `baer-fast serve` (GRPO's also async); the server's /get_reward
 and the veRL adapter reuse the round robin and the group rewards below.
 Nothing here imports trl itself: the functions only follow its calling convention.
 """
@@ -268,20 +268,24 @@ def grpo_reward(judge, *, num_generations: int, num_generations_eval: int | None
 def remote_reward(url: str, *, trainer: str = "grpo", num_generations: int | None = None,
                   num_generations_eval: int | None = None, method: str = "mean_win", api_key: str | None = None,
                   asynchronous: bool = False):
-    """The same reward functions, judged by a `baer-fast serve` at `url` (sync, or async for TRL's
+    """The same reward functions, judged by a `baer-fast serve` at `url` (sync, or async for GRPOTrainer's
     async reward functions). trainer: "grpo" (needs num_generations) or "online_dpo"."""
     from baer_fast.client import JudgeClient
 
-    client = JudgeClient(url, api_key=api_key)
     if trainer not in ("grpo", "online_dpo"):
         raise ValueError("trainer must be 'grpo' or 'online_dpo'")
-    if trainer == "grpo" and not asynchronous:
+    if trainer == "online_dpo" and asynchronous:
+        raise ValueError("OnlineDPOTrainer calls its reward functions synchronously (trl 1.16), so an async one "
+                         "would hand it a coroutine: use remote_reward(url, trainer='online_dpo') without "
+                         "asynchronous=True")
+    client = JudgeClient(url, api_key=api_key)
+    if trainer == "online_dpo":
+        return online_dpo_reward(client)
+    if not asynchronous:
         return grpo_reward(client, num_generations=num_generations, num_generations_eval=num_generations_eval,
                            method=method)
-    if not asynchronous:
-        return online_dpo_reward(client)
     check_method(method)
-    sizes = grpo_sizes(num_generations, num_generations_eval) if trainer == "grpo" else None
+    sizes = grpo_sizes(num_generations, num_generations_eval)
 
     async def baer_remote_grpo(prompts: Sequence, completions: Sequence, completion_ids=None,
                                **columns) -> list[float]:
@@ -289,11 +293,7 @@ def remote_reward(url: str, *, trainer: str = "grpo", num_generations: int | Non
         fields = pair_fields(columns, [i for _, i, _ in todo])
         p = (await client.aprob_a(*pair_texts(prompts, texts, todo), **fields)).tolist() if todo else []
         return group_rewards(len(completions), gs, todo, p, method=method)
-
-    async def baer_remote_online_dpo(prompts: Sequence, completions: Sequence, **columns) -> list[float]:
-        fields = pair_fields(columns, range(len(completions) // 2))
-        return dpo_rewards((await client.ascore(*dpo_halves(prompts, completions), **fields)).tolist())
-    return baer_remote_grpo if trainer == "grpo" else baer_remote_online_dpo
+    return baer_remote_grpo
 
 
 class BAERPairwiseJudge:

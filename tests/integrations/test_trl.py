@@ -227,3 +227,14 @@ def test_grpo_group_size_follows_the_trainer_mode_then_the_runs():
     assert rec.fields == []                                                    # nothing to judge
     with pytest.raises(ValueError, match="num_generations_eval must be an integer of at least 1"):
         grpo_reward(rec, num_generations=2, num_generations_eval=0)
+
+
+def test_remote_online_dpo_reward_is_not_offered_async():
+    """trl 1.16's OnlineDPOTrainer calls reward functions synchronously: the async one handed it a
+    coroutine, and the step failed with a bare TypeError."""
+    import inspect
+
+    from baer_fast.integrations.trl import remote_reward
+    with pytest.raises(ValueError, match="synchronously.*without asynchronous=True"):
+        remote_reward("http://127.0.0.1:9", trainer="online_dpo", asynchronous=True)
+    assert not inspect.iscoroutinefunction(remote_reward("http://127.0.0.1:9", trainer="online_dpo"))
