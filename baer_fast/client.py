@@ -38,6 +38,10 @@ class JudgeServerTimeout(JudgeServerError):
 class JudgeClient:
     def __init__(self, url: str, api_key: str | None = None, *, timeout: float = 600.0, retries: int = 10,
                  max_pairs: int = MAX_PAIRS):
+        if isinstance(retries, bool) or not isinstance(retries, int) or retries < 0:
+            raise ValueError(f"retries must be an integer of at least 0 (tries after the first), got {retries!r}")
+        if isinstance(timeout, bool) or (isinstance(timeout, (int, float)) and not timeout > 0):
+            raise ValueError(f"timeout must be seconds above 0 (None: no limit; or an httpx.Timeout), got {timeout!r}")
         self.url, self.timeout, self.retries, self.max_pairs = url.rstrip("/"), timeout, retries, max_pairs
         self.headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self._sync = None

@@ -267,9 +267,10 @@ def grpo_reward(judge, *, num_generations: int, num_generations_eval: int | None
 
 def remote_reward(url: str, *, trainer: str = "grpo", num_generations: int | None = None,
                   num_generations_eval: int | None = None, method: str = "mean_win", api_key: str | None = None,
-                  asynchronous: bool = False):
+                  asynchronous: bool = False, timeout: float = 600.0, retries: int = 10):
     """The same reward functions, judged by a `baer-fast serve` at `url` (sync, or async for GRPOTrainer's
-    async reward functions). trainer: "grpo" (needs num_generations) or "online_dpo"."""
+    async reward functions). trainer: "grpo" (needs num_generations) or "online_dpo". timeout, retries:
+    JudgeClient's (seconds to wait for an answer; tries, a second apart, while the server is unreachable)."""
     from baer_fast.client import JudgeClient
 
     if trainer not in ("grpo", "online_dpo"):
@@ -278,7 +279,7 @@ def remote_reward(url: str, *, trainer: str = "grpo", num_generations: int | Non
         raise ValueError("OnlineDPOTrainer calls its reward functions synchronously (trl 1.16), so an async one "
                          "would hand it a coroutine: use remote_reward(url, trainer='online_dpo') without "
                          "asynchronous=True")
-    client = JudgeClient(url, api_key=api_key)
+    client = JudgeClient(url, api_key=api_key, timeout=timeout, retries=retries)
     if trainer == "online_dpo":
         return online_dpo_reward(client)
     if not asynchronous:

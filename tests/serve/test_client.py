@@ -153,3 +153,30 @@ def test_a_connection_dropped_before_an_answer_is_retried():
     finally:
         stand.stop()
     assert stand.count == 3
+
+
+@pytest.mark.parametrize("asynchronous", [False, True])
+def test_remote_reward_passes_timeout_and_retries_to_its_client(asynchronous):
+    """remote_reward took neither: a judge restart longer than the client's default ~10 s of retries
+    stopped training, and a slow judge could not be given more time."""
+    from baer_fast.client import JudgeServerError, JudgeServerTimeout
+    from baer_fast.integrations.trl import remote_reward
+
+    def call(f):
+        out = f(prompts=["q", "q"], completions=["a", "bb"])
+        return asyncio.run(out) if asynchronous else out
+
+    held, dropping = StandIn(hold=True), StandIn(drop=1)
+    try:
+        with pytest.raises(JudgeServerTimeout, match=r"timeout=0\.2 s"):
+            call(remote_reward(held.url, num_generations=2, asynchronous=asynchronous, timeout=0.2))
+        with pytest.raises(JudgeServerError, match="after 0 retries"):      # the default 10 would get an answer
+            call(remote_reward(dropping.url, num_generations=2, asynchronous=asynchronous, retries=0))
+        assert call(remote_reward(dropping.url, num_generations=2, asynchronous=asynchronous, retries=0)) == [0.5, 0.5]
+    finally:
+        held.stop()
+        dropping.stop()
+    with pytest.raises(ValueError, match="retries must be"):
+        remote_reward(held.url, num_generations=2, retries=-1)
+    with pytest.raises(ValueError, match="timeout must be"):
+        remote_reward(held.url, num_generations=2, timeout=0)
