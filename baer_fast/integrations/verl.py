@@ -7,17 +7,22 @@ come from the config.
   P(solution better than the reference answer `ground_truth`), in [0, 1].
 - `compute_score_batch(data_sources, solution_strs, ground_truths, extra_infos)`
   (reward_manager=batch): rollouts of one question (extra_info[question_key]) judged against
-  each other, round robin, mean win (or Bradley-Terry) as in the TRL adapters.
+  each other, round robin, mean win (or Bradley-Terry) as in the TRL adapters; a call of lone
+  rollouts (rollout.n or val_kwargs.n of 1) is an error unless `single_rollout="neutral"`.
 An extra_info's `subset` / `category` reach the judge as the pair's (a head pruned per subset runs
 that subset's experts), as a dataset's columns do through the TRL adapters.
 """
 from __future__ import annotations
 
 import functools
+import logging
 import os
 from typing import Sequence
 
 from baer_fast.errors import InputError
+
+log = logging.getLogger("baer_fast")
+_warned_lone: list = []          # one warning per process for calls of lone rollouts judged neutral
 
 
 @functools.lru_cache(maxsize=8)
@@ -63,15 +68,40 @@ def compute_score(data_source, solution_str: str, ground_truth, extra_info=None,
     return float(p[0])
 
 
+def lone_rollouts(n: int, single_rollout: str, neutral: float) -> None:
+    """Every question of a call has one rollout: nothing to compare it with, so the only reward is a
+    constant. An error by default (veRL validates before training, so a wrong n stops the run at step 0,
+    before it trains on a constant); `single_rollout="neutral"` accepts the neutral reward, warned once."""
+    if single_rollout == "error":
+        raise InputError(f"every one of the {n} questions in this call has a single rollout; a pairwise judge "
+                         "compares a question's rollouts with each other, so a lone one could only get a constant "
+                         "reward. Training: set actor_rollout_ref.rollout.n to 2 or more. Validation (veRL's "
+                         "default val_kwargs.n=1): set actor_rollout_ref.rollout.val_kwargs.n>=2 with "
+                         "val_kwargs.do_sample=True, or trainer.test_freq=-1 trainer.val_before_train=False, or "
+                         "accept a constant validation reward with "
+                         "+custom_reward_function.reward_kwargs.single_rollout=neutral")
+    if not _warned_lone:
+        _warned_lone.append(True)
+        log.warning("compute_score_batch: every question of a call has a single rollout; each gets the neutral "
+                    "reward %s (single_rollout='neutral'): if this is training, set actor_rollout_ref.rollout.n "
+                    "to 2 or more", neutral)
+
+
 def compute_score_batch(data_sources: Sequence, solution_strs: Sequence[str], ground_truths: Sequence,
                         extra_infos: Sequence, *, url: str | None = None, api_key_env: str = "BAER_API_KEY",
-                        question_key: str = "question", method: str = "mean_win", **_) -> list[float]:
-    from baer_fast.integrations.trl import (check_method, group_rewards, pair_fields, pair_texts, prompt_groups,
-                                            round_robin)
+                        question_key: str = "question", method: str = "mean_win", single_rollout: str = "error",
+                        **_) -> list[float]:
+    from baer_fast.integrations.trl import (NEUTRAL, check_method, group_rewards, pair_fields, pair_texts,
+                                            prompt_groups, round_robin)
 
     check_method(method)
+    if single_rollout not in ("error", "neutral"):
+        raise InputError(f"single_rollout must be 'error' or 'neutral', got {single_rollout!r}",
+                         field="reward_kwargs.single_rollout")
     questions = [_question(e, question_key) for e in extra_infos]
     gs = prompt_groups(questions)
+    if gs and all(len(g) == 1 for g in gs):
+        lone_rollouts(len(gs), single_rollout, NEUTRAL[method])
     texts = [str(s) for s in solution_strs]
     todo = round_robin(gs, texts)
     fields = pair_fields(_columns(extra_infos), [i for _, i, _ in todo])
