@@ -300,20 +300,28 @@ def remote_reward(url: str, *, trainer: str = "grpo", num_generations: int | Non
 class BAERPairwiseJudge:
     """The shape of TRL<=1.0's BasePairwiseJudge: judge(prompts, completions) -> list[int].
 
-    completions[i] is a pair [c0, c1]; the result is the index of the better one. BAER is
-    order-symmetric by construction, so `shuffle_order` changes nothing and is accepted for
-    compatibility.
+    completions[i] is a pair [c0, c1]; the result is the index of the better one, or with
+    `return_scores=True` (WinRateCallback(use_soft_judge=True)) P(c0 is better), as TRL's soft judges
+    return it. BAER is order-symmetric by construction, so `shuffle_order` changes nothing and is
+    accepted for compatibility.
     """
 
     def __init__(self, baer_judge):
         self.baer = baer_judge
 
-    def judge(self, prompts: list, completions: list, shuffle_order: bool = True) -> list[int]:
+    def judge(self, prompts: list, completions: list, shuffle_order: bool = True,
+              return_scores: bool = False) -> list[int] | list[float]:
         if len(prompts) != len(completions) or any(len(c) != 2 for c in completions):
             raise InputError("completions must be a list of [c0, c1] pairs, one per prompt")
+        if return_scores:
+            return [float(p) for p in self.baer.prob_a(*self._pairs(prompts, completions)).tolist()]
         s = self.judge_model_scores(prompts, completions)
         return [0 if v >= 0 else 1 for v in s]
 
     def judge_model_scores(self, prompts, completions) -> list[float]:
-        return self.baer.score([as_question(p) for p in prompts], [as_text(c[0]) for c in completions],
-                                [as_text(c[1]) for c in completions]).tolist()
+        return self.baer.score(*self._pairs(prompts, completions)).tolist()
+
+    @staticmethod
+    def _pairs(prompts, completions) -> tuple[list, list[str], list[str]]:
+        return ([as_question(p) for p in prompts], [as_text(c[0]) for c in completions],
+                [as_text(c[1]) for c in completions])

@@ -56,7 +56,8 @@ def compute_score(data_source, solution_str: str, ground_truth, extra_info=None,
     if isinstance(ground_truth, (int, float)) and not isinstance(ground_truth, bool):
         ground_truth = str(ground_truth)            # math datasets keep numeric answers
     if not isinstance(ground_truth, str) or not ground_truth.strip():
-        got = "empty" if isinstance(ground_truth, str) or ground_truth is None else type(ground_truth).__name__
+        got = ("None" if ground_truth is None else "an empty string" if isinstance(ground_truth, str)
+               else type(ground_truth).__name__)
         raise InputError(f"compute_score judges the solution against the reference answer in ground_truth, a "
                          f"non-empty string or number (got {got}); without one use compute_score_batch "
                          "(rollouts against each other)", field="ground_truth")

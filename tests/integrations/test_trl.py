@@ -238,3 +238,17 @@ def test_remote_online_dpo_reward_is_not_offered_async():
     with pytest.raises(ValueError, match="synchronously.*without asynchronous=True"):
         remote_reward("http://127.0.0.1:9", trainer="online_dpo", asynchronous=True)
     assert not inspect.iscoroutinefunction(remote_reward("http://127.0.0.1:9", trainer="online_dpo"))
+
+
+def test_pairwise_judge_soft_scores_for_win_rate_callback():
+    """TRL<=1.0's WinRateCallback(use_soft_judge=True) calls judge(prompts, pairs, shuffle_order,
+    return_scores=True) for P(first better): BAERPairwiseJudge took no return_scores (TypeError)."""
+    import math
+    pj = BAERPairwiseJudge(Recording())                  # P(a beats b) = sigmoid(len(a) - len(b))
+    pairs = list(zip(["the sum is 3", "yes"], ["a list", "no, it is not"]))      # the callback passes tuples
+    soft = pj.judge(PROMPTS[:2], pairs, True, return_scores=True)
+    assert soft == pytest.approx([1 / (1 + math.exp(-6)), 1 / (1 + math.exp(10))], rel=1e-12)
+    assert all(type(p) is float for p in soft)
+    assert [0 if p > 0.5 else 1 for p in soft] == pj.judge(PROMPTS[:2], pairs, True) == [0, 1]
+    flipped = pj.judge(PROMPTS[:2], [p[::-1] for p in pairs], False, return_scores=True)
+    assert [a + b for a, b in zip(soft, flipped)] == pytest.approx([1.0, 1.0], rel=1e-12)

@@ -58,3 +58,12 @@ def test_a_lone_rollout_beside_groups_is_neutral_without_error(stub):
     got = _batch(["q", "q", "r"], ["long answer", "no", "alone"])
     assert got == [0.75, 0.25, 0.5]
     assert stub.calls == [[("q", "long answer", "no")]]
+
+
+def test_a_missing_reference_answer_is_named_none(stub):
+    """ground_truth=None was reported as 'got empty'."""
+    with pytest.raises(InputError, match=r"\(got None\)"):
+        verl.compute_score("gsm8k", "four", None, {"question": "2+2?"})
+    with pytest.raises(InputError, match=r"\(got an empty string\)"):
+        verl.compute_score("gsm8k", "four", " ", {"question": "2+2?"})
+    assert stub.calls == []

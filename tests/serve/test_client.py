@@ -73,7 +73,7 @@ def test_verl_takes_a_numeric_reference_answer(monkeypatch):
             return np.array([0.25])
     monkeypatch.setattr(verl, "client_for", lambda *a, **k: Stub())
     assert verl.compute_score("gsm8k", "four", 4, {"question": "2+2?"}) == 0.25
-    with pytest.raises(InputError, match="got empty"):
+    with pytest.raises(InputError, match="got an empty string"):
         verl.compute_score("gsm8k", "four", "", {"question": "2+2?"})
 
 
