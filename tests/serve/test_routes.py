@@ -183,8 +183,9 @@ def test_clients_and_reward_adapters_over_http(default_judge, serving):
     assert np.allclose(remote_reward(srv.url, num_generations=3)(prompts, comps), local, atol=tol, rtol=0)
     f = remote_reward(srv.url, num_generations=3, asynchronous=True)
     assert np.allclose(asyncio.run(f(prompts=prompts, completions=comps)), local, atol=tol, rtol=0)
-    dpo = remote_reward(srv.url, trainer="online_dpo", asynchronous=True)
-    r = asyncio.run(dpo(prompts=[q, q], completions=[x, y]))
+    with pytest.raises(ValueError, match="synchronously"):      # trl's OnlineDPOTrainer never awaits
+        remote_reward(srv.url, trainer="online_dpo", asynchronous=True)
+    r = remote_reward(srv.url, trainer="online_dpo")(prompts=[q, q], completions=[x, y])
     assert np.allclose(r, online_dpo_reward(default_judge)(prompts=[q, q], completions=[x, y]), atol=tol, rtol=0)
     one = verl.compute_score("src", x, y, {"question": q}, url=srv.url)
     assert 0 <= one <= 1 and one == pytest.approx(float(default_judge.prob_a([q], [x], [y])[0]), abs=tol)   # sigmoid' <= 1/4
