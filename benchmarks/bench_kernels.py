@@ -15,11 +15,14 @@ Linux only; -1 where that fails).
     python -m pytest benchmarks/bench_kernels.py --benchmark-json=/tmp/bench_kernels.json -q -s
 
 The last line printed is one JSON object with medians, peaks and ratios (also written to
-$BENCH_KERNELS_JSON when set). Without pytest-benchmark, `python benchmarks/bench_kernels.py`
-times the same paths with a plain median-of-20 loop and prints the same line.
+$BENCH_KERNELS_JSON when set). Without pytest-benchmark, `python benchmarks/bench_kernels.py
+[--rounds 20]` times the same paths with a plain median-of-N loop, prints a table to stderr and
+the same line to stdout. With `--benchmark-disable` every path runs once and no timing row is
+recorded (the JSON line says so).
 """
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import statistics
@@ -199,7 +202,23 @@ def standalone(rounds: int = 20) -> str:
             out[bench][path] = {"median_s": statistics.median(times),
                                 "peak_bytes": peak_bytes(bench, path, inputs)}
         del inputs
-    return finish(out)
+    line = finish(out)                      # adds the ratios the table shows
+    print(table(out), file=sys.stderr)
+    return line
+
+
+def table(out: dict) -> str:
+    """The timed rows, one per path: median, peak memory and the ratios against the naive path."""
+    lines = [f"{'bench':<9} {'path':<16} {'median':>11} {'peak MiB':>9} {'speedup':>8} {'memory':>7}"]
+    for bench, base in (("readout", "full_projection"), ("evidence", "numpy")):
+        for path, row in out[bench].items():
+            if "median_s" not in row:
+                continue
+            speed, mem = row.get("speedup_vs_" + base), row.get("memory_ratio_" + base)
+            lines.append(f"{bench:<9} {path:<16} {row['median_s'] * 1e3:9.2f}ms {row['peak_bytes'] / 2 ** 20:9.1f} "
+                         + (f"{speed:7.2f}x" if speed else f"{'-':>8}") + " "
+                         + (f"{mem:6.2f}x" if mem else f"{'-':>7}"))
+    return "\n".join(lines)
 
 
 try:  # the pytest-benchmark face of this file; standalone() works without pytest
@@ -215,7 +234,11 @@ if pytest is not None:
         yield out
         line = finish(out)
         reporter = pytestconfig.pluginmanager.get_plugin("terminalreporter")
-        reporter.write_line(line) if reporter else print(line)
+        if reporter:
+            reporter.write("\n")              # -q leaves the cursor after the progress dots
+            reporter.write_line(line)
+        else:
+            print(line)
 
     @pytest.fixture(scope="module")
     def readout_inputs():
@@ -231,6 +254,9 @@ if pytest is not None:
         fn, args, kw = case(bench, path, inputs)
         benchmark.group = bench
         benchmark.pedantic(_synced(fn), args=args, kwargs=kw, rounds=5, warmup_rounds=1)
+        if benchmark.disabled:           # --benchmark-disable: the path ran once, untimed; no row
+            results["timing"] = "disabled (--benchmark-disable): each path ran once, no rows recorded"
+            return
         results[bench][path] = {"median_s": benchmark.stats.stats.median,
                                 "peak_bytes": peak_bytes(bench, path, inputs)}
 
@@ -243,8 +269,16 @@ if pytest is not None:
         _bench(benchmark, results, "evidence", path, evidence_inputs)
 
 
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0],
+                                 epilog="Under pytest: python -m pytest benchmarks/bench_kernels.py -q -s")
+    ap.add_argument("--rounds", type=int, default=20, help="timed calls per path (default 20)")
+    ap.add_argument("--peak", nargs=2, metavar=("BENCH", "PATH"),
+                    help="internal: print the peak RSS growth of one call (run in a fresh process)")
+    args = ap.parse_args(argv)
+    print(_peak_cpu_here(*args.peak) if args.peak else standalone(args.rounds))
+    return 0
+
+
 if __name__ == "__main__":
-    if sys.argv[1:2] == ["--peak"]:
-        print(_peak_cpu_here(sys.argv[2], sys.argv[3]))
-    else:
-        print(standalone())
+    sys.exit(main())
