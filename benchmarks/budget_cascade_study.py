@@ -44,7 +44,8 @@ for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from cost_accuracy import accuracy, data_root, gap_figures, iter_cells, stack_art, study_arguments, test_rows  # noqa: E402
+from cost_accuracy import (accuracy, data_root, gap_figures, iter_cells, no_cells, stack_art,  # noqa: E402
+                           study_arguments, test_rows)
 
 STAGE1 = (0.3, 0.45, 0.6, 0.75)       # stage-1 budgets, as fractions of the average budget
 SALT = "baer-cascade:exit"
@@ -154,6 +155,8 @@ def main(argv=None) -> int:
     tasks = [(args.data, args.only, i, args.budget) for i in range(args.first, args.first + args.splits)]
     with concurrent.futures.ProcessPoolExecutor(max_workers=max(args.jobs, 1)) as pool:
         cells = [c for part in pool.map(split_cells, tasks) for c in part]
+    if not cells:
+        raise no_cells(data_root(args.data), args.only)
     for c in cells:
         opts = " ".join(f"{o['b']:g}:" + "/".join(f"{100 * o[v]['test']:.1f}@{o[v]['cost']:.2f}" for v in VARIANTS)
                         + ("*" if o["b"] == c.get("chosen_held") else "") for o in c["options"]) or "infeasible"

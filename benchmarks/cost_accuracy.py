@@ -56,14 +56,26 @@ def data_root(arg: str | None) -> Path:
     return Path(arg) if arg else default_root()
 
 
+def bank_sources(root: Path, only: str | None) -> list[tuple]:
+    """The SOURCES on disk under root that --only picks (robustness.wanted: case-insensitive, on the
+    benchmark's name followed by "/", so `Natural` and `natural/` both pick LLMBar-Natural)."""
+    from robustness import on_disk, wanted
+    found = on_disk(root, [folder for _, _, folder in SOURCES])
+    return [s for s in SOURCES if s[2] in found and wanted(only, s[0] + "/")]
+
+
+def no_cells(root: Path, only: str | None, what: str = "condition") -> SystemExit:
+    """The one-line error of a study over SOURCES with no cell to run (robustness.no_cells)."""
+    import robustness
+    return robustness.no_cells(root, [folder for _, _, folder in SOURCES], only, what)
+
+
 def iter_cells(root: Path, only: str | None, first: int, splits: int):
     """(condition name, signals, SplitSpec, i) for every public bank condition x split `cost-<i>`,
     i = first .. first + splits - 1, in the order this benchmark runs them (banks not on disk skipped)."""
     from baer_fast.io.adapters import load
     from baer_fast.io.splits import SplitSpec
-    for bench, kind, folder in SOURCES:
-        if (only and only not in bench) or not (root / folder).exists():
-            continue
+    for bench, kind, folder in bank_sources(root, only):
         banks = load(kind, str(root / folder)).banks
         for i in range(first, first + splits):
             for backbone in sorted(banks):
@@ -73,11 +85,12 @@ def iter_cells(root: Path, only: str | None, first: int, splits: int):
 def study_arguments(description: str) -> argparse.ArgumentParser:
     """The options the pruning studies share (prune_ceiling.py, prune_single_order.py)."""
     ap = argparse.ArgumentParser(description=description)
-    ap.add_argument("--data")
-    ap.add_argument("--splits", type=int, default=5)
-    ap.add_argument("--first", type=int, default=0)
-    ap.add_argument("--budget", type=float, default=1 / 3)
-    ap.add_argument("--only")
+    ap.add_argument("--data", help="data root (default: $BAER_SHARED_DATA, else ../shared/data)")
+    ap.add_argument("--splits", type=int, default=5, help="seeded splits cost-<i> per condition (default 5)")
+    ap.add_argument("--first", type=int, default=0, help="index of the first split (default 0)")
+    ap.add_argument("--budget", type=float, default=1 / 3, help="cost budget, a fraction of the full bank's (default 1/3)")
+    ap.add_argument("--only", metavar="SUBSTR",
+                    help="only the sources whose name contains SUBSTR (case-insensitive: Natural, natural/)")
     return ap
 
 
@@ -428,7 +441,8 @@ def main(argv=None) -> int:
     ap.add_argument("--criterion", choices=("accuracy", "logloss"), default="logloss",
                     help="what the subset search maximises first (CostModel.criterion)")
     ap.add_argument("--tolerance", type=float, default=None, help="cascade CV tolerance (default: CascadeSpec's)")
-    ap.add_argument("--only", default=None, metavar="NAME", help="only the sources whose name contains NAME")
+    ap.add_argument("--only", default=None, metavar="NAME",
+                    help="only the sources whose name contains NAME (case-insensitive: Natural, natural/)")
     ap.add_argument("--parts", default=",".join(PARTS), help="comma-separated subset of pruned,cascade,transfer")
     ap.add_argument("--per-subset", action="store_true", help="prune per pair subset (`fit --budget B --per-subset`)")
     ap.add_argument("--budgets", default=",".join(BUDGETS), help="comma-separated fractions for the pruned heads")
@@ -456,12 +470,7 @@ def main(argv=None) -> int:
     from baer_fast.io.splits import SplitSpec
     root = data_root(args.data)
     rows, lobo = [], []
-    for bench, kind, folder in SOURCES:
-        if args.only and args.only not in bench:
-            continue
-        if not (root / folder).exists():
-            print(f"skip {bench}: {root / folder} not found", file=sys.stderr)
-            continue
+    for bench, kind, folder in bank_sources(root, args.only):
         banks = load(kind, str(root / folder)).banks
         for i in range(args.first_split, args.first_split + args.splits):
             spec = SplitSpec(seed=f"cost-{i}")
@@ -477,10 +486,10 @@ def main(argv=None) -> int:
                     print(f"{t['condition']:<30} {spec.seed} LOBO transfer={100 * t['transfer']:.1f} "
                           f"majority={100 * t['majority']:.1f} mean_zt={100 * t['mean_zt']:.1f} "
                           f"supervised={100 * t['supervised']:.1f}", file=sys.stderr)
-    runtime = runtime_rows(args) if args.runtime_bank or (args.only and args.only in cost_runtime.NAME) else []
+    runtime = runtime_rows(args) if args.runtime_bank or (args.only and args.only.lower() in cost_runtime.NAME.lower()) \
+        else []
     if not (rows or lobo or runtime):
-        raise SystemExit(f"no bank found under {root}" + (f" matching {args.only!r}" if args.only else "")
-                         + ": point BAER_SHARED_DATA (or --data) at the shared data folder")
+        raise no_cells(root, args.only)
     if args.plot:
         plot(rows, args.plot)
     summary = summarize(rows, lobo) if rows or lobo else {}      # no public bank run: no targets to judge

@@ -25,7 +25,7 @@ for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from cost_accuracy import accuracy, data_root, gap_figures, iter_cells, study_arguments, test_rows  # noqa: E402
+from cost_accuracy import accuracy, data_root, gap_figures, iter_cells, no_cells, study_arguments, test_rows  # noqa: E402
 
 
 def cell(records, spec, budget: float, max_subsets: int) -> dict:
@@ -71,14 +71,16 @@ def main(argv=None) -> int:
     ap = study_arguments(__doc__.splitlines()[0])
     ap.add_argument("--max-subsets", type=int, default=5000)
     args = ap.parse_args(argv)
-    cells = []
-    for name, records, spec, i in iter_cells(data_root(args.data), args.only, args.first, args.splits):
+    root, cells = data_root(args.data), []
+    for name, records, spec, i in iter_cells(root, args.only, args.first, args.splits):
         c = {"condition": name, "split": i, **cell(records, spec, args.budget, args.max_subsets)}
         cells.append(c)
         gap = "infeasible" if c["ceiling"] is None else \
             f"ceiling={100 * c['ceiling']:.1f} gap={100 * (c['ceiling'] - c['full']):+.1f} ({c['search']})"
         print(f"{c['condition']:<30} {spec.seed} experts={c['experts']:<2} affordable={c['affordable']:<5} "
               f"full={100 * c['full']:.1f} {gap}", file=sys.stderr, flush=True)
+    if not cells:
+        raise no_cells(root, args.only)
     gaps = np.array([100 * (c["ceiling"] - c["full"]) for c in cells if c["ceiling"] is not None])
     figures = gap_figures(gaps)
     summary = {"cells": figures.pop("cells"), "infeasible": sum(c["ceiling"] is None for c in cells),

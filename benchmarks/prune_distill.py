@@ -32,8 +32,8 @@ for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from cost_accuracy import (accuracy, data_root, gap_figures, iter_cells, study_arguments, test_rows,  # noqa: E402
-                           ups_downs)
+from cost_accuracy import (accuracy, data_root, gap_figures, iter_cells, no_cells, study_arguments,  # noqa: E402
+                           test_rows, ups_downs)
 
 MODES = ("label", "mix", "soft", "trans")
 
@@ -122,12 +122,14 @@ def main(argv=None) -> int:
     args = study_arguments(__doc__.splitlines()[0]).parse_args(argv)
     import logging
     logging.getLogger("baer_fast").setLevel(logging.ERROR)
-    cells = []
-    for name, records, spec, i in iter_cells(data_root(args.data), args.only, args.first, args.splits):
+    root, cells = data_root(args.data), []
+    for name, records, spec, i in iter_cells(root, args.only, args.first, args.splits):
         c = {"condition": name, "split": i, **cell(records, spec, args.budget)}
         cells.append(c)
         parts = "infeasible" if "infeasible" in c else " ".join(f"{m}={100 * c[m]:.1f}" for m in MODES)
         print(f"{name:<30} {spec.seed} full={100 * c['full']:.1f} {parts}", file=sys.stderr, flush=True)
+    if not cells:
+        raise no_cells(root, args.only)
     out = {m: summary(cells, m) for m in MODES}
     for m in MODES[1:]:
         pairs = [(c[m], c["label"]) for c in cells if m in c]

@@ -22,7 +22,8 @@ for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_var, "1")
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from cost_accuracy import SOURCES, accuracy, data_root, gap_figures, stack_art, study_arguments, test_rows, ups_downs  # noqa: E402
+from cost_accuracy import (accuracy, bank_sources, data_root, gap_figures, no_cells, stack_art,  # noqa: E402
+                           study_arguments, test_rows, ups_downs)
 
 
 class PooledCV:
@@ -74,9 +75,7 @@ def main(argv=None) -> int:
     from baer_fast.io.adapters import load
     args = study_arguments(__doc__.splitlines()[0]).parse_args(argv)
     root, cells = data_root(args.data), []
-    for bench, kind, folder in SOURCES:
-        if (args.only and args.only not in bench) or not (root / folder).exists():
-            continue
+    for bench, kind, folder in bank_sources(root, args.only):
         banks = load(kind, str(root / folder)).banks
         if len(banks) < 2:
             continue
@@ -86,6 +85,8 @@ def main(argv=None) -> int:
                 print(f"{c['condition']:<30} cost-{i} full={100 * c['full']:.1f} " + " ".join(
                     f"{k}={100 * c[k]['test']:.1f}" for k in ("own", "pooled") if k in c), file=sys.stderr)
     both = [c for c in cells if "own" in c and "pooled" in c]
+    if not both:
+        raise no_cells(root, args.only, "benchmark with two or more backbones and an affordable subset")
     summary = {k: gap_figures([100 * (c[k]["test"] - c["full"]) for c in both]) for k in ("own", "pooled")}
     summary["pooled_higher"], summary["pooled_lower"] = ups_downs([(c["pooled"]["test"], c["own"]["test"]) for c in both])
     for k in ("own", "pooled"):

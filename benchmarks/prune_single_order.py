@@ -32,8 +32,8 @@ for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
 
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from cost_accuracy import (accuracy, data_root, gap_figures, iter_cells, stack_art, study_arguments,  # noqa: E402
-                           test_rows, ups_downs)
+from cost_accuracy import (accuracy, data_root, gap_figures, iter_cells, no_cells, stack_art,  # noqa: E402
+                           study_arguments, test_rows, ups_downs)
 
 MODES = ("base", "both", "half")
 
@@ -106,13 +106,15 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     import logging
     logging.getLogger("baer_fast").setLevel(logging.ERROR)
-    cells = []
-    for name, records, spec, i in iter_cells(data_root(args.data), args.only, args.first, args.splits):
+    root, cells = data_root(args.data), []
+    for name, records, spec, i in iter_cells(root, args.only, args.first, args.splits):
         c = {"condition": name, "split": i, **cell(records, spec, args.budget, args.salt)}
         cells.append(c)
         parts = " ".join(f"{m}=" + (f"{100 * c[m]['test']:.1f}@{c[m]['cost']:.2f}" if "test" in c[m]
                                     else "infeasible") for m in MODES)
         print(f"{name:<30} {spec.seed} full={100 * c['full']:.1f} {parts}", file=sys.stderr, flush=True)
+    if not cells:
+        raise no_cells(root, args.only)
     out = {m: summary(cells, m) for m in MODES}
     for m in MODES[1:]:
         pairs = [(c[m]["test"], c["base"]["test"]) for c in cells if "test" in c["base"] and "test" in c[m]]

@@ -49,6 +49,36 @@ def default_root() -> Path:
     return Path(os.environ.get("BAER_SHARED_DATA", repo.parent / "shared" / "data"))
 
 
+def wanted(only: str | None, name: str) -> bool:
+    """--only, the same in every benchmark script: a case-insensitive substring of the condition's name
+    ("natural/PaLM2") or of its benchmark's name followed by "/" ("LLMBar-Natural/"), so `Natural`,
+    `natural/` and `NATURAL` pick the same conditions everywhere."""
+    return not only or only.lower() in name.lower()
+
+
+def on_disk(root: Path, folders) -> list:
+    """The folders found under root; the missing ones are logged at debug level only (when none is
+    found, the caller's `no_cells` error names them)."""
+    import logging
+
+    found = [f for f in folders if (Path(root) / f).exists()]
+    for f in folders:
+        if f not in found:
+            logging.getLogger("baer_fast.benchmarks").debug("skip %s: not under %s", f, root)
+    return found
+
+
+def no_cells(root: Path, folders, only: str | None, what: str = "condition") -> SystemExit:
+    """The one-line error of a benchmark that found nothing to run (a table of nothing is no result):
+    no bank under root, or an --only that matches no `what`."""
+    if not any((Path(root) / f).exists() for f in folders):
+        return SystemExit(f"no bank found under {root} (looked for {', '.join(folders)}): "
+                          "set BAER_SHARED_DATA or pass the data root (--data, DATA_ROOT) of the shared data folder")
+    if only:
+        return SystemExit(f"--only {only!r} matches no {what} under {root}")
+    return SystemExit(f"no {what} to run under {root}")
+
+
 def two_orders(signals) -> bool:
     return any(len(runs) >= 2 for r in signals for runs in r.experts.values())
 
@@ -57,19 +87,16 @@ def load_conditions(root: Path, only: str | None = None) -> dict:
     """name -> signals, for every bank whose protocols ran in both display orders."""
     from baer_fast.io.adapters import load
 
-    out = {}
+    out, found = {}, on_disk(root, [rel for _, _, rel in SOURCES])
     for bench, kind, rel in SOURCES:
-        path = root / rel
-        if not path.exists():
-            print(f"skip {bench}: {path} not found", file=sys.stderr)
+        if rel not in found:
             continue
-        for cond, signals in sorted(load(kind, str(path)).banks.items()):
+        for cond, signals in sorted(load(kind, str(root / rel)).banks.items()):
             name = f"{bench}/{cond}"
-            if (only is None or only in name) and two_orders(signals):
+            if wanted(only, name) and two_orders(signals):
                 out[name] = signals
     if not out:         # a benchmark of nothing is no result: say so and fail, not a table of NaN
-        raise SystemExit(f"no condition found under {root}" + (f" matching {only!r}" if only else "")
-                         + ": point BAER_SHARED_DATA (or --data) at the shared data folder")
+        raise no_cells(root, [rel for _, _, rel in SOURCES], only)
     return out
 
 
@@ -196,7 +223,7 @@ def main(argv=None) -> int:
     ap.add_argument("--first", type=int, default=0, help="index of the first split (default 0)")
     ap.add_argument("--jobs", type=int, default=2, help="worker processes (default 2)")
     ap.add_argument("--data", default=str(default_root()), help="data root (default ../shared/data)")
-    ap.add_argument("--only", help="keep conditions whose name contains this")
+    ap.add_argument("--only", help="keep conditions whose name contains this (case-insensitive: Natural, natural/)")
     ap.add_argument("--out", help="also write the table and the JSON line to this file")
     args = ap.parse_args(argv)
     t0 = time.perf_counter()
