@@ -1,6 +1,6 @@
 """Head selection and test accuracy per condition on the published-judge data (markdown table).
 
-    python benchmarks/llmbar_table.py [DATA_ROOT]      # default: $BAER_SHARED_DATA or ../shared/data
+    python benchmarks/llmbar_table.py [DATA_ROOT] [--out TABLE.md]   # default root: $BAER_SHARED_DATA or ../shared/data
 
 For every LLMBar condition (Natural; CaseStudy, all 5 subsets; Processed, FairEval +
 MT-Bench) and the JudgeBench GPT-4o bank: fit with the selection rule (`baer-fast fit`), score
@@ -8,10 +8,13 @@ the held-apart test split from the frozen head, and compare with the strongest s
 external protocol chosen ON TEST under its stronger reading (strict or native; the
 paper's baseline, optimistic for it) and with the stack alone. The stack alone is the artifact's own stack head: it is the same fit that
 `--head stack` deploys (fitting is deterministic and fits every head either way).
-Progress to stderr, the table to stdout.
+Progress and the Markdown table to stderr (--out FILE also writes the table there), ONE JSON line
+(the rows) to stdout.
 """
 from __future__ import annotations
 
+import argparse
+import json
 import os
 import sys
 import time
@@ -25,11 +28,13 @@ SOURCES = (   # (benchmark, adapter, folder under the data root)
 )
 
 
-def data_root(argv: list[str]) -> Path:
-    """The first argument, else the shared data root every benchmark reads (robustness.default_root)."""
-    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+
+def data_root(arg: str | None) -> Path:
+    """DATA_ROOT, else the shared data root every benchmark reads (robustness.default_root)."""
     from robustness import default_root
-    return Path(argv[0]) if argv else default_root()
+    return Path(arg) if arg else default_root()
 
 
 def short_reason(art: dict) -> str:
@@ -88,23 +93,32 @@ def table(rows: list[dict]) -> str:
 
 
 def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("data", nargs="?", metavar="DATA_ROOT", help="data root (default: $BAER_SHARED_DATA, else ../shared/data)")
+    ap.add_argument("--out", metavar="FILE", help="also write the Markdown table to FILE")
+    args = ap.parse_args(argv)
     from baer_fast.io.adapters import load
+    from robustness import no_cells, on_disk
 
-    root = data_root(list(sys.argv[1:] if argv is None else argv))
+    root = data_root(args.data)
     rows, t0 = [], time.perf_counter()
+    found = on_disk(root, [rel for _, _, rel in SOURCES])
     for bench, kind, rel in SOURCES:
-        path = root / rel
-        if not path.exists():
-            print(f"skip {bench}: {path} not found", file=sys.stderr)
+        if rel not in found:
             continue
-        imported = load(kind, str(path))
+        imported = load(kind, str(root / rel))
         for cond, signals in sorted(imported.banks.items()):
             name = cond if cond.startswith(bench.split("-")[0].lower()) else f"{bench}/{cond}"
             rows.append(run_condition(name, signals))
             print(f"{name}: {rows[-1]['head']} ({time.perf_counter() - t0:.0f}s)", file=sys.stderr)
     if not rows:
-        raise SystemExit(f"no bank found under {root}: point BAER_SHARED_DATA at the shared data folder")
-    print(table(rows))
+        raise no_cells(root, [rel for _, _, rel in SOURCES], None)
+    text = table(rows)
+    print(text, file=sys.stderr)
+    if args.out:
+        with open(args.out, "w", encoding="utf-8") as fh:
+            fh.write(text + "\n")
+    print(json.dumps({"benchmark": "llmbar_table", "conditions": len(rows), "rows": rows}))
     return 0
 
 
