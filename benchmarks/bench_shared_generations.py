@@ -16,6 +16,7 @@ asserts; medians (and min) over rounds, then one JSON line with the decoded toke
 requests, seconds and the largest difference between the two arms' runs.
 
     python benchmarks/bench_shared_generations.py [--questions 2] [--completions 8] [--budget 32] [--rounds 3]
+    python -m pytest benchmarks/bench_shared_generations.py -q      # both arms, pytest-benchmark
 """
 from __future__ import annotations
 
@@ -107,12 +108,25 @@ def main(argv=None) -> int:
     return 0
 
 
-def test_shared_generations(benchmark, tmp_path):
-    """pytest-benchmark entry: the shared arm on a small round robin."""
-    from random_judge import load_random
-    loaded = load_random(str(tmp_path), "anchor", device="cpu", dtype="float32")
-    pairs = round_robin_pairs(1, 4)
-    benchmark(lambda: one_arm(loaded, pairs, 8, shared=True))
+try:  # the pytest-benchmark face of this file; main() works without pytest
+    import pytest
+except ImportError:
+    pytest = None
+
+if pytest is not None:
+    @pytest.fixture(scope="module")
+    def anchor(tmp_path_factory):
+        """The anchor model and a small round robin, shared by both arms."""
+        from random_judge import load_random
+        return load_random(str(tmp_path_factory.mktemp("anchor")), "anchor", device="cpu", dtype="float32"), \
+            round_robin_pairs(1, 4)
+
+    @pytest.mark.parametrize("arm", ["per_pair", "shared"])
+    def test_shared_generations(benchmark, anchor, arm):
+        """pytest-benchmark entry: both arms on the same small round robin, side by side in one group."""
+        loaded, pairs = anchor
+        benchmark.group = "shared_generations"
+        benchmark(lambda: one_arm(loaded, pairs, 8, shared=arm == "shared"))
 
 
 if __name__ == "__main__":
