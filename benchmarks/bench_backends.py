@@ -9,7 +9,8 @@ gets one untimed warm-up round, then --rounds timed.
 
     python benchmarks/bench_backends.py [--pairs 16] [--rounds 3] [--backends hf,vllm]
 
-Needs vllm for the vllm rows (the venv of benchmarks/vllm_parity.sh on CPU). Never asserts;
+Needs vllm for the vllm rows (the venv of benchmarks/vllm_parity.sh on CPU): without it the default
+`--backends hf,vllm` exits with one line before timing anything; `--backends hf` times the hf rows alone. Never asserts;
 medians with min/max to stderr, one JSON line to stdout (also to --json PATH).
 """
 from __future__ import annotations
@@ -115,6 +116,21 @@ def _vllm_rows(args, model_dir, groups, pairs, results) -> dict:
     return info
 
 
+def check_backends(backends: list[str]) -> None:
+    """Before any timing: unknown names, or vllm asked for where it cannot be imported, exit with one line
+    (not a traceback after the hf rows have run for a minute)."""
+    unknown = sorted(set(backends) - {"hf", "vllm"})
+    if unknown or not backends:
+        raise SystemExit(f"bench_backends: --backends takes hf and/or vllm, not {','.join(unknown) or 'nothing'}")
+    if "vllm" in backends:
+        from baer_fast.errors import BaerError
+        from baer_fast.runtime.vllm.backend import require_vllm
+        try:
+            require_vllm()
+        except BaerError as e:
+            raise SystemExit(f"bench_backends: {e}; or `--backends hf` for the hf rows alone (no peer)") from None
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--pairs", type=int, default=16)
@@ -128,6 +144,7 @@ def main(argv=None) -> int:
                     help="also time N vLLM replicas (one process each; on CPU each gets its share of the cores)")
     ap.add_argument("--json", default=None, help="also write the JSON line here")
     args = ap.parse_args(argv)
+    check_backends(args.backends.split(","))
     with tempfile.TemporaryDirectory() as folder:
         res = run(args, folder)
     for r in res["rows"]:
