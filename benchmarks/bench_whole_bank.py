@@ -1,6 +1,7 @@
 """The whole bank through the `experts` command: the hf backend vs the vLLM backend, same command.
 
     python benchmarks/bench_whole_bank.py --vllm-python .venv-vllm/bin/python [--pairs 8] [--budget 32]
+    python benchmarks/bench_whole_bank.py --no-peer       # the two hf rows alone; the JSON says no peer ran
 
 The anchor model (random_judge.py), the first `--pairs` pairs of the LLMBar Natural sample the
 demo ships, `experts --experts all --max-new-tokens BUDGET`, once per variant, one after the
@@ -48,8 +49,12 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--pairs", type=int, default=8)
     ap.add_argument("--budget", type=int, default=32)
-    ap.add_argument("--vllm-python", default=None, help="the vLLM venv's python (benchmarks/vllm_parity.sh)")
+    ap.add_argument("--vllm-python", default=None, help="the vLLM venv's python (benchmarks/vllm_parity.sh): the peer")
+    ap.add_argument("--no-peer", action="store_true", help="run the hf rows without the vLLM peer (nothing compared)")
     args = ap.parse_args(argv)
+    if not (args.vllm_python or args.no_peer):
+        raise SystemExit("bench_whole_bank: the vLLM peer is needed: pass --vllm-python PATH "
+                         "(benchmarks/vllm_parity.sh builds .venv-vllm), or --no-peer for the hf rows alone")
     from random_judge import build_anchor_dir
 
     from baer_fast.commands.demo import sample_pairs
@@ -60,7 +65,8 @@ def main(argv=None) -> int:
         variants += [("vllm", args.vllm_python, "vllm", {}),
                      ("vllm all cores", args.vllm_python, "vllm",
                       {"VLLM_CPU_OMP_THREADS_BIND": f"0-{cores - 1}", "VLLM_CPU_NUM_OF_RESERVED_CPU": "0"})]
-    res = {"bench": "whole_bank", "pairs": args.pairs, "budget": args.budget, "cores": cores, "rows": {}}
+    res = {"bench": "whole_bank", "pairs": args.pairs, "budget": args.budget, "cores": cores,
+           "peer": "vllm" if args.vllm_python else None, "rows": {}}       # None: --no-peer, nothing compared
     with tempfile.TemporaryDirectory() as folder:
         model, pairs = build_anchor_dir(os.path.join(folder, "anchor")), os.path.join(folder, "pairs.jsonl")
         write_pairs(pairs, sample_pairs(args.pairs))
