@@ -16,7 +16,7 @@ for v in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(v, "1")
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import numpy as np
-from candidate_variants import screen_cell, write_cells
+from candidate_variants import screen_cell, cell_arguments, write_cells
 from baer_fast.heads.stack import SHRUNK_LAMBDAS, fit_shrunk_weights
 from baer_fast.selection.nested import bag_parts
 
@@ -31,5 +31,7 @@ def bagged_path(phi_tr, y_tr, phi_te, K, lambdas, ids_tr):
 
 
 if __name__ == "__main__":
-    write_cells(sys.argv[1:], lambda c, name, i: screen_cell(c, name, i, "bshrunk_bagcv", SHRUNK_LAMBDAS, bagged_path,
-                                                             fit_shrunk_weights))
+    def cell(c, name, i):
+        return screen_cell(c, name, i, "bshrunk_bagcv", SHRUNK_LAMBDAS, bagged_path, fit_shrunk_weights)
+
+    sys.exit(write_cells(cell_arguments(__doc__).parse_args(), cell, "bagcv_study"))

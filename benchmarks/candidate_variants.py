@@ -26,7 +26,7 @@ jointly with the deviation, ridge MEAN_SCALE_LAMBDA on c, instead of fixed first
 `vote_a1` is the library's `vote` head (same numbers). Output feeds
 `candidate_study.py replay`. A study tool: never asserts, never runs in the tests.
 """
-import json, os, sys, time
+import argparse, json, os, sys, time
 for v in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(v, "1")
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -357,24 +357,46 @@ def screen_cell(c, name, i, tag, grid, path, weights, key="lam"):
     res["info"][tag] = {key: grid[j]}
     return res
 
-def write_cells(argv, cell_of):
-    """FIRST N OUT [ONLY] -> one JSON line per (condition, split) from cell_of(c, name, i), progress on stderr."""
-    first, n, out = int(argv[0]), int(argv[1]), argv[2]
-    rb._init(str(rb.default_root()), argv[3] if len(argv) > 3 else None)
+def cell_arguments(doc: str, *, only: bool = True) -> argparse.ArgumentParser:
+    """FIRST N OUT.jsonl [ONLY]: the arguments every cell-writing study takes (this file, *_study.py)."""
+    ap = argparse.ArgumentParser(description=doc.strip().splitlines()[0],
+                                 epilog="Cells to OUT.jsonl, progress to stderr, one JSON summary line to stdout.")
+    ap.add_argument("first", type=int, metavar="FIRST", help="index of the first split")
+    ap.add_argument("n", type=int, metavar="N", help="splits per condition: FIRST .. FIRST + N - 1")
+    ap.add_argument("out", metavar="OUT.jsonl", help="one JSON line per (condition, split) cell")
+    if only:
+        ap.add_argument("only", nargs="?", metavar="ONLY",
+                        help="only the conditions whose name contains ONLY (case-insensitive: Natural, natural/)")
+    return ap
+
+def summary_line(study: str, args, cells: int, conditions: int, t0: float) -> str:
+    """The one JSON line a cell-writing study ends with on stdout."""
+    return json.dumps({"study": study, "out": args.out, "first": args.first, "splits": args.n,
+                       "only": getattr(args, "only", None), "conditions": conditions, "cells": cells,
+                       "wall_s": round(time.perf_counter() - t0, 1)})
+
+def write_cells(args, cell_of, study: str) -> int:
+    """One JSON line per (condition, split) from cell_of(c, name, i) to args.out, progress on stderr,
+    then one JSON summary line on stdout."""
     t0 = time.perf_counter()
-    with open(out, "w") as fh:
+    rb._init(str(rb.default_root()), args.only)
+    cells = 0
+    with open(args.out, "w") as fh:
         for name, c in rb._CONDITIONS.items():
-            for i in range(first, first + n):
+            for i in range(args.first, args.first + args.n):
                 fh.write(json.dumps(cell_of(c, name, i)) + "\n"); fh.flush()
+                cells += 1
             print(f"[{time.perf_counter() - t0:.0f}s] {name}", file=sys.stderr, flush=True)
+    print(summary_line(study, args, cells, len(rb._CONDITIONS), t0))
+    return 0
 
 SET = "plain"
+SETS = ("plain", "acc", "dec", "lda", "bag", *ONE_VARIANT, "lampath")
 CV_REPEATS = 5      # rcv: fold assignments whose CV log-loss is averaged to choose the shrunk stack's lambda
 
 if __name__ == "__main__":
-    argv = sys.argv[1:]
-    if "--set" in argv:
-        j = argv.index("--set")
-        SET = argv[j + 1]
-        argv = argv[:j] + argv[j + 2:]
-    write_cells(argv, cell)
+    ap = cell_arguments(__doc__)
+    ap.add_argument("--set", default="plain", choices=SETS, help="the prototypes to run (default plain)")
+    args = ap.parse_args()
+    SET = args.set
+    sys.exit(write_cells(args, cell, f"candidate_variants --set {SET}"))

@@ -18,7 +18,7 @@ for v in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(v, "1")
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import numpy as np
-from candidate_variants import acc_of, cats_of, cond_rows, final, phi_of, write_cells
+from candidate_variants import acc_of, cats_of, cond_rows, final, phi_of, cell_arguments, write_cells
 from baer_fast.heads.cascade import strength
 from baer_fast.heads.stack import cv_shrunk_lambda, fit_shrunk_weights
 from baer_fast.heads.tiebreak import fit_tiebreak, length_sign
@@ -68,4 +68,4 @@ def cell(c, name, i):
 
 
 if __name__ == "__main__":
-    write_cells(sys.argv[1:], cell)
+    sys.exit(write_cells(cell_arguments(__doc__).parse_args(), cell, "length_study"))

@@ -23,7 +23,7 @@ for v in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(v, "1")
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import numpy as np
-from candidate_variants import bounded_minimize, prior_fit, screen_cell, subagged, write_cells
+from candidate_variants import bounded_minimize, prior_fit, screen_cell, subagged, cell_arguments, write_cells
 from baer_fast.heads.logistic import newton_logistic
 from baer_fast.heads.stack import SHRUNK_LAMBDAS, mean_direction, training_rms
 
@@ -83,4 +83,7 @@ def mono_path(phi_tr, y_tr, phi_te, K, lambdas=SHRUNK_LAMBDAS, ids_tr=None):
 
 
 if __name__ == "__main__":
-    write_cells(sys.argv[1:], lambda c, name, i: screen_cell(c, name, i, "bshrunk_mono", SHRUNK_LAMBDAS, mono_path, mono_weights, "lam"))
+    def cell(c, name, i):
+        return screen_cell(c, name, i, "bshrunk_mono", SHRUNK_LAMBDAS, mono_path, mono_weights, "lam")
+
+    sys.exit(write_cells(cell_arguments(__doc__).parse_args(), cell, "monotone_study"))

@@ -17,7 +17,7 @@ for v in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(v, "1")
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import robustness as rb
-from candidate_variants import acc_of, argmin_larger, final, row_loss, setup, shrunk_oof
+from candidate_variants import acc_of, argmin_larger, cell_arguments, final, row_loss, setup, shrunk_oof, summary_line
 from baer_fast.heads.stack import SHRUNK_LAMBDAS, fit_shrunk_weights, mean_direction
 from baer_fast.selection.nested import bag_parts
 
@@ -37,16 +37,23 @@ def benchmark_cells(names, i):
         yield res
 
 
-if __name__ == "__main__":
-    first, n, out = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
+def main(argv=None) -> int:
+    args = cell_arguments(__doc__, only=False).parse_args(argv)      # pooling needs every backbone: no ONLY
+    t0 = time.perf_counter()
     rb._init(str(rb.default_root()), None)
-    groups = {}
+    groups, cells = {}, 0
     for name in rb._CONDITIONS:
         groups.setdefault(name.split("/")[0], []).append(name)
-    t0 = time.perf_counter()
-    with open(out, "w") as fh:
+    with open(args.out, "w") as fh:
         for bench, names in groups.items():
-            for i in range(first, first + n):
+            for i in range(args.first, args.first + args.n):
                 for res in benchmark_cells(names, i):
                     fh.write(json.dumps(res) + "\n"); fh.flush()
+                    cells += 1
             print(f"[{time.perf_counter() - t0:.0f}s] {bench}", file=sys.stderr, flush=True)
+    print(summary_line("pooled_lambda_study", args, cells, len(rb._CONDITIONS), t0))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -29,7 +29,7 @@ for v in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import numpy as np
 import robustness as rb
-from candidate_variants import acc_of, cats_of, cond_rows, inner, phi_of
+from candidate_variants import acc_of, cats_of, cell_arguments, cond_rows, inner, phi_of, summary_line
 from candidate_variants import final as final_folds
 from baer_fast.heads.logistic import newton_logistic
 from baer_fast.heads.stack import (MEAN_SCALE_LAMBDA, mean_direction, SHRUNK_LAMBDAS, cv_shrunk_lambda, fit_odd_logistic,
@@ -188,16 +188,23 @@ def cell(name, i, conds):
     return res
 
 
-if __name__ == "__main__":
-    first, nsplits, out = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
-    only = sys.argv[4] if len(sys.argv) > 4 else None
-    rb._init(str(rb.default_root()), None)
-    conds = rb._CONDITIONS
+def main(argv=None) -> int:
+    args = cell_arguments(__doc__).parse_args(argv)
     t0 = time.perf_counter()
-    with open(out, "w") as fh:
-        for name in conds:
-            if only and only not in name:
-                continue
-            for i in range(first, first + nsplits):
+    root = rb.default_root()
+    rb._init(str(root), None)              # every condition: the other backbones are the prior's members
+    conds = rb._CONDITIONS
+    targets = [name for name in conds if rb.wanted(args.only, name)]
+    if not targets:
+        raise rb.no_cells(root, [rel for _, _, rel in rb.SOURCES], args.only)
+    with open(args.out, "w") as fh:
+        for name in targets:
+            for i in range(args.first, args.first + args.n):
                 fh.write(json.dumps(cell(name, i, conds)) + "\n"); fh.flush()
             print(f"[{time.perf_counter()-t0:.0f}s] {name}", file=sys.stderr, flush=True)
+    print(summary_line("prior_study", args, len(targets) * args.n, len(targets), t0))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

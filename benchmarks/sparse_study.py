@@ -20,7 +20,7 @@ for v in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(v, "1")
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import numpy as np
-from candidate_variants import bounded_minimize, prior_fit, screen_cell, subagged, write_cells
+from candidate_variants import bounded_minimize, prior_fit, screen_cell, subagged, cell_arguments, write_cells
 from baer_fast.heads.stack import mean_direction, training_rms
 
 RIDGE = 1e-3                                   # keeps the fit finite on separable rows
@@ -79,4 +79,7 @@ def l1_weights(phi, y, frac, K, parts):
 
 
 if __name__ == "__main__":
-    write_cells(sys.argv[1:], lambda c, name, i: screen_cell(c, name, i, "bshrunk_l1", FRACTIONS, l1_path, l1_weights, "frac"))
+    def cell(c, name, i):
+        return screen_cell(c, name, i, "bshrunk_l1", FRACTIONS, l1_path, l1_weights, "frac")
+
+    sys.exit(write_cells(cell_arguments(__doc__).parse_args(), cell, "sparse_study"))
