@@ -15,7 +15,8 @@ accuracies (`selection.rule.se_choice`, the same function `fit` calls); `base --
 candidate's out-of-fold correctness per repeat, and an order prefixed `mcnemar@BAR:` replays the rule
 with the noise of paired pairs (McNemar's form) instead of folds. An order whose
 first item is `a|b` starts from whichever of a and b has the higher mean out-of-fold
-accuracy (ties to a). Never asserts.
+accuracy (ties to a). Progress and tables to stderr; both commands end with ONE JSON line on stdout
+(`base`: what it wrote; `replay`: every run's summary). Never asserts.
 """
 from __future__ import annotations
 
@@ -74,22 +75,28 @@ def base_cell(name: str, i: int, oof: bool = False) -> dict:
     return out
 
 
-def run_base(args) -> None:
+def run_base(args) -> dict:
+    """Appends the cells not yet in args.out; -> what it wrote (the JSON line's fields)."""
     done = set()
     if os.path.exists(args.out):
         with open(args.out) as fh:
             done = {(d["condition"], d["split"]) for d in map(json.loads, fh)}
     rb._init(args.data, args.only)
-    t0 = time.perf_counter()
+    t0, written, skipped = time.perf_counter(), 0, 0
     with open(args.out, "a") as fh:
         for name in rb._CONDITIONS:
             for i in range(args.first, args.first + args.splits):
                 if (name, i) in done:
+                    skipped += 1
                     continue
                 cell = base_cell(name, i, args.oof)
                 fh.write(json.dumps(cell, sort_keys=True) + "\n")
                 fh.flush()
+                written += 1
                 print(f"[{time.perf_counter() - t0:.0f}s] {name} {i} {cell['head']}", file=sys.stderr, flush=True)
+    return {"study": "candidate_study base", "out": args.out, "first": args.first, "splits": args.splits,
+            "only": args.only, "conditions": len(rb._CONDITIONS), "cells_written": written,
+            "cells_already_there": skipped, "wall_s": round(time.perf_counter() - t0, 1)}
 
 
 def mcnemar_choice(right: dict, order: tuple, bar: float) -> str:
@@ -180,12 +187,14 @@ def summary(cells: list[dict]) -> dict:
     return res
 
 
-def paired(cells: list[dict], orders: list[str], grid: list[str]) -> None:
+def paired(cells: list[dict], orders: list[str], grid: list[str]) -> dict:
     """Cell-by-cell changes of each order against the first: picks changed, wins gained / lost, test
     accuracy higher / lower (exact two-sided sign test); then the share of cells that SOME grid head
-    wins, were the head chosen on test (a ceiling no rule on non-test rows can pass)."""
+    wins, were the head chosen on test (a ceiling no rule on non-test rows can pass). Lines to stderr;
+    -> the same figures."""
     from scipy.stats import binomtest
 
+    out = {}
     ref = replay(cells, orders[0])
     for order in orders[1:]:
         alt = replay(cells, order)
@@ -193,15 +202,22 @@ def paired(cells: list[dict], orders: list[str], grid: list[str]) -> None:
         up = sum(a["baer"] > b["baer"] for a, b in zip(alt, ref))
         down = sum(a["baer"] < b["baer"] for a, b in zip(alt, ref))
         p = binomtest(up, up + down).pvalue if up + down else 1.0
-        print(f"paired {order.replace(',', ' < '):<48} picks changed {sum(a['pick'] != b['pick'] for a, b in zip(alt, ref)):3d}"
-              f"  wins +{sum(a and not b for a, b in won)}/-{sum(b and not a for a, b in won)}"
-              f"  test accuracy higher {up} lower {down} (sign test p = {p:.2f})")
+        r = out[order] = {"picks_changed": sum(a["pick"] != b["pick"] for a, b in zip(alt, ref)),
+                          "wins_gained": sum(a and not b for a, b in won), "wins_lost": sum(b and not a for a, b in won),
+                          "higher": up, "lower": down, "sign_test_p": p}
+        print(f"paired {order.replace(',', ' < '):<48} picks changed {r['picks_changed']:3d}"
+              f"  wins +{r['wins_gained']}/-{r['wins_lost']}"
+              f"  test accuracy higher {up} lower {down} (sign test p = {p:.2f})", file=sys.stderr)
     if grid:
         gaps = [100 * (max(head_acc(c, h) for h in grid) - c["best"]) for c in cells]
         worst = min(range(len(cells)), key=lambda i: gaps[i])
-        print(f"test-oracle ceiling over the grid heads: {100 * sum(g >= -1e-7 for g in gaps) / len(cells):.1f}% "
+        out["grid_ceiling"] = {"win": sum(g >= -1e-7 for g in gaps) / len(cells), "worst": gaps[worst],
+                               "worst_cell": [cells[worst]["condition"], cells[worst]["split"]],
+                               "cells_below_minus_3": sum(g < -3 for g in gaps)}
+        print(f"test-oracle ceiling over the grid heads: {100 * out['grid_ceiling']['win']:.1f}% "
               f"of cells, worst cell {gaps[worst]:+.1f} ({cells[worst]['condition']}, split {cells[worst]['split']}), "
-              f"{sum(g < -3 for g in gaps)} cells below -3 points")
+              f"{sum(g < -3 for g in gaps)} cells below -3 points", file=sys.stderr)
+    return out
 
 
 def main(argv=None) -> int:
@@ -226,22 +242,27 @@ def main(argv=None) -> int:
     if args.cmd == "base":
         import logging
         logging.getLogger("baer_fast").setLevel(logging.WARNING)
-        run_base(args)
+        print(json.dumps(run_base(args)))
         return 0
     cells = merge(args.files)
-    print(f"{len(cells)} cells; columns: win rate, mean gain, worst gain (points), heads picked")
+    if not cells:
+        raise SystemExit(f"candidate_study replay: no cell in {args.files[0]} (write one with `candidate_study.py base`)")
+    print(f"{len(cells)} cells; columns: win rate, mean gain, worst gain (points), heads picked", file=sys.stderr)
     runs = [(f"always {h}", [{**c, "pick": h, "baer": head_acc(c, h)} for c in cells])
             for h in (args.grid.split(",") if args.grid else [])]
     orders = args.order or ["shrunk,stack,constant,route"]
     runs += [(o.replace(",", " < "), replay(cells, o)) for o in orders]
+    result = {"study": "candidate_study replay", "files": args.files, "cells": len(cells), "runs": {}}
     if args.paired:
-        paired(cells, orders, args.grid.split(",") if args.grid else [])
+        result["paired"] = paired(cells, orders, args.grid.split(",") if args.grid else [])
     for label, cs in runs:
-        s = summary(cs)
+        s = result["runs"][label] = summary(cs)
         for name, r in s.items():
             if args.v or name == "POOLED":
                 tag = label if name == "POOLED" else f"   {name}"
-                print(f"{tag:<56} {100 * r['win']:5.1f}% {r['mean']:+6.2f} {r['worst']:+6.1f}  {r['picks']}")
+                print(f"{tag:<56} {100 * r['win']:5.1f}% {r['mean']:+6.2f} {r['worst']:+6.1f}  {r['picks']}",
+                      file=sys.stderr)
+    print(json.dumps(result))
     return 0
 
 
