@@ -1,14 +1,15 @@
 """Max swap / duplicate / batch-order / batch-composition differences of every expert (CPU fp32,
 a tiny model dir: tests/fixtures/tiny_models.build_model_dir), and the bank's throughput.
 
-usage: python benchmarks/symmetry_check.py MODEL_DIR [--batch-invariant] [--repeats N]
+usage: python benchmarks/symmetry_check.py MODEL_DIR [--batch-invariant] [--repeats N] [--detail FILE]
 
 Cases (each the max |u - u'| over experts and runs, after mirroring where swapped):
   swap_other_batch, swap_same_batch, duplicate_same_batch, shuffled_batch: same contents;
   alone_vs_batch: a pair run alone vs in the base batch; beside_other_pairs: a pair run beside
   other pairs (new contents, some sharing its question) vs in the base batch.
 Throughput: pairs/s of the whole bank (every expert, 6-token budgets) and of the single-pass
-bank on the base batch, medians of --repeats runs. Never asserts; ends with ONE JSON line.
+bank on the base batch, medians of --repeats runs. Never asserts. The per-expert maxima go to
+stderr (and to --detail FILE); stdout is ONE JSON line: each case's max over experts, and the speeds.
 """
 import argparse
 import json
@@ -27,10 +28,11 @@ from baer_fast.io.records import Pair                           # noqa: E402
 from baer_fast.runtime.open import load_judge, open_engine      # noqa: E402
 from tests.fixtures.prompts import pairs as mkpairs             # noqa: E402
 
-ap = argparse.ArgumentParser()
-ap.add_argument("model")
-ap.add_argument("--batch-invariant", action="store_true")
-ap.add_argument("--repeats", type=int, default=3)
+ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+ap.add_argument("model", metavar="MODEL_DIR", help="a local model directory (e.g. a tiny one from build_model_dir)")
+ap.add_argument("--batch-invariant", action="store_true", help="run the bank batch-invariant")
+ap.add_argument("--repeats", type=int, default=3, help="timed runs per throughput figure (default 3)")
+ap.add_argument("--detail", metavar="FILE", help="also write the per-expert maxima of every case there (JSON)")
 args = ap.parse_args()
 
 names = list(protocols.ALL)
@@ -99,6 +101,9 @@ for i in (0, 2, 4):          # P[i] beside other contents (and swapped, under an
     got = run(others[:3] + [Pair("o" + P[i].id, P[i].question, P[i].response_b, P[i].response_a)] + others[3:])
     worst(res["beside_other_pairs"], diff(base[i].swapped(), got[3]))
 speed = {"bank_pairs_per_s": timed(names), "single_pass_pairs_per_s": timed(list(protocols.SINGLE_PASS))}
-print(json.dumps(res, indent=0))
+print(json.dumps(res), file=sys.stderr)            # per case, per expert: the detail behind the line below
+if args.detail:
+    with open(args.detail, "w", encoding="utf-8") as fh:
+        json.dump(res, fh, indent=1)
 print(json.dumps({"batch_invariant": args.batch_invariant, **{k: max(v.values()) for k, v in res.items()},
                   **{k: round(v, 3) for k, v in speed.items()}}))
