@@ -3,6 +3,7 @@
 # main venv must not get: transformers<5.20, numba==0.65, its own torch extras).
 #
 #   bash benchmarks/vllm_parity.sh            # results under $OUT if set, else ./out/vllm_parity (gitignored)
+#   bash benchmarks/vllm_parity.sh --help     # this text; builds nothing
 #   BENCH=1 bash benchmarks/vllm_parity.sh    # also benchmarks/bench_backends.py (hf vs vLLM)
 #
 # 1. creates or reuses $VLLM_VENV (default .venv-vllm, gitignored): torch==2.13.0 plus
@@ -18,6 +19,13 @@
 # Exit status: non-zero when the install, the import or the parity test fails (a skipped
 # parity test counts as a failure here: this script exists to run it).
 set -euo pipefail
+
+case "${1:-}" in
+    "") ;;
+    -h|--help) sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d' | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) echo "vllm_parity: no arguments (settings are environment variables: VLLM_VENV, VLLM_PACKAGE, OUT, BENCH); see --help" >&2
+       exit 2 ;;
+esac
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 VENV="${VLLM_VENV:-$ROOT/.venv-vllm}"
@@ -42,9 +50,12 @@ fi
 torch.__version__, 'transformers', transformers.__version__)" | tee "$OUT/env.txt"
 
 rm -f "$OUT/parity.json"
+set +e            # a failing test run must reach the report below, not end the script at the pipeline
 BAER_PARITY_OUT="$OUT/parity.json" timeout 1800 "$VENV/bin/python" -m pytest tests/vllm_backend -q -s -rs \
     -p no:cacheprovider 2>&1 | tee "$OUT/parity.log"
 RC=${PIPESTATUS[0]}
+set -e
+[ "$RC" -eq 0 ] || echo "vllm_parity: tests/vllm_backend exited $RC (see $OUT/parity.log)" >&2
 if [ "$RC" -eq 0 ] && [ ! -f "$OUT/parity.json" ]; then
     echo "vllm_parity: the parity test did not run (skipped?)" >&2
     RC=1
