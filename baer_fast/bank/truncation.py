@@ -108,13 +108,13 @@ def _prompts(experts, question, a: str, b: str):
             yield g.prompt, e, True
 
 
-def generation_reserve(context_len: int, overhead: int, budget: int) -> int:
-    """Context a generative expert keeps free after its prompt: its token budget, but at most half
-    of what the context leaves after the prompt's fixed text (a 4096-token budget on a 4096-token
-    judge would leave no pair), and at least the CUE_ROOM + 1 the decoder needs. The decoder caps
-    each generation to the context its prompt leaves (bank/generative.py), with or without a cut."""
+def generation_reserve(expert: str, budget: int) -> int:
+    """Context a generative expert keeps free for what it generates: its whole token budget, since
+    rubric's and reference's verdict prompts hold their generated text beside the responses and the
+    decoder caps a generation only against its own (question-only) prompt; twice it for prepair,
+    whose verdict holds both orders' analyses; at least the CUE_ROOM + 1 the decoder needs."""
     from baer_fast.bank.generative import CUE_ROOM
-    return max(CUE_ROOM + 1, min(budget, (context_len - overhead) // 2))
+    return max(CUE_ROOM + 1, budget * (2 if expert == "prepair" else 1))
 
 
 def prompt_overhead(tokenizer, experts, *, name: str = "the model") -> dict[str, int]:
@@ -136,8 +136,8 @@ def _overhead_reserve(tokenizer, context_len: int, experts, generation, name: st
 
     overhead = max(prompt_overhead(tokenizer, experts, name=name).values(), default=0)
     gen = generation or GenerationConfig()
-    reserve = max((generation_reserve(context_len, overhead, gen.budget(e)) for e in experts
-                   if e in protocols.GENERATIVE), default=0)
+    generative = {protocols.base_of(e) for e in experts if e in protocols.GENERATIVE + protocols.NATIVE}
+    reserve = max((generation_reserve(e, gen.budget(e)) for e in generative), default=0)
     return overhead, reserve
 
 
@@ -159,7 +159,8 @@ def cut_room(tokenizer, context_len: int, experts, generation=None, *, name: str
                          f"question and responses with these experts (their prompts take {overhead}"
                          + (f", generation keeps {reserve} free" if reserve else "") + f"), fewer than the "
                          f"{SAFETY_TOKENS + MIN_TEXT_TOKENS} a cut pair needs: use a judge with a longer context"
-                         + (" or drop the generative experts" if reserve else ""), field="experts")
+                         + (", smaller generation budgets (--max-new-tokens; `check` prints what fits) or fewer "
+                            "generative experts" if reserve else ""), field="experts")
     return room
 
 

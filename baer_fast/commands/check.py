@@ -34,16 +34,22 @@ def _labels(enc) -> dict:
     return {name: dict(zip(labels, enc.label_ids(labels))) for name, labels in found.items() if labels}
 
 
-def _room(loaded, overhead: dict) -> dict:
-    """expert -> tokens its prompts leave for a pair's question and responses on this judge, at the
-    protocol's default budget (bank/truncation.py: the room `--truncate` cuts a pair to)."""
+def _room(loaded, overhead: dict) -> tuple[dict, dict]:
+    """(expert -> tokens its prompts leave for a pair's question and responses on this judge at the
+    protocol's default budget: the room `--truncate` cuts a pair to (bank/truncation.py); generative
+    expert -> the largest budget that still leaves MIN_TEXT_TOKENS, 0 if none does)."""
     from baer_fast import protocols
-    from baer_fast.bank.generative import GenerationConfig
-    from baer_fast.bank.truncation import SAFETY_TOKENS, generation_reserve
+    from baer_fast.bank.generative import CUE_ROOM, GenerationConfig
+    from baer_fast.bank.truncation import MIN_TEXT_TOKENS, SAFETY_TOKENS, generation_reserve
 
     ctx, gen = loaded.context_len, GenerationConfig()
-    return {e: ctx - n - (generation_reserve(ctx, n, gen.budget(e)) if e in protocols.GENERATIVE else 0)
-            - SAFETY_TOKENS for e, n in overhead.items()}
+    room = {e: ctx - n - SAFETY_TOKENS - (generation_reserve(e, gen.budget(e)) if e in protocols.GENERATIVE else 0)
+            for e, n in overhead.items()}
+    largest = {}
+    for e in protocols.GENERATIVE:
+        free = (ctx - overhead[e] - SAFETY_TOKENS - MIN_TEXT_TOKENS) // (2 if e == "prepair" else 1)
+        largest[e] = free if free >= CUE_ROOM + 1 else 0
+    return room, largest
 
 
 def report(loaded) -> dict:
@@ -58,7 +64,7 @@ def report(loaded) -> dict:
     enc = PromptEncoder.of(loaded)
     labels = _labels(enc)
     overhead = prompt_overhead(loaded.tokenizer, protocols.PROMPT_EXPERTS + protocols.GENERATIVE, name=loaded.name)
-    room = _room(loaded, overhead)
+    room, largest = _room(loaded, overhead)
     (hk, dk), (hv, dv) = loaded.kv_shape()
     return {
         "model": loaded.path, "class": type(model).__name__, "device": str(loaded.device),
@@ -71,7 +77,9 @@ def report(loaded) -> dict:
         "system_role": not enc.folds_system,
         "tree_probe": {"max_abs_logprob_diff": loaded.tree_probe_err},
         "labels": labels, "prompt_overhead_tokens": overhead, "room_tokens": room,
-        "too_short_for": [e for e, n in room.items() if n < MIN_TEXT_TOKENS],
+        "max_new_tokens_that_fit": largest,
+        "too_short_for": [e for e, n in room.items() if n < MIN_TEXT_TOKENS and not largest.get(e)],
+        "budget_too_large_for": [e for e, n in room.items() if n < MIN_TEXT_TOKENS and largest.get(e)],
         "decoder": check_decoder(loaded),
     }
 
@@ -102,6 +110,9 @@ def _table(r: dict) -> str:
         ("room for a pair", ", ".join(f"{n} {t}" for n, t in r["room_tokens"].items())
          + " tokens of question and responses (generative experts at their default budgets)"),
     ]
+    if r["budget_too_large_for"]:
+        rows.append(("budgets", "the default budget leaves no pair room for " + ", ".join(
+            f"{e} (--max-new-tokens {e}={r['max_new_tokens_that_fit'][e]} or less)" for e in r["budget_too_large_for"])))
     dec = r["decoder"]
     steps = ("decode steps attend in width groups" if dec.get("width_groups") else
              "decode steps attend in one width (every row over the widest row's columns)")
@@ -110,7 +121,8 @@ def _table(r: dict) -> str:
     width = max(len(k) for k, _ in rows)
     short = r["too_short_for"]
     if dec["ok"] and not short:
-        verdict = "ok: this judge runs on the hf engine, every expert"
+        verdict = "ok: this judge runs on the hf engine, every expert" + (
+            " (some with smaller budgets: see budgets)" if r["budget_too_large_for"] else "")
     elif short:
         verdict = (f"partly: the context is too short for {', '.join(short)} (room above); "
                    + ("the other experts run" if len(short) < len(r["room_tokens"]) else "no expert runs"))

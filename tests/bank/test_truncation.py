@@ -26,21 +26,30 @@ def _tok(qwen_dir):
     return AutoTokenizer.from_pretrained(qwen_dir)
 
 
-def test_a_budget_as_long_as_the_context_leaves_half_of_it_for_the_pair(qwen_dir):
-    """reference's default budget (4096) on a 4096-token judge: the room was negative, and --truncate
-    and Judge cut every pair to one character, silently. The reserve is now at most half of what the
-    prompts leave; the cut pair is one the engine takes (its exact check refuses nothing)."""
-    from baer_fast.bank.truncation import SAFETY_TOKENS, fit_pair, over_long, prompt_overhead, room_for
-    from baer_fast.io.records import Pair
+def test_a_budget_the_context_cannot_hold_is_an_error_not_a_one_character_cut(qwen_dir):
+    """reference's default budget (4096) on a 4096-token judge: the room was negative, and --truncate and
+    Judge cut every pair to one character, silently. Its whole budget must stay free (its verdict prompt
+    holds the generated solution beside the response), so the cut now refuses, naming the budget."""
+    import pytest
+
+    from baer_fast.bank.truncation import cut_room, prompt_overhead, room_for
+    from baer_fast.errors import InputError
     tok = _tok(qwen_dir)
     experts = ["direct", "reference"]
-    free = 4096 - max(prompt_overhead(tok, experts).values())
-    room = room_for(tok, 4096, experts)
-    assert room == free - free // 2 and room - SAFETY_TOKENS > 1500
-    long = Pair("p", "Which is right? " * 300, "seven is prime " * 900, "eight is prime " * 700)
-    cut = fit_pair(tok, long.question, long.response_a, long.response_b, room=room)
-    assert cut.truncated and min(len(cut.response_a), len(cut.response_b)) > 1000
-    assert over_long([Pair("p", cut.question, cut.response_a, cut.response_b)], tok, 4096, experts) == []
+    assert room_for(tok, 4096, experts) == 4096 - max(prompt_overhead(tok, experts).values()) - 4096
+    with pytest.raises(InputError, match=r"\(4096 tokens\) leaves -\d+ tokens.*--max-new-tokens"):
+        cut_room(tok, 4096, experts)
+
+
+def test_prepair_keeps_both_analyses_free_and_a_native_expert_its_generation(qwen_dir):
+    """prepair's verdict holds both orders' analyses (two budgets); `cot_native` runs cot's generation,
+    so a head listing only the native expert keeps cot's budget free too (Judge passes such names as is)."""
+    from baer_fast.bank.generative import GenerationConfig
+    from baer_fast.bank.truncation import prompt_overhead, room_for
+    tok, gen = _tok(qwen_dir), GenerationConfig(max_new_tokens={"prepair": 100, "cot": 120})
+    assert room_for(tok, 4096, ["prepair"], gen) == 4096 - prompt_overhead(tok, ["prepair"])["prepair"] - 200
+    assert room_for(tok, 4096, ["direct", "cot_native"], gen) == room_for(tok, 4096, ["direct", "cot"], gen)
+    assert room_for(tok, 4096, ["direct", "cot"], gen) == 4096 - prompt_overhead(tok, ["direct", "cot"])["cot"] - 120
 
 
 def test_a_budget_below_the_cue_room_still_leaves_room_to_generate(qwen_dir):

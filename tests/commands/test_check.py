@@ -25,7 +25,9 @@ def _probe_tol(loaded) -> float:
 
 def test_a_judge_that_runs(capsys, qwen_dir, loaded_models):
     rc, out, _ = _check(capsys, qwen_dir)
-    assert rc == 0 and out.strip().endswith("ok: this judge runs on the hf engine, every expert")
+    assert rc == 0 and out.strip().endswith("ok: this judge runs on the hf engine, every expert (some with "
+                                            "smaller budgets: see budgets)")
+    assert "--max-new-tokens reference=" in out
     assert "Qwen3ForCausalLM" in out and "takes a system message" in out and "tree probe" in out
     assert "decode steps attend in width groups" in out
     rc, out, _ = _check(capsys, qwen_dir, "--json")
@@ -42,11 +44,14 @@ def test_a_judge_that_runs(capsys, qwen_dir, loaded_models):
     # the prompts' own tokens: every prompt and generative expert, the pairwise ones above pointwise's
     assert set(r["prompt_overhead_tokens"]) == set(protocols.PROMPT_EXPERTS + protocols.GENERATIVE)
     assert r["prompt_overhead_tokens"]["direct"] > r["prompt_overhead_tokens"]["reference"] > 0
-    # the room each expert leaves a pair: context less its prompts, its generation reserve and the margin
-    free = 4096 - r["prompt_overhead_tokens"]["reference"]
-    assert r["room_tokens"]["reference"] == free - free // 2 - 32           # its 4096 budget: half the rest
-    assert r["room_tokens"]["direct"] == 4096 - r["prompt_overhead_tokens"]["direct"] - 32
-    assert r["too_short_for"] == []
+    # the room each expert leaves a pair: context less its prompts, its generation reserve and the margin;
+    # reference's default 4096-token budget leaves none on this 4096-token judge, and check says what fits
+    ov = r["prompt_overhead_tokens"]
+    assert r["room_tokens"]["reference"] == 4096 - ov["reference"] - 4096 - 32
+    assert r["room_tokens"]["direct"] == 4096 - ov["direct"] - 32
+    assert r["room_tokens"]["prepair"] == 4096 - ov["prepair"] - 2 * 256 - 32       # both analyses in its verdict
+    assert r["too_short_for"] == [] and r["budget_too_large_for"] == ["reference"]
+    assert r["max_new_tokens_that_fit"]["reference"] == 4096 - ov["reference"] - 32 - 32
 
 
 def test_the_overhead_is_what_a_pair_adds_to(capsys, qwen_dir, loaded_models):
