@@ -108,13 +108,24 @@ def _prompts(experts, question, a: str, b: str):
             yield g.prompt, e, True
 
 
+GENERATIONS_IN_VERDICT = {"prepair": 2}     # generated texts a verdict prompt holds (default 1)
+
+
 def generation_reserve(expert: str, budget: int) -> int:
     """Context a generative expert keeps free for what it generates: its whole token budget, since
     rubric's and reference's verdict prompts hold their generated text beside the responses and the
     decoder caps a generation only against its own (question-only) prompt; twice it for prepair,
     whose verdict holds both orders' analyses; at least the CUE_ROOM + 1 the decoder needs."""
     from baer_fast.bank.generative import CUE_ROOM
-    return max(CUE_ROOM + 1, budget * (2 if expert == "prepair" else 1))
+    return max(CUE_ROOM + 1, budget * GENERATIONS_IN_VERDICT.get(expert, 1))
+
+
+def largest_budget(expert: str, free: int) -> int:
+    """The largest budget whose generation_reserve fits in `free` tokens; 0 when even the CUE_ROOM + 1
+    the decoder needs does not."""
+    from baer_fast.bank.generative import CUE_ROOM
+    budget = free // GENERATIONS_IN_VERDICT.get(expert, 1)
+    return budget if budget >= CUE_ROOM + 1 else 0
 
 
 def prompt_overhead(tokenizer, experts, *, name: str = "the model") -> dict[str, int]:

@@ -39,28 +39,24 @@ def _room(loaded, overhead: dict) -> tuple[dict, dict]:
     protocol's default budget: the room `--truncate` cuts a pair to (bank/truncation.py); generative
     expert -> the largest budget that still leaves MIN_TEXT_TOKENS, 0 if none does)."""
     from baer_fast import protocols
-    from baer_fast.bank.generative import CUE_ROOM, GenerationConfig
-    from baer_fast.bank.truncation import MIN_TEXT_TOKENS, SAFETY_TOKENS, generation_reserve
+    from baer_fast.bank.generative import GenerationConfig
+    from baer_fast.bank.truncation import MIN_TEXT_TOKENS, SAFETY_TOKENS, generation_reserve, largest_budget
 
     ctx, gen = loaded.context_len, GenerationConfig()
     room = {e: ctx - n - SAFETY_TOKENS - (generation_reserve(e, gen.budget(e)) if e in protocols.GENERATIVE else 0)
             for e, n in overhead.items()}
-    largest = {}
-    for e in protocols.GENERATIVE:
-        free = (ctx - overhead[e] - SAFETY_TOKENS - MIN_TEXT_TOKENS) // (2 if e == "prepair" else 1)
-        largest[e] = free if free >= CUE_ROOM + 1 else 0
+    largest = {e: largest_budget(e, ctx - overhead[e] - SAFETY_TOKENS - MIN_TEXT_TOKENS) for e in protocols.GENERATIVE}
     return room, largest
 
 
 def report(loaded) -> dict:
     """What the loader chose for `loaded`, and what every expert's prompts cost (plain JSON)."""
-    from baer_fast.runtime.probes import check_decoder
+    from baer_fast import protocols
     from baer_fast.bank.prompting import PromptEncoder
+    from baer_fast.bank.truncation import MIN_TEXT_TOKENS, prompt_overhead
+    from baer_fast.runtime.probes import check_decoder
 
     model, cfg = loaded.model, loaded.model.config.get_text_config()
-    from baer_fast import protocols
-    from baer_fast.bank.truncation import MIN_TEXT_TOKENS, prompt_overhead
-
     enc = PromptEncoder.of(loaded)
     labels = _labels(enc)
     overhead = prompt_overhead(loaded.tokenizer, protocols.PROMPT_EXPERTS + protocols.GENERATIVE, name=loaded.name)
