@@ -50,6 +50,11 @@ def file_sha256(path: str) -> str:
     return h.hexdigest()
 
 
+def _differing(old: dict, new: dict) -> list[str]:
+    """The keys whose values differ between two records of a run (absent counts as None)."""
+    return sorted(k for k in set(old) | set(new) if old.get(k) != new.get(k))
+
+
 class ResumableWriter:
     """with ResumableWriter(out, fingerprint=fp) as w: skip w.done_ids; w.append(batch); w.finish()"""
 
@@ -115,13 +120,12 @@ class ResumableWriter:
     def _resume(self) -> None:
         prog = self._read_progress()
         if prog["fingerprint"] != self.fingerprint:
-            old = prog["fingerprint"]
-            diff = sorted(k for k in set(old) | set(self.fingerprint) if old.get(k) != self.fingerprint.get(k))
+            diff = _differing(prog["fingerprint"], self.fingerprint)
             raise InputError(f"output was written by a different run (differs in: {', '.join(diff)}); "
                              f"refusing to mix results — {_FIX}", path=self.path)
         was = prog.get("settings")
         if self.settings is not None and was is not None and was != self.settings:
-            diff = sorted(k for k in set(was) | set(self.settings) if was.get(k) != self.settings.get(k))
+            diff = _differing(was, self.settings)
             log.warning("%s: resuming with other engine settings than the run that started it (%s): the pairs "
                         "left may differ from an uninterrupted run's in the last bits", self.path,
                         ", ".join(f"{k} {was.get(k)} -> {self.settings.get(k)}" for k in diff))
