@@ -98,6 +98,9 @@ def _experts(arg) -> list[str]:
 
 
 def fingerprint(args, names: list[str], params_file: str | None) -> dict:
+    """What a resumed run must share with the one that wrote the output (args.generation: the
+    generative experts' budgets and seed, set before this is called)."""
+    from baer_fast import protocols
     from baer_fast.io.resumable import file_sha256
     from baer_fast.runtime.model.folder import weights_fingerprint
     # sizes, headers and sampled bytes of the files transformers loads: another checkpoint of the same
@@ -110,7 +113,9 @@ def fingerprint(args, names: list[str], params_file: str | None) -> dict:
             "derived_params_sha256": file_sha256(params_file) if params_file else None,
             # only when on, so outputs written before the flags existed still resume
             **({"batch_invariant": True} if getattr(args, "batch_invariant", False) else {}),
-            **({"truncate": True} if getattr(args, "truncate", False) else {})}
+            **({"truncate": True} if getattr(args, "truncate", False) else {}),
+            **({"generation": {n: gen.settings(n) for n in names if n in protocols.GENERATIVE}}
+               if (gen := getattr(args, "generation", None)) is not None else {})}
 
 
 def _runs_on(args) -> dict:
@@ -212,11 +217,8 @@ def run(args) -> int:
     target = args.out + ".raw.jsonl" if two_phase else args.out
     if two_phase:
         _claim_final_out(args, target)
+    args.generation = generation_config(args, names)
     fp = fingerprint(args, stream_names, args.derived_params)
-    generation = generation_config(args, names)
-    if generation is not None:
-        fp["generation"] = {n: generation.settings(n) for n in names if n in protocols.GENERATIVE}
-    args.generation = generation
     pairs = fit_context(args, pairs, names)      # cut (--truncate), or an over-long pair stops the run here
     stats = stream_signals(args, pairs, stream_names, derived if not two_phase else [], params, target, fp)
     if two_phase:

@@ -110,8 +110,6 @@ def _bank(args, art, pairs, experts_, stage: str) -> list:
     target = signals_path(args.out, stage)
     fp = experts.fingerprint(args, names, None)
     fp.update(command="score", head=art["checksum"], stage=stage or None)
-    if args.generation is not None:
-        fp["generation"] = {n: args.generation.settings(n) for n in names if n in protocols.GENERATIVE}
     print(experts.stream_signals(args, pairs, names, derived, art.get("derived_params") or {}, target, fp),
           file=sys.stderr)
     by_id = {s.id: s for s in read_signals(target)}

@@ -53,3 +53,14 @@ def test_a_checkpoint_swapped_for_one_of_the_same_size_does_not_resume(tmp_path,
     shutil.copyfile(os.path.join(other, "model.safetensors"), os.path.join(model, "model.safetensors"))
     assert main(argv) == 2
     assert "differs in: weights" in capsys.readouterr().err
+
+
+def test_a_resume_with_other_generation_budgets_is_refused(tmp_path, qwen_dir, capsys):
+    """The generative experts' budgets and seed are part of what a resumed run must share."""
+    pairs, out = tmp_path / "p.jsonl", tmp_path / "s.jsonl"
+    write_pairs(str(pairs), make_pairs(2))
+    argv = ["-q", "experts", "--experts", "direct,cot", "--model", qwen_dir, "--input", str(pairs), "--out", str(out)]
+    assert main([*argv, "--max-new-tokens", "cot=3"]) == 0
+    assert main([*argv, "--max-new-tokens", "cot=3"]) == 0 and "(0 run, 2 already done)" in capsys.readouterr().err
+    assert main([*argv, "--max-new-tokens", "cot=4"]) == 2
+    assert "differs in: generation" in capsys.readouterr().err
