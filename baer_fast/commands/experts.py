@@ -122,11 +122,11 @@ def _runs_on(args) -> dict:
     """{"runs_on": "cuda/bfloat16"} where the runs are not fp32 on a CPU: a run begun on one device or
     dtype ("auto" is bf16 on CUDA) and resumed on another would mix runs of other precision. Absent
     for CPU fp32, so outputs written before the key existed still resume there."""
-    from baer_fast.runtime.model.load import check_device
+    from baer_fast.runtime.model.load import check_device, resolve_dtype
     if _engine_kind(args) == "vllm":
         return {}
     device = check_device(args.device).split(":")[0]
-    dtype = args.dtype if args.dtype != "auto" else ("bfloat16" if device == "cuda" else "float32")
+    dtype = str(resolve_dtype(device, args.dtype)).removeprefix("torch.")
     return {} if (device, dtype) == ("cpu", "float32") else {"runs_on": f"{device}/{dtype}"}
 
 

@@ -136,7 +136,8 @@ DTYPES = {"float32": "float32", "fp32": "float32", "bfloat16": "bfloat16", "bf16
 DTYPE_NAMES = ("auto",) + tuple(DTYPES)
 
 
-def _auto_dtype(device: str, dtype: str):
+def resolve_dtype(device: str, dtype: str):
+    """The torch dtype a judge loads in on `device` ("auto": bf16 on CUDA, fp32 elsewhere)."""
     import torch
     if dtype == "auto":
         return torch.bfloat16 if device.startswith("cuda") else torch.float32
@@ -241,7 +242,7 @@ def load_model(path: str, *, device: str = "auto", dtype: str = "auto", attn: st
     device = check_device(device)
     tok, config = _tokenizer_and_config(path, trust_remote_code)
     windows = attention_windows(config)             # unsupported layer types: refused before the weights load
-    torch_dtype, name = _auto_dtype(device, dtype), os.path.basename(os.path.normpath(path))
+    torch_dtype, name = resolve_dtype(device, dtype), os.path.basename(os.path.normpath(path))
     check_fits(path, device, torch_dtype, config)
     model = AutoModelForCausalLM.from_pretrained(
         path, local_files_only=True, trust_remote_code=trust_remote_code, use_safetensors=True,
