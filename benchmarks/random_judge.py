@@ -54,7 +54,7 @@ def load_random(folder: str, shape: str = "anchor", *, device: str = "auto", dty
     cfg.initializer_range = 0.02     # Qwen3's own value: the tiny test models' 0.08 makes 36-layer logits explode
     torch.manual_seed(0)
     with torch.device(device):
-        model = AutoModelForCausalLM.from_config(cfg, dtype=ml._auto_dtype(device, dtype)).eval()
+        model = AutoModelForCausalLM.from_config(cfg, dtype=ml.resolve_dtype(device, dtype)).eval()
     tok = AutoTokenizer.from_pretrained(path, local_files_only=True)
     return ml.LoadedModel(model, tok, f"{path}-{shape}", ml.cache_arg_name(model.base_model.forward),
                           ml._context_len(model.config), ml._kv_bytes_per_token(model),
