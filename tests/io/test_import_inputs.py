@@ -111,6 +111,8 @@ def test_a_numeric_label_needs_label_values(tmp_path, capsys):
     (["A", "model_b", "TIE"], None, ["a", "b", "tie"]),          # spellings that say what they mean
     (["better", "worse", "same"], "better,worse,same", ["a", "b", "tie"]),
     (["b", "0", "1"], "0,1", ["b", "a", "b"]),
+    (["1.0", "0.0", "+1"], "0,1", ["b", "a", "b"]),             # a float-formatted column (pandas to_csv)
+    (["1", "2"], "1.0,2.0", ["a", "b"]),
 ])
 def test_label_values_read_csv_cells(cells, values, want, tmp_path, capsys):
     src = tmp_path / "t.csv"
@@ -125,6 +127,7 @@ def test_label_values_read_csv_cells(cells, values, want, tmp_path, capsys):
     (["--label-values", "0"], "two or three distinct values"),
     (["--label-values", "0,1,0"], "two or three distinct values"),
     (["--label-values", "0,,1"], "two or three distinct values"),
+    (["--label-values", "1,1.0"], "the same number"),
     (["--label-values", "0,1", "--label-col", "lab", "--a-col", "x", "--b-col", "y"], None),
 ])
 def test_label_values_are_checked_before_reading(extra, message, tmp_path, capsys):

@@ -39,6 +39,9 @@ def label_values(spec: str | None) -> dict[str, str]:
     if len(values) not in (2, 3) or "" in values or len(set(values)) != len(values):
         raise InputError(f"{spec!r}: expected two or three distinct values A,B[,TIE] (the label-column values "
                          "meaning a is better, b is better, tie), e.g. 0,1 or 1,2,0", field="--label-values")
+    numbers = [float(v) for v in values if _is_number(v)]
+    if len(set(numbers)) != len(numbers):
+        raise InputError(f"{spec!r}: two of the values are the same number", field="--label-values")
     return dict(zip(values, ("a", "b", "tie")))
 
 
@@ -61,6 +64,10 @@ def _label(row, col: str, values: dict) -> str:
     text = _cell_text(cell)
     if text in values:
         return values[text]
+    if _is_number(text):                        # a CSV "1.0" or "+1" is the value 1
+        for value, label in values.items():
+            if _is_number(value) and float(value) == float(text):
+                return label
     if text.lower() in LABELS:
         return LABELS[text.lower()]
     if values:
