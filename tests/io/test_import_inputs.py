@@ -87,6 +87,17 @@ def test_judge_output_gz_files_are_located_errors(tmp_path, capsys):
     assert rc == 2 and cap.err.startswith(f"error: {bad}: a Git LFS pointer file"), cap.err
 
 
+def test_a_blank_upstream_id_is_a_located_error(tmp_path, capsys):
+    """JudgeBench keeps its pair_id as is: a blank one used to be written, then refused by the reader."""
+    jb = tmp_path / "jb"
+    (jb / "data").mkdir(parents=True)
+    rows = [{"pair_id": pid, "source": "livebench-math", "question": "q", "response_A": "a",
+             "response_B": "b", "label": "A>B"} for pid in ("p1", " ")]
+    data = write_jsonl(jb / "data" / "dataset=judgebench,response_model=m.jsonl", rows)
+    rc, out, cap = _import(["judgebench", jb], tmp_path, capsys)
+    assert rc == 2 and cap.err.startswith(f"error: {data}:2: field 'pair_id': blank id"), cap.err
+
+
 PKU = [{"prompt": f"q{i}", "response_0": f"r0 {i}", "response_1": f"r1 {i}", "better_response_id": i % 2}
        for i in range(4)]            # PKU-SafeRLHF's layout: better_response_id 0 = response_0 is better
 PKU_ARGS = ["--question-col", "prompt", "--a-col", "response_0", "--b-col", "response_1",

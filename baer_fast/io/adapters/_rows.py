@@ -217,7 +217,7 @@ def convert(source: Iterable[Row], build: Callable, rejects=None) -> tuple[list,
 def collect(source: Iterable[Row], build: Callable, rejects=None, seen: dict | None = None,
             id_field: str = "id") -> tuple[list, Counter]:
     """convert without its need for a pair; `seen` (id -> "path:line") carries ids across calls (one
-    id space over several files); a duplicate id is a located error on the source's `id_field`."""
+    id space over several files); a blank or duplicate id is a located error on the source's `id_field`."""
     pairs, dropped, seen = [], Counter(), {} if seen is None else seen
     for row in source:
         try:
@@ -231,6 +231,8 @@ def collect(source: Iterable[Row], build: Callable, rejects=None, seen: dict | N
             built = out if isinstance(out, list) else [out]
             here = f"{row.path}:{row.line}"
             for k, pair in enumerate(built):
+                if not pair.id.strip():          # the pairs reader refuses it: refuse it here, located
+                    raise row.error("blank id: a pair id must not be empty", id_field)
                 first = seen.get(pair.id) or (here if any(p.id == pair.id for p in built[:k]) else None)
                 if first:
                     raise row.error(f"duplicate id {pair.id!r} (first at {first})", id_field)
