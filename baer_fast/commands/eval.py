@@ -107,6 +107,13 @@ def _pool(args, records) -> list | None:
     return pool
 
 
+def head_internal(art: dict | None) -> list:
+    """The expert --head names with --reference-expert is BAER's own, whatever its name: fit's reference gate
+    leaves it out of the external protocols (selection/fit.py), so the default pool here does too."""
+    ref = (art or {}).get("reference_expert")
+    return [ref] if isinstance(ref, str) and ref else []
+
+
 def run(args) -> int:
     from baer_fast.errors import InputError
     from baer_fast.eval.metrics import evaluate
@@ -114,7 +121,7 @@ def run(args) -> int:
     records, row_roles, scores, art, head, split, left = _inputs(args)
     try:
         report = evaluate(records, scores, row_roles, split=args.split, baselines=_pool(args, records),
-                          internal=args.internal)
+                          internal=[*args.internal, *head_internal(art)])
     except ValueError as e:
         raise InputError(str(e), field="--baselines") from None
     if report["n_scored"] == 0:

@@ -167,3 +167,23 @@ def test_rewardbench_leaderboard_on_other_data_is_an_error(llmbar, capsys):
 def test_bad_option_values_are_errors(llmbar, capsys, argv, needle):
     rc, out, err = _eval(capsys, "--signals", llmbar["signals"], "--scores", llmbar["scores"], *argv)
     assert rc == 2 and out == "" and needle in err
+
+
+def test_eval_leaves_the_heads_own_reference_expert_out_of_the_pool(llmbar, tmp_path, capsys):
+    # fit's reference gate compares the reference head with the external protocols minus the expert named by
+    # --reference-expert; eval with that --head must use the same pool, not call that expert a baseline
+    head, scores = str(tmp_path / "ref.json"), str(tmp_path / "ref.sc.jsonl")
+    assert main(["-q", "fit", "--signals", llmbar["signals"], "--condition", "g", "--head", "reference",
+                 "--reference-expert", "Reference", "--out", head]) == 0
+    assert main(["-q", "score", "--signals", llmbar["signals"], "--head", head, "--out", scores]) == 0
+    capsys.readouterr()
+    rc, out, _ = _eval(capsys, "--signals", llmbar["signals"], "--scores", scores, "--head", head, "--json",
+                       "--bootstrap", "10")
+    rep = json.loads(out)
+    assert rc == 0 and "Reference" not in rep["baseline_pool"] and not rep["experts"]["Reference"]["baseline"]
+    assert rep["strongest_baseline"]["expert"] != "Reference"
+    gate = json.load(open(head))["selection"]["gates"]["reference"]
+    assert gate["baseline"] in rep["baseline_pool"]
+    rc, out, _ = _eval(capsys, "--signals", llmbar["signals"], "--scores", scores, "--head", head, "--json",
+                       "--bootstrap", "10", "--baselines", "Reference,CoT")
+    assert rc == 0 and json.loads(out)["baseline_pool"] == ["CoT", "Reference"]     # an explicit pool is kept
