@@ -171,8 +171,25 @@ def _fair_baseline_html(report: dict) -> str:
             f"(strict {_pct(t['accuracy_strict'])}%, native {_pct(t['accuracy_native'])}%); BAER "
             f"{100 * (report['accuracy'] - t['accuracy']):+.2f} points. Exact McNemar vs. the strict reading: "
             f"p = {ms['p_value']:.3g} ({ms['x_only']}/{ms['y_only']}); exact paired sign-flip test vs. the native "
-            f"reading: p = {mn['p_value']:.3g}. Baseline pool: {len(report.get('baseline_pool', []))} external "
-            f"protocols; any-baseline oracle {_pct(report.get('oracle_any_expert'))}%.</p>")
+            f"reading: p = {mn['p_value']:.3g}.{_ties_html(report, t)}{_dev_html(report)} Baseline pool: "
+            f"{len(report.get('baseline_pool', []))} external protocols; any-baseline oracle "
+            f"{_pct(report.get('oracle_any_expert'))}%.</p>")
+
+
+def _ties_html(report: dict, t: dict) -> str:
+    """The text table's line on pairs scored exactly 0: BAER averaged over both display orders."""
+    n = report.get("n_score_ties")
+    if not n:
+        return ""
+    return (f" {n} pair{'s' * (n != 1)} scored exactly 0 (Eq. 1 calls {'them' if n != 1 else 'it'} a); averaged "
+            f"over both display orders BAER {_pct(report['accuracy_native'])}%, "
+            f"{100 * (report['accuracy_native'] - t['accuracy']):+.2f} points.")
+
+
+def _dev_html(report: dict) -> str:
+    d = report.get("strongest_on_dev")
+    return (f" Strongest baseline chosen on the dev rows: {html.escape(d['expert'])} ({d['reading']} reading), "
+            f"{_pct(d['accuracy'])}% here." if d else "")
 
 
 def write_report(out_dir: str, *, records, scores, roles, report: dict, artifact: dict | None = None,

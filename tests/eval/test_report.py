@@ -103,3 +103,27 @@ def test_reliability_bins_are_calibration_of_p_a():
     assert [b["n"] for b in rel["bins"]] == [2, 2]
     from tests.fixtures.tolerances import fp64_tol
     assert abs(rel["ece"] - 0.05) <= fp64_tol(16)                    # a few float64 operations on values <= 1
+
+
+def test_report_states_the_order_averaged_reading_and_the_dev_baseline_as_the_table_does():
+    # the text table prints, beside the headline, BAER averaged over both orders where pairs scored exactly 0
+    # and the baseline chosen on the dev rows; the HTML page shows the same figures
+    from baer_fast.eval.metrics import evaluate, format_table
+    from baer_fast.eval.report import _fair_baseline_html
+    from baer_fast.heads.single import ConstantHead
+
+    recs, roles = [], []
+    for i in range(16):
+        lab = "a" if i % 2 else "b"
+        right, wrong = (0.9, 0.1) if lab == "a" else (0.1, 0.9)
+        recs.append(Signals(f"p{i}", {"k": [right, wrong] if i in (0, 1, 3, 5) else [right, right],
+                                      "j": [right, right] if i % 3 else [wrong, wrong]}, label=lab))
+        roles.append("test" if i < 10 else "calibration")
+    rep = evaluate(recs, ConstantHead("k").score(recs), roles)
+    assert rep["n_score_ties"] == 4 and "strongest_on_dev" in rep
+    diff = f"{100 * (rep['accuracy_native'] - rep['strongest_baseline']['accuracy']):+.2f} points"
+    page = _fair_baseline_html(rep)
+    assert diff in format_table(rep) and diff in page
+    assert f"{100 * rep['accuracy_native']:.2f}%" in page
+    dev = rep["strongest_on_dev"]
+    assert f"dev rows: {dev['expert']} ({dev['reading']} reading), {100 * dev['accuracy']:.2f}% here" in page
