@@ -133,7 +133,8 @@ def evaluate(records: Sequence, scores: np.ndarray, roles: Sequence[str], *, spl
            "accuracy": float(correct_h[rows].mean()) if rows.any() else None,      # None: no labelled row
            "accuracy_native": float(head_native_credit(scores, y)[rows].mean()) if rows.any() else None,
            "n_score_ties": int(np.sum(np.asarray(scores)[rows] == 0)),
-           "coverage": 1.0, "baseline_pool": pool, "experts": {}}
+           "coverage": 1.0, "baseline_pool": pool, "pool_from": "default" if baselines is None else "--baselines",
+           "experts": {}}
     for k, name in enumerate(experts):
         a_s = float(strict[rows, k].mean()) if rows.any() else None
         a_n = float(native[rows, k].mean()) if rows.any() else None
@@ -156,6 +157,14 @@ def evaluate(records: Sequence, scores: np.ndarray, roles: Sequence[str], *, spl
     return out
 
 
+def pool_tag(report: dict, name: str) -> str:
+    """' (internal)' for an expert the default pool leaves out, ' (not in --baselines)' for one an explicit
+    pool leaves out (it may be any protocol), '' for a baseline."""
+    if report["experts"][name].get("baseline", True):
+        return ""
+    return " (not in --baselines)" if report.get("pool_from") == "--baselines" else " (internal)"
+
+
 def _p(x) -> str:
     """A fraction as a 7-wide percentage; blank when undefined (None or NaN)."""
     return f"{'–':>7}" if x is None or x != x else f"{100 * x:7.2f}"
@@ -173,7 +182,7 @@ def format_table(report: dict, *, title: str = "") -> str:
     lines.append(f"  {'BAER (' + head + ')':<44} {_p(report['accuracy'])} {_p(report.get('accuracy_native'))} "
                  f"{_p(report['coverage'])}")
     for name, m in sorted(report["experts"].items(), key=lambda kv: -(kv[1]["accuracy_fair"] or 0)):
-        tag = "" if m.get("baseline", True) else " (internal)"
+        tag = pool_tag(report, name)
         lines.append(f"  {name + tag:<44} {_p(m['accuracy_strict'])} {_p(m['accuracy_native'])} {_p(m['coverage'])}")
     if "strongest_baseline" in report:
         t = report["strongest_baseline"]

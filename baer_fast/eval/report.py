@@ -19,7 +19,7 @@ from baer_fast.eval.bias import position_consistency  # noqa: F401  (re-exported
 from baer_fast.eval.calibration import reliability
 from baer_fast.eval.html_parts import figure as _figure, img as _img, pct as _pct, save_png as _save_png
 from baer_fast.eval.html_parts import table as _table
-from baer_fast.eval.metrics import expert_predictions, head_predictions, label_signs, mcnemar_exact
+from baer_fast.eval.metrics import expert_predictions, head_predictions, label_signs, mcnemar_exact, pool_tag
 from baer_fast.io.jsonl import atomic_open, make_dir
 
 N_BINS = 10
@@ -222,7 +222,7 @@ def write_report(out_dir: str, *, records, scores, roles, report: dict, artifact
                     _pct(report["coverage"]), "", ""]]
     for name in sorted(experts, key=lambda n: -report["experts"][n].get("accuracy_fair", report["experts"][n]["accuracy"])):
         m = report["experts"][name]
-        tag = " (strongest baseline)" if name == baseline else ("" if m.get("baseline", True) else " (internal)")
+        tag = " (strongest baseline)" if name == baseline else pool_tag(report, name)
         method_rows.append([name + tag, _pct(m.get("accuracy_strict", m["accuracy"])), _pct(m.get("accuracy_native")),
                             _pct(m["coverage"]), f"{mc[name]['p_value']:.3g}", f"{mc[name]['x_only']}/{mc[name]['y_only']}"])
     cons_rows = [[n, c["n_run_pairs"], c["disagree"], _pct(c["consistency"])] for n, c in cons.items()]

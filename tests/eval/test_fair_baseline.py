@@ -127,3 +127,13 @@ def test_evaluate_reports_the_heads_order_averaged_reading():
                         for r in recs], -scores, ["test"] * 10)
     assert swapped["accuracy_native"] == pytest.approx(rep["accuracy_native"])
     assert swapped["accuracy"] == pytest.approx(0.7)               # Eq. 1 moves with the display order
+
+
+def test_an_expert_left_out_by_baselines_is_not_called_internal():
+    # --baselines picks the pool; the protocols it leaves out are external ones, not BAER's own
+    recs = [_rec(i, {"ext": [0.9, 0.9], "other": [0.1, 0.1], "reference": [0.9, 0.9]}) for i in range(4)]
+    scores = ConstantHead("ext").score(recs)
+    table = format_table(evaluate(recs, scores, ["test"] * 4, baselines=["ext"]))
+    assert "other (internal)" not in table and "other (not in --baselines)" in table
+    assert "reference (not in --baselines)" in table
+    assert "reference (internal)" in format_table(evaluate(recs, scores, ["test"] * 4))
