@@ -108,10 +108,15 @@ def _pool(args, records) -> list | None:
 
 
 def head_internal(art: dict | None) -> list:
-    """The expert --head names with --reference-expert is BAER's own, whatever its name: fit's reference gate
-    leaves it out of the external protocols (selection/fit.py), so the default pool here does too."""
+    """The experts fit's reference gate left out of the external protocols (selection/fit.py): the one
+    --reference-expert named (BAER's own, whatever its name) and fit's --internal ones, recorded as the
+    gate's `pool` (older artifacts: the reference expert only). The default pool here leaves them out too."""
     ref = (art or {}).get("reference_expert")
-    return [ref] if isinstance(ref, str) and ref else []
+    out = [ref] if isinstance(ref, str) and ref else []
+    gate = (((art or {}).get("selection") or {}).get("gates") or {}).get("reference") or {}
+    if isinstance(gate.get("pool"), list):
+        out += [e for e in art.get("experts", []) if e not in gate["pool"] and e not in out]
+    return out
 
 
 def run(args) -> int:

@@ -226,7 +226,8 @@ def _fit(records, *, condition, spec, lambdas, eps, head, reference_expert, poin
         pool = ([e for e in baseline_pool(present, internal=internal, baselines=baselines) if e != ref]
                 or sorted(present - {ref}))
         credit, readings = _pool_credit(rows, pool, y, eps)
-        gates["reference"] = reference_gate(ref_correct, credit, pool, roles, readings=readings)
+        gates["reference"] = {**reference_gate(ref_correct, credit, pool, roles, readings=readings),
+                              "pool": pool}          # eval --head leaves the experts outside it out of its pool
         heads["reference"] = ref_head.to_json()
         candidates["reference"] = {**split_accuracy(ref_correct, roles), "in_sample": False}
     deployed, reason = decide(gates["rule"], gates.get("reference"), head)

@@ -187,3 +187,18 @@ def test_eval_leaves_the_heads_own_reference_expert_out_of_the_pool(llmbar, tmp_
     rc, out, _ = _eval(capsys, "--signals", llmbar["signals"], "--scores", scores, "--head", head, "--json",
                        "--bootstrap", "10", "--baselines", "Reference,CoT")
     assert rc == 0 and json.loads(out)["baseline_pool"] == ["CoT", "Reference"]     # an explicit pool is kept
+
+
+def test_eval_leaves_fits_internal_experts_out_of_the_pool(llmbar, tmp_path, capsys):
+    # fit --internal keeps an expert out of the reference gate's pool; the artifact records that pool, and
+    # eval --head leaves the same experts out without being told again
+    head, scores = str(tmp_path / "int.json"), str(tmp_path / "int.sc.jsonl")
+    assert main(["-q", "fit", "--signals", llmbar["signals"], "--condition", "g", "--reference-expert", "Reference",
+                 "--internal", "CoT", "--internal", "Swap", "--out", head]) == 0
+    assert main(["-q", "score", "--signals", llmbar["signals"], "--head", head, "--out", scores]) == 0
+    capsys.readouterr()
+    pool = json.load(open(head))["selection"]["gates"]["reference"]["pool"]
+    assert "CoT" not in pool and "Swap" not in pool and "Reference" not in pool
+    rc, out, _ = _eval(capsys, "--signals", llmbar["signals"], "--scores", scores, "--head", head, "--json",
+                       "--bootstrap", "10")
+    assert rc == 0 and json.loads(out)["baseline_pool"] == pool
