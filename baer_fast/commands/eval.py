@@ -108,11 +108,11 @@ def _pool(args, records) -> list | None:
 
 
 def head_internal(art: dict | None) -> list:
-    """The experts fit's reference gate left out of the external protocols (selection/fit.py): the one
-    --reference-expert named (BAER's own, whatever its name) and fit's --internal ones, recorded as the
-    gate's `pool` (older artifacts: the reference expert only). The default pool here leaves them out too."""
-    ref = (art or {}).get("reference_expert")
-    out = [ref] if isinstance(ref, str) and ref else []
+    """The experts fit's reference gate left out of the external protocols (selection/fit.py): the ones
+    --reference-expert and --pointwise-expert named (BAER's own, whatever their names) and fit's --internal
+    ones, recorded as the gate's `pool`. The default pool here leaves them out too."""
+    own = [(art or {}).get("reference_expert"), (art or {}).get("pointwise_expert")]
+    out = [e for e in own if isinstance(e, str) and e]
     gate = (((art or {}).get("selection") or {}).get("gates") or {}).get("reference") or {}
     if isinstance(gate.get("pool"), list):
         out += [e for e in art.get("experts", []) if e not in gate["pool"] and e not in out]

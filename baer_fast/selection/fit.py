@@ -223,8 +223,8 @@ def _fit(records, *, condition, spec, lambdas, eps, head, reference_expert, poin
     if ref is not None:
         ref_head = ReferenceHead(ref, eps)
         ref_correct = head_correct(ref_head.score(rows), y)
-        pool = ([e for e in baseline_pool(present, internal=internal, baselines=baselines) if e != ref]
-                or sorted(present - {ref}))
+        pool = ([e for e in baseline_pool(present, internal=internal, baselines=baselines) if e not in (ref, pnt)]
+                or sorted(present - {ref}))    # BAER's own experts, whatever --reference/--pointwise-expert named
         credit, readings = _pool_credit(rows, pool, y, eps)
         gates["reference"] = {**reference_gate(ref_correct, credit, pool, roles, readings=readings),
                               "pool": pool}          # eval --head leaves the experts outside it out of its pool

@@ -202,3 +202,19 @@ def test_eval_leaves_fits_internal_experts_out_of_the_pool(llmbar, tmp_path, cap
     rc, out, _ = _eval(capsys, "--signals", llmbar["signals"], "--scores", scores, "--head", head, "--json",
                        "--bootstrap", "10")
     assert rc == 0 and json.loads(out)["baseline_pool"] == pool
+
+
+def test_a_named_pointwise_expert_is_baers_own_in_fit_and_eval(llmbar, tmp_path, capsys):
+    # --pointwise-expert names BAER's pointwise expert whatever it is called: neither the reference gate
+    # nor eval --head may count it as an external protocol (docs/selection.md, the fair baseline)
+    head, scores = str(tmp_path / "pw.json"), str(tmp_path / "pw.sc.jsonl")
+    assert main(["-q", "fit", "--signals", llmbar["signals"], "--condition", "g", "--reference-expert", "Reference",
+                 "--pointwise-expert", "Vanilla", "--out", head]) == 0
+    assert main(["-q", "score", "--signals", llmbar["signals"], "--head", head, "--out", scores]) == 0
+    capsys.readouterr()
+    pool = json.load(open(head))["selection"]["gates"]["reference"]["pool"]
+    assert "Vanilla" not in pool and "Reference" not in pool
+    rc, out, _ = _eval(capsys, "--signals", llmbar["signals"], "--scores", scores, "--head", head, "--json",
+                       "--bootstrap", "10")
+    rep = json.loads(out)
+    assert rc == 0 and "Vanilla" not in rep["baseline_pool"] and not rep["experts"]["Vanilla"]["baseline"]
