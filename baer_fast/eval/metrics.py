@@ -178,12 +178,13 @@ def format_table(report: dict, *, title: str = "") -> str:
     head = report.get("head", "head")
     if report["accuracy"] is None:
         lines.append("  no labelled (a/b) pair in this split: accuracy is undefined")
-    lines.append(f"  {'method':<44} {'strict':>7} {'native':>7} {'cov':>7}")
-    lines.append(f"  {'BAER (' + head + ')':<44} {_p(report['accuracy'])} {_p(report.get('accuracy_native'))} "
+    names = {name: name + pool_tag(report, name) for name in report["experts"]}
+    w = max([44, len(f"BAER ({head})"), *map(len, names.values())])      # long names (JudgeBench's) stay aligned
+    lines.append(f"  {'method':<{w}} {'strict':>7} {'native':>7} {'cov':>7}")
+    lines.append(f"  {'BAER (' + head + ')':<{w}} {_p(report['accuracy'])} {_p(report.get('accuracy_native'))} "
                  f"{_p(report['coverage'])}")
     for name, m in sorted(report["experts"].items(), key=lambda kv: -(kv[1]["accuracy_fair"] or 0)):
-        tag = pool_tag(report, name)
-        lines.append(f"  {name + tag:<44} {_p(m['accuracy_strict'])} {_p(m['accuracy_native'])} {_p(m['coverage'])}")
+        lines.append(f"  {names[name]:<{w}} {_p(m['accuracy_strict'])} {_p(m['accuracy_native'])} {_p(m['coverage'])}")
     if "strongest_baseline" in report:
         t = report["strongest_baseline"]
         lines.append(f"  strongest baseline on this split: {t['expert']} ({t['reading']} reading) "

@@ -137,3 +137,12 @@ def test_an_expert_left_out_by_baselines_is_not_called_internal():
     assert "other (internal)" not in table and "other (not in --baselines)" in table
     assert "reference (not in --baselines)" in table
     assert "reference (internal)" in format_table(evaluate(recs, scores, ["test"] * 4))
+
+
+def test_format_table_keeps_columns_aligned_for_long_expert_names():
+    # JudgeBench's experts are named like 'reward_model:<hub path>': longer than the 44-wide column
+    long = "reward_model:Skywork/Skywork-Reward-Llama-3.1-8B-v0.2-extra-long"
+    recs = [_rec(i, {long: [0.9, 0.8], "k": [0.2, 0.3]}, "a" if i % 2 else "b") for i in range(6)]
+    table = format_table(evaluate(recs, ConstantHead("k").score(recs), ["test"] * 6))
+    rows = [ln for ln in table.splitlines() if ln.strip().split(" ")[0] in ("BAER", "k", long)]
+    assert len(rows) == 3 and len({len(r.rstrip()) for r in rows}) == 1, table
