@@ -42,6 +42,19 @@ def counted(expert_rows, engine, pairs, names, report, generation=None, *, timed
     return rows
 
 
+def with_derived(cost: dict, names) -> dict:
+    """meta.expert_cost of a bank run made without its derived experts (the `experts` command's raw
+    phase), completed for `names` as `counted` writes it: a derived expert whose source is in
+    `names` costs 0 and names it ("from"); one whose source is not takes the source's cell."""
+    out = {n: dict(c) for n, c in cost.items() if n in names}
+    for n in names:
+        source = source_of(n)
+        if n in out or n not in protocols.DERIVED_EXPERTS or source is None or source not in cost:
+            continue
+        out[n] = {"prefilled": 0, "decoded": 0, "from": source} if source in names else dict(cost[source])
+    return out
+
+
 def source_of(name: str) -> str | None:
     """The bank expert whose output `name` is computed from (a native verdict: its generative
     expert's texts; PriDe, CalibraEval: their source's runs), else None."""

@@ -366,9 +366,18 @@ def _finish_derived(args, names, derived, raw_path) -> None:
     raw = read_signals(raw_path)
     params = fit_derived([(s, s.experts) for s in raw], derived)
     out = [Signals(s.id, {n: apply_derived(s.experts, derived, params)[n] for n in names}, s.subset, s.label,
-                   s.split, s.meta, category=s.category) for s in raw]
+                   s.split, _final_meta(s.meta, names), category=s.category) for s in raw]
     with atomic_open(args.out + ".derived.json") as fh:
         fh.write(json.dumps(params, indent=1) + "\n")
     write_signals(args.out, out)
     log.info("fitted %s on %d non-test pairs -> %s", ", ".join(derived), params[derived[0]]["n_fit"],
              args.out + ".derived.json")
+
+
+def _final_meta(meta: dict, names) -> dict:
+    """The raw run's meta with each derived expert's cost cell (bank/costs.with_derived), so that
+    `fit --budget` and `--cascade` can price the bank it wrote."""
+    from baer_fast.bank.costs import with_derived
+    if not isinstance(meta.get("expert_cost"), dict):
+        return meta
+    return {**meta, "expert_cost": with_derived(meta["expert_cost"], names)}

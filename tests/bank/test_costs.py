@@ -69,6 +69,25 @@ def test_the_experts_command_records_the_tokens_and_no_wall_time(qwen_dir, tmp_p
         assert got[s.id]["cot"]["decoded"] > 0 == got[s.id]["direct"]["decoded"]
 
 
+@pytest.mark.parametrize("names", [["direct", "pride", "calibraeval"], ["pride", "score"]])
+def test_the_experts_command_prices_derived_experts_as_run_experts_does(qwen_dir, tmp_path, names):
+    """With derived experts and no --derived-params, `experts` runs in two phases; its final file
+    must still give pride a cost cell (0 "from" direct, or direct's prompts when direct is not in
+    the bank), else `fit --budget` / `--cascade` on the default bank stop: "'pride' has no cost"."""
+    from baer_fast.bank.runner import run_experts
+    from baer_fast.cli import main
+    from baer_fast.io.records import read_signals, write_pairs
+    pairs = [Pair(p.id, p.question, p.response_a, p.response_b, label=p.label, split=("selection", "test")[i % 2])
+             for i, p in enumerate(_pairs(6))]
+    write_pairs(str(tmp_path / "p.jsonl"), pairs)
+    out = str(tmp_path / "s.jsonl")
+    assert main(["-q", "experts", "--model", qwen_dir, "--input", str(tmp_path / "p.jsonl"), "--out", out,
+                 "--experts", ",".join(names)]) == 0
+    got = {s.id: s.meta["expert_cost"] for s in read_signals(out)}
+    for s in run_experts(qwen_dir, pairs, experts=names):
+        assert got[s.id] == {n: {k: v for k, v in c.items() if k != "seconds"} for n, c in s.meta["expert_cost"].items()}
+
+
 def test_fit_to_total_is_exact_and_keeps_matching_shares():
     w = [{"a": 3, "b": 1}, {"a": 2, "b": 0}]
     assert fit_to_total(w, 6) == w
