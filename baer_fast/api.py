@@ -3,21 +3,22 @@
     judge = Judge.from_pretrained("path/to/judge-model", head="head.json")
     s = judge.score(questions, responses_a, responses_b)      # torch.float64 [N]
 
-Without `head` the label-free default head is used (heads/default.py: the mean of z~ over
-direct and score), so a reward loop can start before any pair is labelled.
+Without `head`: the label-free default head (heads/default.py: the mean of z~ over direct and
+score), so a reward loop can start before any pair is labelled.
 
 Inputs are lists with one entry per pair: responses are strings, a question is a string or
 a conversation ({role, content} messages ending with the user's); anything else (a bare
 string for a list, bytes, None) is an InputError naming the argument and index. The model
 stays resident; the same inputs give the same scores. Every pair gets a score: text that is
 not valid UTF-8 is repaired and over-long pairs are cut symmetrically (bank/truncation.py).
-Knows nothing about files beyond loading the head artifact.
+Threads calling at once run one at a time on a model (`model_lock`). No files but the head's.
 """
 from __future__ import annotations
 
 import dataclasses
 import logging
 import os
+import threading
 from dataclasses import dataclass
 from typing import Sequence
 
@@ -66,6 +67,7 @@ class Judge:
                              field="derived_params")
         self._room = None
         self._warned_unpruned = False
+        self._lock = model_lock(engine)
 
     @classmethod
     def from_pretrained(cls, model_path, head=None, *, backend: str = "hf", kernels: str = "auto",
@@ -161,6 +163,10 @@ class Judge:
 
     def signals(self, questions, responses_a, responses_b, *, subsets=None, categories=None) -> list:
         """The expert runs of each pair (for auditing), as Signals records."""
+        with self._lock:              # one call at a time on the model, whatever thread calls
+            return self._signals(questions, responses_a, responses_b, subsets=subsets, categories=categories)
+
+    def _signals(self, questions, responses_a, responses_b, *, subsets, categories) -> list:
         pairs = self.pairs(questions, responses_a, responses_b, subsets=subsets, categories=categories)
         if not pairs:
             return []
@@ -216,6 +222,25 @@ class Judge:
 
         records = self.signals(questions, responses_a, responses_b, subsets=subsets, categories=categories)
         return score_records(self.art, records, self.head) if records else []
+
+
+_LOCKS_GUARD = threading.Lock()
+
+
+def model_lock(engine) -> threading.RLock:
+    """The one lock of the model under `engine` (shared by every Judge on it). A forward switches
+    the model config's attention implementation for its call (runtime/model/load.py `hidden`,
+    runtime/decode_kernel.py) and engines keep state between calls, so two threads judging on one
+    model at once could run each other's attention: a KeyError mid-forward, or a silent and
+    permanent fall back to one width. Calls therefore run one at a time; batch pairs into one call
+    (or `serve`, which merges requests) for throughput."""
+    owner = getattr(engine, "loaded", engine)
+    with _LOCKS_GUARD:
+        lock = getattr(owner, "_baer_call_lock", None)
+        if lock is None:
+            lock = threading.RLock()
+            object.__setattr__(owner, "_baer_call_lock", lock)
+    return lock
 
 
 def batch_inputs(questions, responses_a, responses_b) -> tuple[list, list, list]:
