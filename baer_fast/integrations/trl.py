@@ -19,7 +19,7 @@ import logging
 import math
 from typing import Sequence
 
-from baer_fast.errors import InputError
+from baer_fast.errors import InputError, PromptTooLong
 
 log = logging.getLogger("baer_fast")
 
@@ -235,6 +235,16 @@ def group_rewards(n: int, gs: Sequence[Sequence[int]], todo, p, *, method: str) 
     return rewards
 
 
+def named_by_caller(e, todo, noun: str = "completions"):
+    """A PromptTooLong raised on the round robin `todo`, renamed in the caller's indices: the Judge
+    names pair k of its call (pair id judge-k), which is `noun` i and j of the caller's list."""
+    k = (getattr(e, "pair_id", None) or "").removeprefix("judge-")
+    if not k.isdigit() or int(k) >= len(todo):
+        return e
+    i, j = sorted(todo[int(k)][1:])
+    return e.with_fix(e.fix, where=f"of {noun} {i} and {j} (0-based)")
+
+
 def pair_texts(prompts: Sequence, texts: Sequence[str], todo) -> tuple[list[str], list[str], list[str]]:
     """The (question, a, b) lists of the round robin `todo`."""
     return ([as_question(prompts[i]) for _, i, _ in todo], [texts[i] for _, i, _ in todo],
@@ -260,7 +270,10 @@ def grpo_reward(judge, *, num_generations: int, num_generations_eval: int | None
     def baer_grpo(prompts: Sequence, completions: Sequence, completion_ids=None, **columns) -> list[float]:
         gs, todo, texts = grpo_plan(prompts, completions, group_size(prompts, columns, *sizes))
         fields = pair_fields(columns, [i for _, i, _ in todo])
-        p = judge.prob_a(*pair_texts(prompts, texts, todo), **fields).tolist() if todo else []
+        try:
+            p = judge.prob_a(*pair_texts(prompts, texts, todo), **fields).tolist() if todo else []
+        except PromptTooLong as e:                # named as the trainer's completions, not round-robin pairs
+            raise named_by_caller(e, todo) from None
         return group_rewards(len(completions), gs, todo, p, method=method)
     return baer_grpo
 

@@ -16,7 +16,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
 from starlette.exceptions import HTTPException
 
-from baer_fast.errors import BaerError
+from baer_fast.errors import BaerError, PromptTooLong
 from baer_fast.serve.batcher import MicroBatcher, QueueFull
 from baer_fast.serve.config import ServeConfig
 from baer_fast.serve.schemas import RESULT_FIELDS, JudgeRequest, RewardRequest
@@ -82,9 +82,10 @@ def _routes(app, judge, config: ServeConfig, metrics) -> None:
         return Response(data, media_type=ctype)
 
 
-async def _judged(request: Request, pairs, config: ServeConfig, metrics):
+async def _judged(request: Request, pairs, config: ServeConfig, metrics, *, rename=None):
     """The batcher's results, or the error response that this request alone gets. When the client
-    hangs up first, the request is cancelled (a waiting one is dropped unjudged) and counted."""
+    hangs up first, the request is cancelled (a waiting one is dropped unjudged) and counted.
+    rename: PromptTooLong -> the same error naming the pair as the request does (/get_reward)."""
     judged = asyncio.ensure_future(request.app.state.batcher.submit(pairs))
     gone = asyncio.ensure_future(_hung_up(request))
     try:
@@ -102,7 +103,7 @@ async def _judged(request: Request, pairs, config: ServeConfig, metrics):
         return _error(503, f"queue full ({config.max_queue} requests waiting); retry later",
                       headers={"Retry-After": str(config.retry_after_s)})
     except BaerError as e:
-        return _error(422, str(e))
+        return _error(422, str(rename(e) if rename is not None and isinstance(e, PromptTooLong) else e))
     except (RuntimeError, MemoryError) as e:          # e.g. the device ran out of memory for this batch
         log.warning("judge failed on a request: %s", e)
         return _error(503, f"the engine could not judge this request now: {e}",
@@ -117,7 +118,7 @@ async def _hung_up(request: Request) -> None:
 
 
 async def _reward(request: Request, body: RewardRequest, config: ServeConfig, metrics):
-    from baer_fast.integrations.trl import group_rewards, pair_texts, prompt_groups, round_robin
+    from baer_fast.integrations.trl import group_rewards, named_by_caller, pair_texts, prompt_groups, round_robin
 
     if body.prompts is None:
         return _error(422, "prompts: required (each query's prompt, so that its completions can be compared)")
@@ -130,7 +131,8 @@ async def _reward(request: Request, body: RewardRequest, config: ServeConfig, me
     if len(todo) > config.max_request_pairs:
         return _error(422, f"query: the completions make {len(todo)} pairs, more than {config.max_request_pairs}")
     pairs = list(zip(*pair_texts(body.prompts, texts, todo)))
-    results = await _judged(request, pairs, config, metrics) if todo else []
+    results = await _judged(request, pairs, config, metrics,
+                            rename=lambda e: named_by_caller(e, todo, "queries")) if todo else []
     if not isinstance(results, list):
         return results
     p = [r["p_a"] for r in results]

@@ -252,3 +252,15 @@ def test_pairwise_judge_soft_scores_for_win_rate_callback():
     assert [0 if p > 0.5 else 1 for p in soft] == pj.judge(PROMPTS[:2], pairs, True) == [0, 1]
     flipped = pj.judge(PROMPTS[:2], [p[::-1] for p in pairs], False, return_scores=True)
     assert [a + b for a, b in zip(soft, flipped)] == pytest.approx([1.0, 1.0], rel=1e-12)
+
+
+def test_grpo_names_an_over_long_completion_by_its_index(default_judge):
+    """A Judge with truncate=False inside grpo_reward: the error names the trainer's completions,
+    not the round-robin pair the reward function made of them."""
+    from baer_fast.api import Judge, JudgeOptions
+    from baer_fast.errors import PromptTooLong
+    strict = Judge(default_judge.engine, default_judge.art, options=JudgeOptions(truncate=False))
+    reward = grpo_reward(strict, num_generations=3)
+    with pytest.raises(PromptTooLong) as err:
+        reward(["p"] * 6, ["a", "b", "c", "x", "y " * 3000, "z"])
+    assert str(err.value).startswith("pair of completions 3 and 4 (0-based): ")

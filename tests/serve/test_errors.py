@@ -48,3 +48,17 @@ def test_a_conversation_question_is_checked_then_judged_as_turns(serving):
         assert bad.json()["error"].startswith("pairs.0.question: conversation: message 0: expected a 'user' turn")
         assert c.post("/v1/judge", json=pair(question=["hi"])).status_code == 422
     assert fake.calls == [[(("user", "hi"), ("assistant", "yo"), ("user", "and?"))]]
+
+
+def test_get_reward_names_an_over_long_query_by_its_own_index(default_judge, serving):
+    """Under --no-truncate, an over-long completion is a 422 naming the request's queries, not
+    the index of a round-robin pair the server made up (was "pair 3 (0-based) of the call")."""
+    from baer_fast.api import Judge, JudgeOptions
+    strict = Judge(default_judge.engine, default_judge.art, options=JudgeOptions(truncate=False))
+    srv = serving(strict)
+    prompts = ["p1: "] * 3 + ["p2: "] * 3
+    query = [p + c for p, c in zip(prompts, ["a", "b", "c", "x", "y " * 3000, "z"])]
+    with httpx.Client(base_url=srv.url, timeout=120) as c:
+        r = c.post("/get_reward", json={"query": query, "prompts": prompts})
+    assert r.status_code == 422, r.text
+    assert r.json()["error"].startswith("pair of queries 3 and 4 (0-based): "), r.text
