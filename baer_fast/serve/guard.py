@@ -90,7 +90,8 @@ def _replay(body: bytes, receive):
 
 
 class Observe:
-    """Counts every answer by endpoint and status and times it (arrival to last byte)."""
+    """Counts every answer by endpoint and status and times it (arrival to last byte). A request
+    the app left unanswered without an error (its client hung up, e.g. mid-body) counts as 499."""
 
     def __init__(self, app, metrics):
         self.app, self.metrics = app, metrics
@@ -98,7 +99,7 @@ class Observe:
     async def __call__(self, scope, receive, send):
         if scope["type"] != "http":
             return await self.app(scope, receive, send)
-        t0, status = time.perf_counter(), [500]
+        t0, status = time.perf_counter(), [None]
 
         async def watched(msg):
             if msg["type"] == "http.response.start":
@@ -108,7 +109,10 @@ class Observe:
         self.metrics.taken(judged)
         try:
             await self.app(scope, receive, watched)
+        except BaseException:
+            status[0] = status[0] or 500
+            raise
         finally:
             self.metrics.taken(-judged)
             path = scope["path"] if scope["path"] in ROUTES else "other"
-            self.metrics.answered(path, status[0], time.perf_counter() - t0)
+            self.metrics.answered(path, status[0] or 499, time.perf_counter() - t0)

@@ -72,3 +72,18 @@ def test_a_client_that_hangs_up_while_queued_is_never_judged(serving):
     assert metric(srv.url, "baer_dropped_pairs_total") == 3
     assert metric(srv.url, "baer_abandoned_requests_total") == 1
     assert metric(srv.url, "baer_pairs_total") == 2
+
+
+def test_a_client_that_hangs_up_mid_body_is_499_not_a_server_error(serving):
+    """Nothing is answered to a client gone before its body arrived: that is a hang-up (499 in
+    baer_requests_total), not a 500 that would page whoever watches the server's error rate."""
+    srv = serving(FakeJudge())
+    port = int(srv.url.rsplit(":", 1)[1])
+    with socket.create_connection(("127.0.0.1", port)) as s:
+        s.sendall(b"POST /v1/judge HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                  b"Content-Length: 100\r\n\r\n{\"pairs\"")
+        time.sleep(0.2)
+    name = 'baer_requests_total{endpoint="/v1/judge",status="499"}'
+    wait_until(lambda: name in httpx.get(srv.url + "/metrics", timeout=30).text, "the hang-up counted")
+    assert metric(srv.url, name) == 1.0
+    assert 'status="500"' not in httpx.get(srv.url + "/metrics", timeout=30).text
