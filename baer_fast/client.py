@@ -16,6 +16,7 @@ message. A timeout is never re-sent (the server may still be judging): `JudgeSer
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from typing import Sequence
 
@@ -29,6 +30,7 @@ class JudgeServerError(RuntimeError):
     def __init__(self, status: int, message: str):
         super().__init__(f"judge server answered {status}: {message}" if status else message)
         self.status = status        # the HTTP status; 0: no answer (unreachable, or the timeout passed)
+        self.message = message      # the server's own words (its "error")
 
 
 class JudgeServerTimeout(JudgeServerError):
@@ -52,12 +54,16 @@ class JudgeClient:
     def results(self, questions: Sequence[str], responses_a: Sequence[str], responses_b: Sequence[str], *,
                 subsets=None, categories=None) -> list[dict]:
         body = _pairs_body(questions, responses_a, responses_b, subsets, categories)
-        return [r for part in self._parts(body) for r in self.post("/v1/judge", part)["results"]]
+        out = []
+        for start, part in self._parts(body):
+            with _placed(start, part, len(body["pairs"])):
+                out += self.post("/v1/judge", part)["results"]
+        return out
 
-    def _parts(self, body: dict) -> list[dict]:
-        """The body as requests of at most max_pairs pairs each, in order."""
+    def _parts(self, body: dict) -> list[tuple[int, dict]]:
+        """(first pair's index, request) of the body sent as requests of at most max_pairs pairs, in order."""
         pairs = body["pairs"]
-        return [{"pairs": pairs[k:k + self.max_pairs]} for k in range(0, len(pairs), self.max_pairs)] or [body]
+        return [(k, {"pairs": pairs[k:k + self.max_pairs]}) for k in range(0, len(pairs), self.max_pairs)] or [(0, body)]
 
     def score(self, questions, responses_a, responses_b, *, subsets=None, categories=None) -> np.ndarray:
         return _field(self.results(questions, responses_a, responses_b, subsets=subsets, categories=categories),
@@ -87,7 +93,11 @@ class JudgeClient:
 
     async def aresults(self, questions, responses_a, responses_b, *, subsets=None, categories=None) -> list[dict]:
         body = _pairs_body(questions, responses_a, responses_b, subsets, categories)
-        return [r for part in self._parts(body) for r in (await self.apost("/v1/judge", part))["results"]]
+        out = []
+        for start, part in self._parts(body):
+            with _placed(start, part, len(body["pairs"])):
+                out += (await self.apost("/v1/judge", part))["results"]
+        return out
 
     async def ascore(self, questions, responses_a, responses_b, *, subsets=None, categories=None) -> np.ndarray:
         return _field(await self.aresults(questions, responses_a, responses_b, subsets=subsets, categories=categories),
@@ -159,6 +169,20 @@ def _pairs_body(questions, responses_a, responses_b, subsets=None, categories=No
         pair.update({k: v for k, v in (("subset", sub), ("category", cat)) if v is not None})
         pairs.append(pair)
     return {"pairs": pairs}
+
+
+@contextlib.contextmanager
+def _placed(start: int, part: dict, total: int):
+    """A server error on one request of a call sent as several says where that request sits in the
+    call: the server counts pairs from the request's first (its "pair 3" is the call's start + 3)."""
+    try:
+        yield
+    except JudgeServerError as e:
+        if e.status == 0 or len(part["pairs"]) == total:
+            raise
+        end = start + len(part["pairs"]) - 1
+        raise JudgeServerError(e.status, f"{e.message} [the request of pairs {start}..{end} (0-based) of the call, "
+                                         "counted from its first]") from None
 
 
 def _field(results: list[dict], key: str) -> np.ndarray:

@@ -180,3 +180,19 @@ def test_remote_reward_passes_timeout_and_retries_to_its_client(asynchronous):
         remote_reward(held.url, num_generations=2, retries=-1)
     with pytest.raises(ValueError, match="timeout must be"):
         remote_reward(held.url, num_generations=2, timeout=0)
+
+
+def test_an_error_in_a_later_request_of_a_call_says_where_that_request_sits(default_judge, serving):
+    """The server counts pairs from its request's first: pair 5 of a call sent as requests of 4
+    came back as "pair 1 (0-based) of the call", an index into the caller's lists that is wrong."""
+    from baer_fast.api import Judge, JudgeOptions
+    from baer_fast.client import JudgeServerError
+    strict = Judge(default_judge.engine, default_judge.art, options=JudgeOptions(truncate=False))
+    srv = serving(strict)
+    client = JudgeClient(srv.url, max_pairs=4)
+    args = (["q"] * 6, ["a"] * 5 + ["w " * 3000], ["b"] * 6)
+    for call in (lambda: client.score(*args), lambda: asyncio.run(client.ascore(*args))):
+        with pytest.raises(JudgeServerError) as err:
+            call()
+        assert err.value.status == 422
+        assert "pair 1 (0-based)" in str(err.value) and "pairs 4..5 (0-based) of the call" in str(err.value)
