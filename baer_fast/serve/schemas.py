@@ -32,12 +32,17 @@ def _question(value):
 
 
 class PairIn(BaseModel):
-    model_config = ConfigDict(strict=True)
+    # extra="forbid": a misspelt field ("subsets") is a 422, not a pair judged without it
+    model_config = ConfigDict(strict=True, extra="forbid")
     question: Annotated[object, PlainValidator(_question)]
     response_a: str
     response_b: str
     subset: str | None = Field(default=None, min_length=1)     # as in a pairs file: a per-subset head's
     category: str | None = Field(default=None, min_length=1)   # experts, the stack's interaction blocks
+    id: object = None       # the pairs file's other fields: accepted and not read, so a record
+    label: object = None    # can be sent as it is (a label is never read: no leakage)
+    split: object = None
+    meta: object = None
 
 
 class JudgeRequest(BaseModel):

@@ -27,6 +27,8 @@ def test_every_error_has_the_documented_shape(serving):
             (c.post("/v1/judge", content=b"", headers=J), 400, "malformed JSON: the body is empty"),
             (c.post("/v1/judge", content=b'{"pairs": [', headers=J), 400, "malformed JSON: Expecting value"),
             (c.post("/v1/judge", content=b'{"pairs": "\xff"}', headers=J), 400, "malformed JSON: 'utf-8' codec"),
+            (c.post("/v1/judge", json={"pairs": [{**pair()["pairs"][0], "subsets": "math"}]}), 422,
+             "pairs.0.subsets: Extra inputs are not permitted"),       # a typo is not silently dropped
             (c.get("/v1/judge"), 405, "Method Not Allowed"),
             (c.get("/nowhere"), 404, "Not Found"),
         ]
@@ -34,6 +36,8 @@ def test_every_error_has_the_documented_shape(serving):
             assert r.status_code == status, r.text
             assert r.json()["error"].startswith(start), r.text
         assert "body" not in c.post("/v1/judge", json=pair(a=4)).json()["detail"][0]["loc"]
+        record = {**pair()["pairs"][0], "id": "p1", "label": "a", "split": "test", "meta": {"k": 1}}
+        assert c.post("/v1/judge", json={"pairs": [record]}).status_code == 200     # a pairs-file record as is
 
 
 def test_a_conversation_question_is_checked_then_judged_as_turns(serving):
