@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import time
 from typing import Sequence
 
 import numpy as np
@@ -34,6 +35,7 @@ from baer_fast.selection.nested import (BAG_PARTS, CANDIDATES, INNER_FOLDS, N_FO
                                         oof_scores)
 from baer_fast.selection.rule import BAR, se_choice
 from baer_fast.io.splits import SplitSpec, roles as split_roles, split_key
+from baer_fast.progress import PROGRESS_EVERY_S, format_seconds
 
 log = logging.getLogger("baer_fast")
 
@@ -107,14 +109,33 @@ def _nested(data: DevData, ids: list[str], candidates: list[str], repeats: int) 
     """Every candidate on the same out-of-fold rows; the standard-error rule's choice."""
     folds = fold_assignments(ids, N_FOLDS, repeats)
     acc, figures = {}, {}
+    tick = _FoldLog(len(candidates) * sum(len(np.unique(f)) for f in folds), len(ids))
     for c in candidates:
-        scores, chosen = oof_scores(data, c, folds)
+        tick.candidate = c
+        scores, chosen = oof_scores(data, c, folds, on_fold=tick)
         acc[c] = fold_accuracy(scores, data.y, folds)
         figures[c] = {"oof_accuracy": float(acc[c].mean()), "fold_accuracy": acc[c].tolist(),
                       "fold_sd": float(acc[c].std(axis=1, ddof=1).mean()) if acc[c].shape[1] > 1 else 0.0,
                       "chosen_in_folds": _tally(chosen)}
     choice, steps = se_choice(acc, RULE_ORDER, BAR)
     return figures, choice, steps
+
+
+class _FoldLog:
+    """Progress of the nested CV on stderr (log lines, shown unless -q): at most one per PROGRESS_EVERY_S
+    seconds, and the last; a 50k-row fit is minutes of folds that would otherwise print nothing."""
+
+    def __init__(self, total: int, n_rows: int):
+        self.total, self.n_rows, self.n, self.candidate = total, n_rows, 0, ""
+        self.t0 = self.t_last = time.monotonic()
+
+    def __call__(self) -> None:
+        self.n += 1
+        now = time.monotonic()
+        if now - self.t_last >= PROGRESS_EVERY_S or self.n == self.total:
+            self.t_last = now
+            log.info("fit: nested CV on %d rows: %d/%d folds (%s), %s elapsed", self.n_rows, self.n, self.total,
+                     self.candidate, format_seconds(now - self.t0))
 
 
 def _tally(chosen: list[dict]) -> dict:
@@ -210,6 +231,7 @@ def _fit(records, *, condition, spec, lambdas, eps, head, reference_expert, poin
     figures, choice, steps = _nested(data, ids, [c for c in CANDIDATES if c != "route" or route], repeats)
     log.info("nested CV (%d x %d folds): %s -> %s", repeats, N_FOLDS,
              {c: round(f["oof_accuracy"], 4) for c, f in figures.items()}, choice)
+    log.info("fit: refitting every head on all %d non-test rows", len(rows))
     fitted, report = _final_heads(data, ids, categories=categories, task_categories=task_categories,
                                   lambdas=lambdas, eps=eps, route=route)
     heads = {name: h.to_json() for name, h in fitted.items()}

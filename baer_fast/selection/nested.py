@@ -139,8 +139,10 @@ FITTERS: dict[str, Callable] = {"mean": mean_scores, "vote": vote_scores, "shrun
                                 "constant": constant_scores, "route": route_scores}
 
 
-def oof_scores(data: DevData, candidate: str, folds: np.ndarray) -> tuple[np.ndarray, list]:
-    """[R, N] out-of-fold signed scores of one candidate, and the hyper-parameters chosen per fold."""
+def oof_scores(data: DevData, candidate: str, folds: np.ndarray,
+               on_fold: Callable[[], None] | None = None) -> tuple[np.ndarray, list]:
+    """[R, N] out-of-fold signed scores of one candidate, and the hyper-parameters chosen per fold.
+    on_fold: called after each fold's fit (progress of long fits)."""
     fit = FITTERS[candidate]
     out, chosen = np.zeros(folds.shape), []
     for r in range(folds.shape[0]):
@@ -148,6 +150,8 @@ def oof_scores(data: DevData, candidate: str, folds: np.ndarray) -> tuple[np.nda
             tr, te = np.flatnonzero(folds[r] != f), np.flatnonzero(folds[r] == f)
             out[r, te], info = fit(data, tr, te)
             chosen.append(info)
+            if on_fold is not None:
+                on_fold()
     return out, chosen
 
 
