@@ -5,6 +5,8 @@ they know, and the CLI prints `str(err)` as one line and exits non-zero.
 """
 from __future__ import annotations
 
+import contextlib
+
 
 class BaerError(Exception):
     """Base class for errors the CLI reports as one line (no traceback)."""
@@ -46,3 +48,15 @@ class PromptTooLong(InputError):
 
 class ArtifactError(BaerError):
     """A head artifact that cannot be trusted: wrong schema, tampered, or unpicklable format."""
+
+
+@contextlib.contextmanager
+def located(paths):
+    """Name `paths` (the input files) in an InputError raised without a file: a fit that finds too few
+    labelled rows or no usable expert is about the signals it was given."""
+    try:
+        yield
+    except InputError as e:
+        if e.path is not None or type(e) is not InputError:
+            raise
+        raise InputError(e.message, path=",".join(paths), field=e.field) from None

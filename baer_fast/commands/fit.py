@@ -130,7 +130,9 @@ def run(args) -> int:
     check_internal(args.internal, records, ",".join(args.signals))
     records, chosen = only_experts(records, args.experts, ",".join(args.signals))
     from baer_fast.commands.frontier import cost_fit, fit_kwargs
-    art = cost_fit(args, records) or fit_condition(records, **fit_kwargs(args))
+    from baer_fast.errors import located
+    with located(args.signals):
+        art = cost_fit(args, records) or fit_condition(records, **fit_kwargs(args))
     if chosen is not None:
         art["fit_report"]["experts_option"] = chosen      # what `--experts` kept and set aside
     generation = recorded_settings(records, art["experts"])

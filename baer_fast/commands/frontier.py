@@ -182,8 +182,11 @@ def run(args) -> int:
     finally:
         report_rejects(rejects)
     check_one_condition(records, ",".join(args.signals))
-    plan = plan_budget(records, args.budget, spec=SplitSpec(seed=args.split_seed),
-                       costs_override=read_costs_file(args.costs) if args.costs else None, space_for=space_option(args))
+    from baer_fast.errors import located
+    with located(args.signals):
+        plan = plan_budget(records, args.budget, spec=SplitSpec(seed=args.split_seed),
+                           costs_override=read_costs_file(args.costs) if args.costs else None,
+                           space_for=space_option(args))
     full = plan["full_cost_per_pair"] or 1.0
     print(f"full bank: {len(plan['expert_costs'])} experts, {plan['full_cost_per_pair']:.1f} per pair "
           f"(costs: {plan['cost_source']}), CV {100 * plan['full_cv_accuracy']:.1f}")

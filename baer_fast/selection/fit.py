@@ -89,12 +89,17 @@ def split_accuracy(correct: np.ndarray, roles: Sequence[str]) -> dict:
     return out
 
 
-def _check_rows(roles: list[str]) -> None:
+def _check_rows(roles: list[str], records: Sequence = ()) -> None:
     for need in ("selection", "calibration"):
         n = roles.count(need)
         if n < 2:
-            raise InputError(f"only {n} labelled rows in the {need} split; fitting needs at least 2 "
-                             "in each of selection and calibration (add data or explicit 'split' fields)")
+            labels = [r.label for r in records]
+            seen = (f" ({len(labels)} rows read: {sum(lb in ('a', 'b') for lb in labels)} labelled a/b, "
+                    f"{labels.count('tie')} tie, {labels.count(None)} unlabelled; ties and test rows are never "
+                    "fitted on)") if records else ""
+            raise InputError(f"only {n} labelled rows in the {need} split{seen}; fitting needs at least 2 "
+                             "in each of selection and calibration (add data or explicit 'split' fields)",
+                             field="label")
 
 
 def _pool_credit(rows, pool: list[str], y: np.ndarray, eps: float) -> tuple[np.ndarray, list[str]]:
@@ -206,7 +211,7 @@ def fit_condition(records: Sequence, *, condition: str, spec: SplitSpec = SplitS
 def _fit(records, *, condition, spec, lambdas, eps, head, reference_expert, pointwise_expert, repeats,
          internal, baselines, tiebreak) -> dict:
     rows, roles = training_rows(records, spec)
-    _check_rows(roles)
+    _check_rows(roles, records)
     order = sorted(range(len(rows)), key=lambda i: rows[i].id)      # canonical order: file order is irrelevant
     rows, roles = [rows[i] for i in order], [roles[i] for i in order]
     present = {k for r in rows for k in r.experts}
