@@ -53,10 +53,10 @@ class ArtifactError(BaerError):
 @contextlib.contextmanager
 def located(paths):
     """Name `paths` (the input files) in an InputError raised without a file: a fit that finds too few
-    labelled rows or no usable expert is about the signals it was given."""
+    labelled rows or no usable expert is about the signals it was given (an option's error keeps no file)."""
     try:
         yield
     except InputError as e:
-        if e.path is not None or type(e) is not InputError:
+        if e.path is not None or type(e) is not InputError or (e.field or "").startswith("--"):
             raise
         raise InputError(e.message, path=",".join(paths), field=e.field) from None

@@ -235,13 +235,18 @@ def near_full(v: dict, model: CostModel = CostModel()) -> bool:
     return v["cv_gap"] + model.noise_z * v["cv_gap_se"] >= -model.tolerance - 1e-12
 
 
-def check_feasible(space, limit: float) -> None:
-    """A located error unless the cheapest single unit (with what it is computed from) fits."""
+def check_feasible(space, limit: float, budget: str | None = None, full: float | None = None) -> None:
+    """A located error unless the cheapest single unit (with what it is computed from) fits; it names the
+    --budget given (the default 0.33 is no subset of a bank of three equal experts) and the least that fits."""
     unit = min(space.units, key=lambda u: (space.cost([u]), space.label(u)))
     cheapest = space.cost([unit])
     if cheapest > limit * (1 + 1e-12):
-        raise InputError(f"no expert subset fits the budget of {limit:g} per pair (the cheapest expert, "
-                         f"{space.label(unit)}, costs {cheapest:g})", field="--budget")
+        given = f"--budget {budget} allows {limit:g}" if budget is not None else f"the budget is {limit:g}"
+        bank = f" of the full bank's {full:g}" if full else ""
+        least = (f"; give --budget {math.ceil(100 * cheapest / full) / 100:g} or more, or tokens={cheapest:g}"
+                 if full else "")
+        raise InputError(f"no expert subset fits: {given} per pair{bank}, and the cheapest expert, "
+                         f"{space.label(unit)}, costs {cheapest:g}{least}", field="--budget")
 
 
 def choose(visited: list[dict], limit: float, model: CostModel = CostModel()) -> dict:
@@ -354,7 +359,7 @@ def plan_with_nested(records: Sequence, budget: str, *, spec: SplitSpec = SplitS
     cv = space.cv(rows, y, experts, categories, lam=lam, eps=eps, model=model)
     full = space.cost(space.units)
     limit = value * full if kind == "fraction" else value
-    check_feasible(space, limit)
+    check_feasible(space, limit, budget, full)
     visited = search(cv, space, limit)
     best = choose(visited, limit, model)
     nested = (nested_search(rows, y, experts, space, limit, categories, model=model, eps=eps)
