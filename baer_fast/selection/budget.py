@@ -311,6 +311,9 @@ class Nested:
     s_full: np.ndarray        # [R, N] out-of-fold scores of the full stack, same folds
 
 
+PROGRESS_ROWS = 5000      # from this many labelled rows the nested search reports its folds
+
+
 def nested_search(rows: Sequence, y: np.ndarray, experts: Sequence[str], space, limit: float,
                   categories: Sequence[str], *, model: CostModel = CostModel(), eps: float = EPS) -> Nested:
     """The whole search cross-validated: inside each outer training fold, lambda, search and choice run
@@ -320,9 +323,11 @@ def nested_search(rows: Sequence, y: np.ndarray, experts: Sequence[str], space, 
     whole = space.cv(rows, y, experts, categories, lam=1.0, eps=eps, model=model)     # features of every row
     phi_full = whole.phi(whole.full)
     s_sub, s_full, picks = np.zeros(folds.shape), np.zeros(folds.shape), {}
-    # a many-move search (selection/allocation.py) takes minutes on large banks: say how far it is
-    bar = progress(folds.shape[0] * 5, desc="budget search per subset (nested CV)", unit="fold", every_frac=1.0,
-                   quiet=not (space.lazy and log.isEnabledFor(logging.INFO)))
+    # a many-move search (selection/allocation.py) takes minutes on large banks, and so does any search on
+    # many rows (50k: over 20 minutes): say how far it is
+    bar = progress(folds.shape[0] * 5, desc=f"budget search{' per subset' if space.lazy else ''} (nested CV)",
+                   unit="fold", every_frac=1.0,
+                   quiet=not ((space.lazy or len(rows) >= PROGRESS_ROWS) and log.isEnabledFor(logging.INFO)))
     for r in range(folds.shape[0]):
         for f in np.unique(folds[r]):
             tr, te = np.flatnonzero(folds[r] != f), np.flatnonzero(folds[r] == f)
