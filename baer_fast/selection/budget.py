@@ -271,9 +271,10 @@ def fit_stack(rows: Sequence, y: np.ndarray, roles, *, experts, categories, lamb
 
 
 def labelled_rows(records: Sequence, spec: SplitSpec):
-    from baer_fast.selection.fit import _check_rows, training_rows
+    from baer_fast.selection.fit import _check_groups, _check_rows, training_rows
     rows, roles = training_rows(records, spec)
     _check_rows(roles, records)
+    _check_groups(rows)
     order = sorted(range(len(rows)), key=lambda i: rows[i].id)      # file order cannot change a float sum
     rows, roles = [rows[i] for i in order], [roles[i] for i in order]
     y = np.array([1.0 if r.label == "a" else -1.0 for r in rows])

@@ -102,6 +102,22 @@ def _check_rows(roles: list[str], records: Sequence = ()) -> None:
                              field="label")
 
 
+MAX_GROUPS = 256      # distinct subsets (or categories): each is a stack weight and a router feature
+
+
+def _check_groups(rows: Sequence) -> None:
+    """A subset or category per pair (an id-like column) would give every pair its own weight: the
+    nested CV's solves grow with the square of the groups (2k unique subsets: over 5 minutes where one
+    subset takes 12 s) and the router's features with rows x groups (50k: tens of GB). Refused."""
+    for field, values in (("subset", {r.subset for r in rows}),
+                          ("category", {r.category for r in rows if getattr(r, "category", None)})):
+        if len(values) > MAX_GROUPS:
+            raise InputError(f"{len(values)} distinct values over {len(rows)} labelled training rows; the stack "
+                             f"and the router give each value its own weight or feature (at most {MAX_GROUPS}): "
+                             f"use a coarser {field} (a benchmark section, a task type) or leave it out",
+                             field=field)
+
+
 def _pool_credit(rows, pool: list[str], y: np.ndarray, eps: float) -> tuple[np.ndarray, list[str]]:
     """[N, K] credit of each pool protocol under its reading that is stronger on these rows."""
     strict = strict_correct(rows, pool, y, eps).astype(np.float64)
@@ -212,6 +228,7 @@ def _fit(records, *, condition, spec, lambdas, eps, head, reference_expert, poin
          internal, baselines, tiebreak) -> dict:
     rows, roles = training_rows(records, spec)
     _check_rows(roles, records)
+    _check_groups(rows)
     order = sorted(range(len(rows)), key=lambda i: rows[i].id)      # canonical order: file order is irrelevant
     rows, roles = [rows[i] for i in order], [roles[i] for i in order]
     present = {k for r in rows for k in r.experts}
