@@ -66,9 +66,9 @@ def test_infeasible_and_malformed_budgets_are_input_errors(records):
         plan_budget(records, "tokens=10")
     # the message names the cheapest expert and what it costs, whatever the search visited
     # (the backward pass ends on a single expert that need not be the cheapest)
-    with pytest.raises(InputError, match="budget of 40 per pair") as err:
+    with pytest.raises(InputError, match="--budget tokens=40 allows 40 per pair") as err:
         plan_budget(records, "tokens=40")
-    m = re.search(r"the cheapest expert, (\w+), costs ([\d.]+)\)", str(err.value))
+    m = re.search(r"the cheapest expert, (\w+), costs ([\d.]+);", str(err.value))
     assert m and m[1] == "noise" and 50 <= float(m[2]) <= 70          # cost_synth: 40-60 prefilled + 10 decoded
     for bad in ("0", "1.5", "abc", "tokens=-3", "flops=3"):
         with pytest.raises(InputError, match="--budget"):
