@@ -102,6 +102,7 @@ def _check_rows(roles: list[str], records: Sequence = ()) -> None:
                              field="label")
 
 
+FEW_ROWS = 30         # labelled non-test rows under which fit warns (LLMBar Natural's dev sets hold about 60)
 MAX_GROUPS = 256      # distinct subsets (or categories): each is a stack weight and a router feature
 
 
@@ -229,6 +230,10 @@ def _fit(records, *, condition, spec, lambdas, eps, head, reference_expert, poin
     rows, roles = training_rows(records, spec)
     _check_rows(roles, records)
     _check_groups(rows)
+    if len(rows) < FEW_ROWS:
+        log.warning("fit: only %d labelled non-test rows; the nested CV's figures and the head it chooses are "
+                    "noise at this size (each of its %d folds holds about %d rows): label more pairs",
+                    len(rows), N_FOLDS, max(len(rows) // N_FOLDS, 1))
     order = sorted(range(len(rows)), key=lambda i: rows[i].id)      # canonical order: file order is irrelevant
     rows, roles = [rows[i] for i in order], [roles[i] for i in order]
     present = {k for r in rows for k in r.experts}
