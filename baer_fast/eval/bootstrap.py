@@ -11,6 +11,14 @@ LEVEL = 0.95
 BATCH = 100        # resamples held at once: memory n_pairs x BATCH floats, whatever N is
 
 
+def _rng_keyword(bootstrap) -> str:
+    """scipy < 1.15 names the generator `random_state`; 1.15 added `rng` (SPEC 7) and will retire
+    `random_state`. Both draw the same resamples from the same Generator."""
+    import inspect
+
+    return "rng" if "rng" in inspect.signature(bootstrap).parameters else "random_state"
+
+
 def accuracy_interval(correct, *, n_resamples: int, seed: int, level: float = LEVEL) -> dict:
     from scipy.stats import bootstrap
 
@@ -20,7 +28,7 @@ def accuracy_interval(correct, *, n_resamples: int, seed: int, level: float = LE
     if len(x) < 2 or n_resamples < 1:
         return {**out, "low": None, "high": None}
     res = bootstrap((x,), np.mean, n_resamples=n_resamples, confidence_level=level, method="percentile",
-                    vectorized=True, batch=BATCH, rng=np.random.default_rng(seed))
+                    vectorized=True, batch=BATCH, **{_rng_keyword(bootstrap): np.random.default_rng(seed)})
     return {**out, "low": float(res.confidence_interval.low), "high": float(res.confidence_interval.high)}
 
 
