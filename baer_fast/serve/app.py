@@ -19,6 +19,7 @@ from starlette.exceptions import HTTPException
 from baer_fast.errors import BaerError, PromptTooLong
 from baer_fast.serve.batcher import MicroBatcher, QueueFull
 from baer_fast.serve.config import ServeConfig
+from baer_fast.serve.guard import NOT_JSON
 from baer_fast.serve.schemas import RESULT_FIELDS, JudgeRequest, RewardRequest
 
 log = logging.getLogger("baer_fast")
@@ -158,7 +159,7 @@ async def _invalid(request, exc):
         return _error(400, f"malformed JSON: {why or first['msg']}", detail=errors)
     ctype = request.headers.get("content-type", "")
     if first["loc"] == [] and "json" not in ctype:
-        return _error(415, f"send the body as JSON with 'Content-Type: application/json' (got {ctype!r})")
+        return _error(415, NOT_JSON.format(ctype))
     if first["loc"] == [] and first["type"] == "missing":
         return _error(400, "malformed JSON: the body is empty or null; send a JSON object", detail=errors)
     return _error(422, f"{where or 'body'}: {first['msg']}", detail=errors)

@@ -11,6 +11,7 @@ _GONE = object()
 OPEN_PATHS = ("/health",)                  # answered without a token
 JUDGED = ("/v1/judge", "/get_reward")       # counted in flight
 ROUTES = JUDGED + ("/health", "/metrics")
+NOT_JSON = "send the body as JSON with 'Content-Type: application/json' (got {!r})"
 
 
 async def send_json(send, status: int, body: dict, *, headers: dict | None = None) -> None:
@@ -52,6 +53,10 @@ class Guard:
             return None                     # the client left before sending its body
         if body is None:
             return await self._too_large(send)
+        if scope.get("method") == "POST" and scope["path"] in JUDGED and _header(scope, b"content-type") is None:
+            # FastAPI >= 0.132 (strict_content_type) leaves such a body unparsed, which app._invalid
+            # answers 415; older FastAPI reads it as JSON. Refused here, the answer is the same on both.
+            return await send_json(send, 415, {"error": NOT_JSON.format("")})
         return await self.app(scope, _replay(body, receive), send)
 
     def _authorized(self, scope) -> bool:
