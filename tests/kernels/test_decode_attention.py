@@ -43,7 +43,9 @@ def test_kernel_within_twice_torch_error(device, dtype, hq, hkv, d, dv, dot):
     got = decode_attention(q, k, v, slots, lens, scale=scale, split=32, dot=dot)     # several chunks a row
     torch_err = (masked_sdpa(q, k, v, slots, lens, scale=scale).double() - exact).abs().max().item()
     err = (got.double() - exact).abs().max().item()
-    floor = torch.finfo(dtype).eps * exact.abs().max().item()
+    # a sum of n rounded terms errs by about sqrt(n) ulps; torch's error on one draw can be luckier than
+    # that (numpy 1.26's interpreter dot: 8.9e-7 against 2 x 2.4e-7 + 1 ulp)
+    floor = math.sqrt(max(lengths)) * torch.finfo(dtype).eps * exact.abs().max().item()
     assert got.dtype == dtype and got.shape == (len(lengths), hq, dv)
     assert err <= 2 * torch_err + floor, (err, torch_err)
 
