@@ -169,18 +169,23 @@ def test_bad_option_values_are_errors(llmbar, capsys, argv, needle):
     assert rc == 2 and out == "" and needle in err
 
 
-def test_eval_leaves_the_heads_own_reference_expert_out_of_the_pool(llmbar, tmp_path, capsys):
-    # fit's reference gate compares the reference head with the external protocols minus the expert named by
-    # --reference-expert; eval with that --head must use the same pool, not call that expert a baseline
-    head, scores = str(tmp_path / "ref.json"), str(tmp_path / "ref.sc.jsonl")
-    assert main(["-q", "fit", "--signals", llmbar["signals"], "--condition", "g", "--head", "reference",
-                 "--reference-expert", "Reference", "--out", head]) == 0
+def _fitted_eval(llmbar, tmp_path, capsys, *fit_args):
+    """fit with fit_args, score, then eval --head --json: (head path, scores path, eval's report)."""
+    head, scores = str(tmp_path / "h.json"), str(tmp_path / "h.sc.jsonl")
+    assert main(["-q", "fit", "--signals", llmbar["signals"], "--condition", "g", *fit_args, "--out", head]) == 0
     assert main(["-q", "score", "--signals", llmbar["signals"], "--head", head, "--out", scores]) == 0
     capsys.readouterr()
     rc, out, _ = _eval(capsys, "--signals", llmbar["signals"], "--scores", scores, "--head", head, "--json",
                        "--bootstrap", "10")
-    rep = json.loads(out)
-    assert rc == 0 and "Reference" not in rep["baseline_pool"] and not rep["experts"]["Reference"]["baseline"]
+    assert rc == 0
+    return head, scores, json.loads(out)
+
+
+def test_eval_leaves_the_heads_own_reference_expert_out_of_the_pool(llmbar, tmp_path, capsys):
+    # fit's reference gate compares the reference head with the external protocols minus the expert named by
+    # --reference-expert; eval with that --head must use the same pool, not call that expert a baseline
+    head, scores, rep = _fitted_eval(llmbar, tmp_path, capsys, "--head", "reference", "--reference-expert", "Reference")
+    assert "Reference" not in rep["baseline_pool"] and not rep["experts"]["Reference"]["baseline"]
     assert rep["strongest_baseline"]["expert"] != "Reference"
     gate = json.load(open(head))["selection"]["gates"]["reference"]
     assert gate["baseline"] in rep["baseline_pool"]
@@ -189,32 +194,12 @@ def test_eval_leaves_the_heads_own_reference_expert_out_of_the_pool(llmbar, tmp_
     assert rc == 0 and json.loads(out)["baseline_pool"] == ["CoT", "Reference"]     # an explicit pool is kept
 
 
-def test_eval_leaves_fits_internal_experts_out_of_the_pool(llmbar, tmp_path, capsys):
-    # fit --internal keeps an expert out of the reference gate's pool; the artifact records that pool, and
-    # eval --head leaves the same experts out without being told again
-    head, scores = str(tmp_path / "int.json"), str(tmp_path / "int.sc.jsonl")
-    assert main(["-q", "fit", "--signals", llmbar["signals"], "--condition", "g", "--reference-expert", "Reference",
-                 "--internal", "CoT", "--internal", "Swap", "--out", head]) == 0
-    assert main(["-q", "score", "--signals", llmbar["signals"], "--head", head, "--out", scores]) == 0
-    capsys.readouterr()
+@pytest.mark.parametrize("fit_args, own", [(["--internal", "CoT", "--internal", "Swap"], ["CoT", "Swap"]),
+                                           (["--pointwise-expert", "Vanilla"], ["Vanilla"])])
+def test_eval_leaves_the_experts_fit_left_out_of_the_pool(llmbar, tmp_path, capsys, fit_args, own):
+    # fit --internal keeps an expert out of the reference gate's pool, and so does naming it BAER's pointwise
+    # expert; the artifact records that pool, and eval --head leaves the same experts out without being told
+    head, _, rep = _fitted_eval(llmbar, tmp_path, capsys, "--reference-expert", "Reference", *fit_args)
     pool = json.load(open(head))["selection"]["gates"]["reference"]["pool"]
-    assert "CoT" not in pool and "Swap" not in pool and "Reference" not in pool
-    rc, out, _ = _eval(capsys, "--signals", llmbar["signals"], "--scores", scores, "--head", head, "--json",
-                       "--bootstrap", "10")
-    assert rc == 0 and json.loads(out)["baseline_pool"] == pool
-
-
-def test_a_named_pointwise_expert_is_baers_own_in_fit_and_eval(llmbar, tmp_path, capsys):
-    # --pointwise-expert names BAER's pointwise expert whatever it is called: neither the reference gate
-    # nor eval --head may count it as an external protocol (docs/selection.md, the fair baseline)
-    head, scores = str(tmp_path / "pw.json"), str(tmp_path / "pw.sc.jsonl")
-    assert main(["-q", "fit", "--signals", llmbar["signals"], "--condition", "g", "--reference-expert", "Reference",
-                 "--pointwise-expert", "Vanilla", "--out", head]) == 0
-    assert main(["-q", "score", "--signals", llmbar["signals"], "--head", head, "--out", scores]) == 0
-    capsys.readouterr()
-    pool = json.load(open(head))["selection"]["gates"]["reference"]["pool"]
-    assert "Vanilla" not in pool and "Reference" not in pool
-    rc, out, _ = _eval(capsys, "--signals", llmbar["signals"], "--scores", scores, "--head", head, "--json",
-                       "--bootstrap", "10")
-    rep = json.loads(out)
-    assert rc == 0 and "Vanilla" not in rep["baseline_pool"] and not rep["experts"]["Vanilla"]["baseline"]
+    assert not {"Reference", *own} & set(pool)
+    assert rep["baseline_pool"] == pool and not any(rep["experts"][e]["baseline"] for e in own)
