@@ -140,22 +140,25 @@ def _nested(data: DevData, ids: list[str], candidates: list[str], repeats: int) 
                       "fold_sd": float(acc[c].std(axis=1, ddof=1).mean()) if acc[c].shape[1] > 1 else 0.0,
                       "chosen_in_folds": _tally(chosen)}
     choice, steps = se_choice(acc, RULE_ORDER, BAR)
+    if tick.spoke:                       # a long fit: say what the next minutes are spent on
+        log.info("fit: refitting every head on all %d non-test rows", len(ids))
     return figures, choice, steps
 
 
 class _FoldLog:
     """Progress of the nested CV on stderr (log lines, shown unless -q): at most one per PROGRESS_EVERY_S
-    seconds, and the last; a 50k-row fit is minutes of folds that would otherwise print nothing."""
+    seconds, and the last if any was shown; a 50k-row fit is minutes of folds that would otherwise print
+    nothing, while a fit of seconds (the demo's) prints no progress at all."""
 
     def __init__(self, total: int, n_rows: int):
-        self.total, self.n_rows, self.n, self.candidate = total, n_rows, 0, ""
+        self.total, self.n_rows, self.n, self.candidate, self.spoke = total, n_rows, 0, "", False
         self.t0 = self.t_last = time.monotonic()
 
     def __call__(self) -> None:
         self.n += 1
         now = time.monotonic()
-        if now - self.t_last >= PROGRESS_EVERY_S or self.n == self.total:
-            self.t_last = now
+        if now - self.t_last >= PROGRESS_EVERY_S or (self.spoke and self.n == self.total):
+            self.t_last, self.spoke = now, True
             log.info("fit: nested CV on %d rows: %d/%d folds (%s), %s elapsed", self.n_rows, self.n, self.total,
                      self.candidate, format_seconds(now - self.t0))
 
@@ -258,7 +261,6 @@ def _fit(records, *, condition, spec, lambdas, eps, head, reference_expert, poin
     figures, choice, steps = _nested(data, ids, [c for c in CANDIDATES if c != "route" or route], repeats)
     log.info("nested CV (%d x %d folds): %s -> %s", repeats, N_FOLDS,
              {c: round(f["oof_accuracy"], 4) for c, f in figures.items()}, choice)
-    log.info("fit: refitting every head on all %d non-test rows", len(rows))
     fitted, report = _final_heads(data, ids, categories=categories, task_categories=task_categories,
                                   lambdas=lambdas, eps=eps, route=route)
     heads = {name: h.to_json() for name, h in fitted.items()}

@@ -21,3 +21,10 @@ def test_progress_leaves_the_artifact_alone(monkeypatch):
     quiet = fit_condition(recs, condition="c")
     monkeypatch.setattr(fit_module, "PROGRESS_EVERY_S", 0.0)
     assert fit_condition(recs, condition="c") == quiet
+
+
+def test_a_fit_of_seconds_prints_no_progress(caplog):
+    # the demo fits six heads in seconds: no fold counts, no "refitting" line between its results
+    with caplog.at_level(logging.INFO, logger="baer_fast"):
+        fit_condition(make_signals(200, seed=3), condition="c")
+    assert not [r for r in caplog.records if "nested CV on" in r.getMessage() or "refitting" in r.getMessage()]
