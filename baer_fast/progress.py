@@ -8,7 +8,8 @@ One helper for every command (score, experts, ...):
 
 On a TTY the bar shows count, rate (pairs/s) and ETA. When stderr is not a terminal
 (logs, CI) it writes one line every `every_s` seconds or `every_frac` of the total,
-plus a last line at the end. `quiet=True` shows nothing. Results never go here.
+plus a last line at the end. `delay` seconds pass before anything shows (tqdm's name): work
+that ends sooner prints nothing. `quiet=True` shows nothing. Results never go here.
 """
 from __future__ import annotations
 
@@ -44,18 +45,20 @@ class _LogLines(_Silent):
     """Non-terminal progress: a plain line now and then, 'desc: n/total unit (x%), r unit/s, ETA t'."""
 
     def __init__(self, total: int, *, desc: str, unit: str, initial: int, stream, every_s: float,
-                 every_frac: float):
+                 every_frac: float, delay: float = 0.0):
         self.total, self.desc, self.unit, self.stream = total, desc, unit, stream
         self.n = self._n0 = initial
-        self.every_s, self.step = every_s, max(1, int(total * every_frac))
+        self.every_s, self.step, self.delay = every_s, max(1, int(total * every_frac)), delay
         self._t0 = self._t_last = time.monotonic()
         self._n_last = initial
-        self._closed = False
+        self._closed, self.shown = False, False
 
     def update(self, n: int = 1) -> None:
         self.n += n
         now = time.monotonic()
-        if now - self._t_last >= self.every_s or self.n - self._n_last >= self.step:
+        if now - self._t0 < self.delay:
+            return
+        if now - self._t_last >= self.every_s or self.n - self._n_last >= self.step or (self.delay and not self.shown):
             self._emit(now)
 
     def _emit(self, now: float) -> None:
@@ -66,12 +69,12 @@ class _LogLines(_Silent):
         extra = f", {self.postfix}" if self.postfix else ""
         print(f"{self.desc}: {self.n}/{self.total} {self.unit}s{pct}, {rate:.1f} {self.unit}s/s{eta}{extra}",
               file=self.stream, flush=True)
-        self._t_last, self._n_last = now, self.n
+        self._t_last, self._n_last, self.shown = now, self.n, True
 
     def close(self) -> None:
         if not self._closed:
             self._closed = True
-            if self.n != self._n_last or self.n == self._n0:
+            if (self.n != self._n_last or self.n == self._n0) and (self.shown or not self.delay):
                 self._emit(time.monotonic())
 
 
@@ -81,7 +84,8 @@ def format_seconds(s: float) -> str:
 
 
 def progress(total: int, *, desc: str, quiet: bool = False, unit: str = "pair", initial: int = 0,
-             stream=None, every_s: float = PROGRESS_EVERY_S, every_frac: float = PROGRESS_EVERY_FRAC):
+             stream=None, every_s: float = PROGRESS_EVERY_S, every_frac: float = PROGRESS_EVERY_FRAC,
+             delay: float = 0.0):
     """A progress reporter with `update(n)` and `close()` (also a context manager)."""
     stream = sys.stderr if stream is None else stream
     if quiet:
@@ -90,6 +94,6 @@ def progress(total: int, *, desc: str, quiet: bool = False, unit: str = "pair", 
     if isatty is not None and isatty():
         from tqdm import tqdm
 
-        return tqdm(total=total, initial=initial, desc=desc, unit=unit, file=stream, dynamic_ncols=True)
+        return tqdm(total=total, initial=initial, desc=desc, unit=unit, file=stream, dynamic_ncols=True, delay=delay)
     return _LogLines(total, desc=desc, unit=unit, initial=initial, stream=stream, every_s=every_s,
-                     every_frac=every_frac)
+                     every_frac=every_frac, delay=delay)

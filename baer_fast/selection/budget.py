@@ -20,7 +20,7 @@ from typing import Sequence
 import numpy as np
 
 from baer_fast.errors import InputError
-from baer_fast.progress import progress
+from baer_fast.progress import PROGRESS_EVERY_S, progress
 from baer_fast.selection.costs import CostModel, expert_costs, expert_sources, parse_budget, subset_cost
 from baer_fast.features.evidence import EPS, evidence, runs_tensor, stack_features
 from baer_fast.heads.stack import LAMBDAS, StackHead, cv_lambda, fit_stack_weights, training_rms
@@ -312,9 +312,6 @@ class Nested:
     s_full: np.ndarray        # [R, N] out-of-fold scores of the full stack, same folds
 
 
-PROGRESS_ROWS = 5000      # from this many labelled rows the nested search reports its folds
-
-
 def nested_search(rows: Sequence, y: np.ndarray, experts: Sequence[str], space, limit: float,
                   categories: Sequence[str], *, model: CostModel = CostModel(), eps: float = EPS) -> Nested:
     """The whole search cross-validated: inside each outer training fold, lambda, search and choice run
@@ -325,10 +322,10 @@ def nested_search(rows: Sequence, y: np.ndarray, experts: Sequence[str], space, 
     phi_full = whole.phi(whole.full)
     s_sub, s_full, picks = np.zeros(folds.shape), np.zeros(folds.shape), {}
     # a many-move search (selection/allocation.py) takes minutes on large banks, and so does any search on
-    # many rows (50k: over 20 minutes): say how far it is
+    # many rows (50k: over 20 minutes): say how far it is, once it has run longer than a progress period
     bar = progress(folds.shape[0] * 5, desc=f"budget search{' per subset' if space.lazy else ''} (nested CV)",
-                   unit="fold", every_frac=1.0,
-                   quiet=not ((space.lazy or len(rows) >= PROGRESS_ROWS) and log.isEnabledFor(logging.INFO)))
+                   unit="fold", every_s=PROGRESS_EVERY_S, every_frac=1.0, delay=PROGRESS_EVERY_S,
+                   quiet=not log.isEnabledFor(logging.INFO))
     for r in range(folds.shape[0]):
         for f in np.unique(folds[r]):
             tr, te = np.flatnonzero(folds[r] != f), np.flatnonzero(folds[r] == f)

@@ -35,7 +35,7 @@ from baer_fast.selection.nested import (BAG_PARTS, CANDIDATES, INNER_FOLDS, N_FO
                                         oof_scores)
 from baer_fast.selection.rule import BAR, se_choice
 from baer_fast.io.splits import SplitSpec, roles as split_roles, split_key
-from baer_fast.progress import PROGRESS_EVERY_S, format_seconds
+from baer_fast.progress import PROGRESS_EVERY_S, progress
 
 log = logging.getLogger("baer_fast")
 
@@ -131,36 +131,24 @@ def _nested(data: DevData, ids: list[str], candidates: list[str], repeats: int) 
     """Every candidate on the same out-of-fold rows; the standard-error rule's choice."""
     folds = fold_assignments(ids, N_FOLDS, repeats)
     acc, figures = {}, {}
-    tick = _FoldLog(len(candidates) * sum(len(np.unique(f)) for f in folds), len(ids))
+    # a 50k-row fit is minutes of folds that would otherwise print nothing; a fit of seconds (the demo's) prints
+    # no progress at all
+    t0 = time.monotonic()
+    bar = progress(len(candidates) * sum(len(np.unique(f)) for f in folds), desc=f"fit: nested CV on {len(ids)} rows",
+                   unit="fold", every_s=PROGRESS_EVERY_S, every_frac=1.0, delay=PROGRESS_EVERY_S,
+                   quiet=not log.isEnabledFor(logging.INFO))
     for c in candidates:
-        tick.candidate = c
-        scores, chosen = oof_scores(data, c, folds, on_fold=tick)
+        bar.set_postfix_str(c)
+        scores, chosen = oof_scores(data, c, folds, on_fold=bar.update)
         acc[c] = fold_accuracy(scores, data.y, folds)
         figures[c] = {"oof_accuracy": float(acc[c].mean()), "fold_accuracy": acc[c].tolist(),
                       "fold_sd": float(acc[c].std(axis=1, ddof=1).mean()) if acc[c].shape[1] > 1 else 0.0,
                       "chosen_in_folds": _tally(chosen)}
+    bar.close()
     choice, steps = se_choice(acc, RULE_ORDER, BAR)
-    if tick.spoke:                       # a long fit: say what the next minutes are spent on
+    if log.isEnabledFor(logging.INFO) and time.monotonic() - t0 >= PROGRESS_EVERY_S:    # say what comes next
         log.info("fit: refitting every head on all %d non-test rows", len(ids))
     return figures, choice, steps
-
-
-class _FoldLog:
-    """Progress of the nested CV on stderr (log lines, shown unless -q): at most one per PROGRESS_EVERY_S
-    seconds, and the last if any was shown; a 50k-row fit is minutes of folds that would otherwise print
-    nothing, while a fit of seconds (the demo's) prints no progress at all."""
-
-    def __init__(self, total: int, n_rows: int):
-        self.total, self.n_rows, self.n, self.candidate, self.spoke = total, n_rows, 0, "", False
-        self.t0 = self.t_last = time.monotonic()
-
-    def __call__(self) -> None:
-        self.n += 1
-        now = time.monotonic()
-        if now - self.t_last >= PROGRESS_EVERY_S or (self.spoke and self.n == self.total):
-            self.t_last, self.spoke = now, True
-            log.info("fit: nested CV on %d rows: %d/%d folds (%s), %s elapsed", self.n_rows, self.n, self.total,
-                     self.candidate, format_seconds(now - self.t0))
 
 
 def _tally(chosen: list[dict]) -> dict:

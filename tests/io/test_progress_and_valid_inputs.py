@@ -40,6 +40,37 @@ def test_progress_on_a_tty_is_a_tqdm_bar():
     assert "experts" in out and "50/50" in out and "pair/s" in out
 
 
+def test_progress_with_a_delay_says_nothing_for_short_work(monkeypatch):
+    # fit's and the budget search's folds: work done within the delay prints nothing, not even a last line
+    clock = iter([0.0, 1.0, 2.0, 3.0])
+    monkeypatch.setattr("baer_fast.progress.time.monotonic", lambda: next(clock))
+    s = io.StringIO()
+    with progress(2, desc="fit", stream=s, every_s=0.0, delay=10.0) as bar:
+        bar.update()
+        bar.update()
+    assert s.getvalue() == ""
+
+
+def test_progress_with_a_delay_speaks_once_it_has_passed(monkeypatch):
+    clock = iter([0.0, 4.0, 11.0, 12.0, 30.0, 31.0])
+    monkeypatch.setattr("baer_fast.progress.time.monotonic", lambda: next(clock))
+    s = io.StringIO()
+    with progress(4, desc="fit", stream=s, unit="fold", every_s=100.0, every_frac=1.0, delay=10.0) as bar:
+        bar.set_postfix_str("stack")
+        for _ in range(4):      # at t = 4 (quiet), 11 (the first line), 12 (period not over), 30 (the last)
+            bar.update()
+    lines = s.getvalue().splitlines()
+    assert [ln.split(",")[0] for ln in lines] == ["fit: 2/4 folds (50%)", "fit: 4/4 folds (100%)"], lines
+    assert lines[0].endswith(", stack")
+
+
+def test_progress_on_a_tty_passes_the_delay_to_tqdm():
+    s = _Tty()
+    with progress(5, desc="fit", stream=s, delay=1e9) as bar:
+        bar.update(5)
+    assert s.getvalue() == ""
+
+
 def _write(tmp_path, name, data: bytes) -> str:
     p = tmp_path / name
     p.write_bytes(data)

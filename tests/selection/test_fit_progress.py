@@ -6,12 +6,13 @@ from baer_fast.selection.fit import fit_condition
 from tests.fixtures.data import make_signals
 
 
-def test_nested_cv_logs_its_folds(caplog, monkeypatch):
-    monkeypatch.setattr(fit_module, "PROGRESS_EVERY_S", 0.0)      # a line per fold
+def test_nested_cv_logs_its_folds(caplog, capsys, monkeypatch):
+    monkeypatch.setattr(fit_module, "PROGRESS_EVERY_S", 0.0)      # a line per fold, from the first
     with caplog.at_level(logging.INFO, logger="baer_fast"):
         art = fit_condition(make_signals(200, seed=3), condition="c")
-    lines = [r.getMessage() for r in caplog.records if "nested CV on" in r.getMessage()]
-    assert len(lines) >= 2 and lines[-1].split(": ")[2].startswith("60/60 folds (route)"), lines
+    lines = [ln for ln in capsys.readouterr().err.splitlines() if ln.startswith("fit: nested CV on")]
+    assert len(lines) >= 2 and lines[-1].split(": ")[2].startswith("60/60 folds (100%)"), lines
+    assert lines[-1].endswith(", route"), lines       # the candidate being cross-validated
     assert any("refitting every head" in r.getMessage() for r in caplog.records)
     assert art["head"]
 
@@ -23,8 +24,9 @@ def test_progress_leaves_the_artifact_alone(monkeypatch):
     assert fit_condition(recs, condition="c") == quiet
 
 
-def test_a_fit_of_seconds_prints_no_progress(caplog):
+def test_a_fit_of_seconds_prints_no_progress(caplog, capsys):
     # the demo fits six heads in seconds: no fold counts, no "refitting" line between its results
     with caplog.at_level(logging.INFO, logger="baer_fast"):
         fit_condition(make_signals(200, seed=3), condition="c")
-    assert not [r for r in caplog.records if "nested CV on" in r.getMessage() or "refitting" in r.getMessage()]
+    assert "nested CV on" not in capsys.readouterr().err
+    assert not [r for r in caplog.records if "refitting" in r.getMessage()]
