@@ -203,6 +203,22 @@ def _p(x) -> str:
     return f"{'–':>7}" if x is None or x != x else f"{100 * x:7.2f}"
 
 
+def ties_sentence(report: dict) -> str:
+    """Pairs scored exactly 0 and BAER averaged over both orders ('' when none); the table's and the HTML's."""
+    n, t = report.get("n_score_ties"), report.get("strongest_baseline")
+    if not n or not t:
+        return ""
+    return (f"{n} pair{'s' * (n != 1)} scored exactly 0 (every expert's evidence cancels and no length tie-break "
+            f"decided it): Eq. 1 calls {'them' if n != 1 else 'it'} a; averaged over both orders BAER "
+            f"{100 * report['accuracy_native']:.2f}%, {100 * (report['accuracy_native'] - t['accuracy']):+.2f} points")
+
+
+def dev_sentence(report: dict) -> str:
+    d = report.get("strongest_on_dev")
+    return (f"strongest baseline chosen on the dev rows: {d['expert']} ({d['reading']} reading), "
+            f"{100 * d['accuracy']:.2f}% here" if d else "")
+
+
 def format_table(report: dict, *, title: str = "") -> str:
     """A plain-text table of one evaluation report: both readings of every protocol."""
     lines = [title] if title else []
@@ -224,14 +240,7 @@ def format_table(report: dict, *, title: str = "") -> str:
                      f"{100 * t['accuracy']:.2f}; BAER {100 * (report['accuracy'] - t['accuracy']):+.2f} points; "
                      f"McNemar p strict={t['mcnemar_strict']['p_value']:.3g} "
                      f"native={t['mcnemar_native']['p_value']:.3g}")
-        if report.get("n_score_ties"):
-            n = report["n_score_ties"]
-            lines.append(f"  {n} pair{'s' * (n != 1)} scored exactly 0 (every expert's evidence cancels and no length "
-                         f"tie-break decided it): Eq. 1 calls {'them' if n != 1 else 'it'} a; averaged over both orders BAER "
-                         f"{100 * (report['accuracy_native'] - t['accuracy']):+.2f} points")
-        if "strongest_on_dev" in report:
-            d = report["strongest_on_dev"]
-            lines.append(f"  strongest baseline on dev rows:   {d['expert']} -> {100 * d['accuracy']:.2f} here")
+        lines += [f"  {line}" for line in (ties_sentence(report), dev_sentence(report)) if line]
         lines.append(f"  any-baseline oracle: {100 * report['oracle_any_expert']:.2f}  "
                      f"(pool: {len(report['baseline_pool'])} external protocols)")
     return "\n".join(lines)

@@ -19,7 +19,8 @@ from baer_fast.eval.bias import position_consistency  # noqa: F401  (re-exported
 from baer_fast.eval.calibration import reliability
 from baer_fast.eval.html_parts import figure as _figure, img as _img, pct as _pct, save_png as _save_png
 from baer_fast.eval.html_parts import table as _table
-from baer_fast.eval.metrics import expert_predictions, head_predictions, label_signs, mcnemar_exact, pool_tag
+from baer_fast.eval.metrics import (dev_sentence, expert_predictions, head_predictions, label_signs, mcnemar_exact,
+                                    pool_tag, ties_sentence)
 from baer_fast.io.jsonl import atomic_open, make_dir
 
 N_BINS = 10
@@ -171,25 +172,15 @@ def _fair_baseline_html(report: dict) -> str:
             f"(strict {_pct(t['accuracy_strict'])}%, native {_pct(t['accuracy_native'])}%); BAER "
             f"{100 * (report['accuracy'] - t['accuracy']):+.2f} points. Exact McNemar vs. the strict reading: "
             f"p = {ms['p_value']:.3g} ({ms['x_only']}/{ms['y_only']}); exact paired sign-flip test vs. the native "
-            f"reading: p = {mn['p_value']:.3g}.{_ties_html(report, t)}{_dev_html(report)} Baseline pool: "
+            f"reading: p = {mn['p_value']:.3g}.{_sentences(report)} Baseline pool: "
             f"{len(report.get('baseline_pool', []))} external protocols; any-baseline oracle "
             f"{_pct(report.get('oracle_any_expert'))}%.</p>")
 
 
-def _ties_html(report: dict, t: dict) -> str:
-    """The text table's line on pairs scored exactly 0: BAER averaged over both display orders."""
-    n = report.get("n_score_ties")
-    if not n:
-        return ""
-    return (f" {n} pair{'s' * (n != 1)} scored exactly 0 (Eq. 1 calls {'them' if n != 1 else 'it'} a); averaged "
-            f"over both display orders BAER {_pct(report['accuracy_native'])}%, "
-            f"{100 * (report['accuracy_native'] - t['accuracy']):+.2f} points.")
-
-
-def _dev_html(report: dict) -> str:
-    d = report.get("strongest_on_dev")
-    return (f" Strongest baseline chosen on the dev rows: {html.escape(d['expert'])} ({d['reading']} reading), "
-            f"{_pct(d['accuracy'])}% here." if d else "")
+def _sentences(report: dict) -> str:
+    """The text table's lines on pairs scored 0 and on the dev rows' baseline, as sentences."""
+    return "".join(f" {html.escape(line[0].upper() + line[1:])}." for line in (ties_sentence(report),
+                                                                               dev_sentence(report)) if line)
 
 
 def write_report(out_dir: str, *, records, scores, roles, report: dict, artifact: dict | None = None,
