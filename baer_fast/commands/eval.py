@@ -19,8 +19,8 @@ def add_arguments(p) -> None:
     p.add_argument("--split", default="test", choices=("test", "dev", "all"),
                    help="rows to evaluate (default: test, the held-apart split)")
     p.add_argument("--split-seed", default=None,
-                   help="salt of the id-hash split used at fit time (default: the split --head was fitted on, "
-                        "else baer-v1; one that disagrees with --head's is refused)")
+                   help="salt of the id-hash split used at fit time (default: the split --head was fitted on, else "
+                        "the one the score run recorded, else baer-v1; one that disagrees with either is refused)")
     p.add_argument("--json", action="store_true", help="print the report as JSON instead of a table")
     p.add_argument("--report", metavar="DIR",
                    help="also write a self-contained DIR/report.html (plots embedded; PNG copies beside it)")
@@ -83,7 +83,7 @@ def _inputs(args):
     sc = inputs.read_scores(args.scores, rejects=rejects)
     if art is not None:
         inputs.check_against_head(sc, art, head_path=args.head, records=records, signals_path=args.signals)
-    spec, source = inputs.split_spec(art, args.split_seed, head_path=args.head)
+    spec, source = inputs.split_spec(art, args.split_seed, head_path=args.head, scores_path=args.scores)
     records, row_roles, scores, left = inputs.align(sc, records, roles(records, spec), skip=rejects is not None,
                                                     split_rows=lambda r: split_mask(r, args.split))
     if rejects:
@@ -183,7 +183,8 @@ def _table(report, title) -> str:
     lines = [format_table(report, title=title)]
     sp = report.get("split_spec")
     if sp and sp["from"] != "default":
-        lines.append(f"  split seed {sp['seed']!r} (from {'the head' if sp['from'] == 'head' else '--split-seed'})")
+        was = {"head": "the head", "scores": "the head the score run recorded"}.get(sp["from"], "--split-seed")
+        lines.append(f"  split seed {sp['seed']!r} (from {was})")
     if report.get("left_out"):
         from baer_fast.eval.inputs import LeftOut
 

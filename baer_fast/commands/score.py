@@ -139,6 +139,8 @@ def run(args) -> int:
         check_experts(art, records, where)
     head = artifact.deployed_head(art)
     fingerprint = {"command": "score", "input_sha256": file_sha256(where), "head": art["checksum"]}
+    if (art.get("fitted_on") or {}).get("split"):      # eval without --head then evaluates on the head's split
+        fingerprint["split"] = art["fitted_on"]["split"]
     if args.input:      # the judge made the evidence: another model's scores must not be mixed in
         fingerprint["model"] = os.path.abspath(args.model)
     with ResumableWriter(args.out, fingerprint=fingerprint, overwrite=args.overwrite) as out:

@@ -90,16 +90,22 @@ def read_scores(path: str, *, rejects=None) -> Scores:
     return out
 
 
-def _progress_head(scores_path: str) -> str | None:
-    """The head checksum `score` recorded in the scores' progress record, if that record exists."""
+def _score_run(scores_path: str) -> dict:
+    """The fingerprint `score` recorded in the scores' progress record ({} without one)."""
     from baer_fast.io.resumable import progress_path
 
     try:
         with open(progress_path(scores_path), encoding="utf-8") as fh:
             fp = json.load(fh).get("fingerprint") or {}
     except (OSError, ValueError, AttributeError):
-        return None
-    return fp.get("head") if fp.get("command") == "score" and isinstance(fp.get("head"), str) else None
+        return {}
+    return fp if isinstance(fp, dict) and fp.get("command") == "score" else {}
+
+
+def _progress_head(scores_path: str) -> str | None:
+    """The head checksum `score` recorded in the scores' progress record, if that record exists."""
+    head = _score_run(scores_path).get("head")
+    return head if isinstance(head, str) else None
 
 
 def check_against_head(scores: Scores, art: dict, *, head_path: str, records, signals_path: str) -> None:
@@ -126,17 +132,23 @@ def check_against_head(scores: Scores, art: dict, *, head_path: str, records, si
                          field=f"experts.{missing[0]}")
 
 
-def split_spec(art: dict | None, split_seed: str | None, *, head_path: str | None) -> tuple[SplitSpec, str]:
-    """The split to evaluate on, and where it came from ("head", "--split-seed" or "default")."""
-    recorded = ((art or {}).get("fitted_on") or {}).get("split")
-    if not recorded:          # no --head, or a head that read no labels (transfer, default)
+def split_spec(art: dict | None, split_seed: str | None, *, head_path: str | None,
+               scores_path: str | None = None) -> tuple[SplitSpec, str]:
+    """The split to evaluate on, and where it came from ("head", "scores", "--split-seed" or "default"):
+    --head's fitted_on.split, else the one the score run recorded from its head (a fitted head's)."""
+    recorded, source = ((art or {}).get("fitted_on") or {}).get("split"), "head"
+    where = f"--head {head_path} was fitted on"
+    if art is None and scores_path:
+        recorded, source = _score_run(scores_path).get("split"), "scores"
+        where = f"the head that wrote {scores_path} was fitted on (its progress record)"
+    if not isinstance(recorded, dict) or not recorded:   # no head, or one that read no labels (transfer, default)
         return SplitSpec(seed=split_seed or DEFAULT_SEED), "--split-seed" if split_seed else "default"
     spec = SplitSpec(**{k: recorded[k] for k in ("seed", "selection", "calibration") if k in recorded})
     if split_seed is not None and split_seed != spec.seed:
-        raise InputError(f"{split_seed!r} is not the split --head {head_path} was fitted on (seed {spec.seed!r}, "
-                         "its fitted_on.split): that split's test rows would include the head's training rows; "
-                         "drop --split-seed to use the head's split", field="--split-seed")
-    return spec, "head"
+        raise InputError(f"{split_seed!r} is not the split {where} (seed {spec.seed!r}): that split's test rows "
+                         "would include the head's training rows; drop --split-seed to use the head's split",
+                         field="--split-seed")
+    return spec, source
 
 
 def _missing_message(path: str, missing: list, n: int) -> str:

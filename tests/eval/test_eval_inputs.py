@@ -71,6 +71,22 @@ def test_split_seed_that_disagrees_with_the_head_is_refused(llmbar, s42, capsys)
     assert _eval(capsys, *base, "--split-seed", "s42")[0] == 0
 
 
+def test_eval_without_head_uses_the_split_the_score_run_recorded(llmbar, s42, capsys):
+    # before, eval without --head measured on the default seed's test rows, which hold s42's training rows
+    base = ["--signals", llmbar["signals"], "--scores", s42["scores"], "--bootstrap", "10"]
+    rc, out, _ = _eval(capsys, *base, "--json")
+    with_head = json.loads(_eval(capsys, *base, "--head", s42["head"], "--json")[1])
+    assert rc == 0
+    rep = json.loads(out)
+    assert rep["split_spec"] == {"seed": "s42", "selection": 0.2, "calibration": 0.4, "from": "scores"}
+    assert rep["calibration"]["head"] == with_head["calibration"]["head"]
+    assert rep["n_pairs"] == with_head["n_pairs"]
+    rc, _, err = _eval(capsys, *base, "--split-seed", "baer-v1")
+    assert rc == 2 and "'s42'" in err and "progress record" in err and "training rows" in err
+    rc, out, _ = _eval(capsys, *base, "--split-seed", "s42")
+    assert rc == 0 and "split seed 's42' (from the head the score run recorded)" in out
+
+
 def test_scores_of_another_head_are_refused(llmbar, s42, tmp_path, capsys):
     # condition 'g' (scores) vs 'GPT-4' (the fixture's head)
     rc, _, err = _eval(capsys, "--signals", llmbar["signals"], "--scores", s42["scores"], "--head", llmbar["head"])
