@@ -18,7 +18,8 @@ log = logging.getLogger("baer_fast")
 def add_arguments(p) -> None:
     from baer_fast.io.rejects import add_on_error_argument
     p.add_argument("--signals", nargs="+", required=True, help="signals JSONL file(s) of ONE condition")
-    p.add_argument("--budget", default="0.33", help="fraction of the full bank's cost, or tokens=N (default 0.33)")
+    p.add_argument("--budget", default="1/3", help="fraction of the full bank's cost (0.33 or 1/3), or tokens=N "
+                   "(default 1/3: one expert of three equal ones fits, as it does not under 0.33)")
     p.add_argument("--costs", default=None, metavar="FILE", help="JSON {expert: tokens per pair} (overrides meta)")
     p.add_argument("--split-seed", default="baer-v1", help="salt of the id-hash split (default: baer-v1)")
     p.add_argument("--plot", default=None, metavar="PNG", help="write the frontier as a PNG")
@@ -29,7 +30,7 @@ def add_arguments(p) -> None:
 def add_fit_arguments(p) -> None:
     """The cost options of `baer-fast fit` (docs/cost.md)."""
     p.add_argument("--budget", default=None, help="prune the bank to this cost: a fraction of the full "
-                   "bank's (e.g. 0.33) or tokens=N per pair; the subset is chosen by CV on non-test rows. A fixed "
+                   "bank's (e.g. 0.33 or 1/3) or tokens=N per pair; the subset is chosen by CV on non-test rows. A fixed "
                    "subset may cost accuracy; fit prints what nested CV expects it to lose")
     p.add_argument("--per-subset", action="store_true", help="with --budget: choose the experts per pair subset "
                    "(the budget holds on average over the pairs; a subset unseen in training runs every chosen expert)")

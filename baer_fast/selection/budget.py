@@ -237,7 +237,7 @@ def near_full(v: dict, model: CostModel = CostModel()) -> bool:
 
 def check_feasible(space, limit: float, budget: str | None = None, full: float | None = None) -> None:
     """A located error unless the cheapest single unit (with what it is computed from) fits; it names the
-    --budget given (the default 0.33 is no subset of a bank of three equal experts) and the least that fits."""
+    --budget given (0.33 is no subset of a bank of three equal experts; 1/3 is) and the least that fits."""
     unit = min(space.units, key=lambda u: (space.cost([u]), space.label(u)))
     cheapest = space.cost([unit])
     if cheapest > limit * (1 + 1e-12):

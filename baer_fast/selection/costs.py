@@ -29,16 +29,17 @@ class CostModel:
 
 
 def parse_budget(text: str) -> tuple[str, float]:
-    """'0.33' -> ('fraction', 0.33); 'tokens=N' -> ('tokens', N)."""
+    """'0.33' -> ('fraction', 0.33); '1/3' -> ('fraction', 1/3); 'tokens=N' -> ('tokens', N)."""
     raw = str(text).strip()
     kind, _, value = raw.partition("=") if "=" in raw else ("fraction", "", raw)
     try:
-        x = float(value)
-    except ValueError:
+        num, _, den = value.partition("/") if kind == "fraction" else (value, "", "")
+        x = float(num) / float(den) if den else float(num)
+    except (ValueError, ZeroDivisionError):
         x = math.nan
     if kind not in ("fraction", "tokens") or not math.isfinite(x) or x <= 0 or (kind == "fraction" and x > 1):
         raise InputError(f"--budget {raw!r}: expected a fraction in (0, 1] of the full bank's cost "
-                         "(e.g. 0.33) or tokens=N per pair", field="--budget")
+                         "(e.g. 0.33 or 1/3) or tokens=N per pair", field="--budget")
     return kind, x
 
 
