@@ -37,7 +37,7 @@ def add_fit_arguments(p) -> None:
     p.add_argument("--cascade", action="store_true", help="add an early-exit stage: cheap experts first, the rest "
                    "only for the pairs they are unsure of, holding CV accuracy to the full head's "
                    "(--cascade-tolerance)")
-    p.add_argument("--cascade-budget", default=None, help="with --cascade: cost of the cheap stage (default 0.33)")
+    p.add_argument("--cascade-budget", default=None, help="with --cascade: cost of the cheap stage (default 1/3)")
     p.add_argument("--cascade-tolerance", type=float, default=None,
                    help="with --cascade: CV accuracy (a fraction) the exits may cost against the full stack, one standard error "
                         "of fold noise included (default 0.01); tau = inf when no exit is shown within it")

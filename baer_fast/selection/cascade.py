@@ -32,7 +32,7 @@ log = logging.getLogger("baer_fast")
 
 @dataclass(frozen=True)
 class CascadeSpec:
-    cheap_budget: str = "0.33"     # stage 1's budget (fraction of the full bank's cost, or tokens=N)
+    cheap_budget: str = "1/3"      # stage 1's budget (fraction of the full bank's cost, or tokens=N)
     tolerance: float = 0.01        # CV accuracy the exits may cost against the full stack, noise included
     noise_z: float = 1.0           # margin for fold noise, in standard errors (sqrt of the disagreements)
     min_confidence: float = math.log(3.0)   # |s1| below this (odds under 3:1, or no evidence) never exits

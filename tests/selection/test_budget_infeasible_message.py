@@ -28,3 +28,12 @@ def test_a_budget_may_be_a_ratio():
     for bad in ("1/0", "a/3", "4/3", "-1/3", "tokens=1/2", "1/3/4"):
         with pytest.raises(InputError, match="--budget"):
             parse_budget(bad)
+
+
+def test_fit_cascade_by_default_has_a_cheap_stage_on_three_equal_experts(tmp_path):
+    sig, head = tmp_path / "s.jsonl", tmp_path / "h.json"
+    write_signals(str(sig), make_signals(200, experts=("e1", "e2", "e3"), seed=2))
+    assert main(["-q", "fit", "--signals", str(sig), "--condition", "c", "--out", str(head), "--cascade"]) == 0
+    from baer_fast import artifact
+    c = artifact.load(str(head))["cascade"]
+    assert c["cheap_budget"] == "1/3" and len(c["stage1_experts"]) == 1
