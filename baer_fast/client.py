@@ -5,13 +5,14 @@
     s = await client.ascore(questions, responses_a, responses_b)   # the same, async
 
 `score`/`prob_a` mirror `Judge` (`subsets=`, `categories=` included), so the TRL adapters take a
-client in place of a Judge; `results` gives the server's records. Inputs are checked as Judge
-checks them (`api.batch_inputs`: InputError naming the argument and index, before any request);
-a conversation question is sent as its message list, and a call of more pairs than one request
-may hold (`max_pairs`, the server's default limit) is sent as several. A 503 (queue full) is
-retried after its Retry-After, a connection refused or dropped before an answer (a restarting server)
-every second; after `retries` tries, and for any other error, `JudgeServerError` with the server's
-message. A timeout is never re-sent (the server may still be judging): `JudgeServerTimeout`.
+client in place of a Judge; `results` gives the server's records. Inputs are checked as Judge checks
+them (`api.batch_inputs`: InputError naming the argument and index, before any request); a
+conversation question is sent as its message list, and a call of more pairs than one request may
+hold (`max_pairs`, the server's default limit) is sent as several. A 503 (queue full) is retried
+after its Retry-After, a connection refused or dropped before an answer every second; after
+`retries` tries, and for any other error, `JudgeServerError` with the server's message (an over-long
+pair, serve --no-truncate, named by its index in the call: `.pair`). A timeout is never re-sent
+(the server may still be judging): `JudgeServerTimeout`.
 """
 from __future__ import annotations
 
@@ -27,10 +28,16 @@ MAX_PAIRS = 4096        # pairs per request: the server's default max_request_pa
 
 
 class JudgeServerError(RuntimeError):
-    def __init__(self, status: int, message: str):
+    def __init__(self, status: int, message: str, *, pair: int | None = None, reason: str | None = None):
         super().__init__(f"judge server answered {status}: {message}" if status else message)
         self.status = status        # the HTTP status; 0: no answer (unreachable, or the timeout passed)
         self.message = message      # the server's own words (its "error")
+        self.pair = pair            # the over-long pair's index in the call (a 422 under --no-truncate)
+        self.reason = reason        # what is wrong with it, without the pair named
+
+    def named(self, where: str) -> "JudgeServerError":
+        """The same error naming its pair as `where` ("of completions 3 and 4 (0-based)")."""
+        return type(self)(self.status, f"pair {where}: {self.reason}", pair=self.pair, reason=self.reason)
 
 
 class JudgeServerTimeout(JudgeServerError):
@@ -174,10 +181,14 @@ def _pairs_body(questions, responses_a, responses_b, subsets=None, categories=No
 @contextlib.contextmanager
 def _placed(start: int, part: dict, total: int):
     """A server error on one request of a call sent as several says where that request sits in the
-    call: the server counts pairs from the request's first (its "pair 3" is the call's start + 3)."""
+    call: the server counts pairs from the request's first. A pair it names as data (`pair`) is
+    renamed by its place in the call (the server's pair 3 is the call's start + 3)."""
     try:
         yield
     except JudgeServerError as e:
+        if e.pair is not None:
+            raise JudgeServerError(e.status, e.message, pair=start + e.pair, reason=e.reason).named(
+                f"{start + e.pair} (0-based) of the call") from None
         if e.status == 0 or len(part["pairs"]) == total:
             raise
         end = start + len(part["pairs"]) - 1
@@ -200,7 +211,20 @@ def _checked(r) -> dict:
     if r.status_code == 200:
         return r.json()
     try:
-        message = r.json().get("error", r.text)
-    except ValueError:
-        message = r.text
-    raise JudgeServerError(r.status_code, str(message)[:2000])
+        body = r.json()
+        message, detail = body.get("error", r.text), body.get("detail")
+    except (ValueError, AttributeError):
+        message, detail = r.text, None
+    raise JudgeServerError(r.status_code, str(message)[:2000], **_named_pair(detail))
+
+
+def _named_pair(detail) -> dict:
+    """{pair, reason} of a 422 whose detail names one pair of the request (loc ["pairs", k], an
+    over-long pair under --no-truncate), else {}: then the client can name it in the caller's terms."""
+    if not isinstance(detail, list) or len(detail) != 1 or not isinstance(detail[0], dict):
+        return {}
+    loc, msg = detail[0].get("loc"), detail[0].get("msg")
+    if detail[0].get("type") != "prompt_too_long" or not isinstance(msg, str) or not isinstance(loc, list) \
+            or len(loc) != 2 or loc[0] != "pairs" or not isinstance(loc[1], int) or isinstance(loc[1], bool):
+        return {}
+    return {"pair": loc[1], "reason": msg}

@@ -19,9 +19,11 @@ import logging
 import math
 from typing import Sequence
 
+from baer_fast.client import JudgeServerError
 from baer_fast.errors import InputError, PromptTooLong
 
 log = logging.getLogger("baer_fast")
+NAMED = (PromptTooLong, JudgeServerError)     # errors that may name a pair of the judge's call
 
 
 def as_text(x) -> str:
@@ -95,8 +97,12 @@ def _blank(v) -> bool:
 def online_dpo_reward(judge):
     """Reward function for OnlineDPOTrainer(reward_funcs=[...])."""
     def baer_online_dpo(prompts: Sequence, completions: Sequence, **columns) -> list[float]:
-        fields = pair_fields(columns, range(len(completions) // 2))
-        return dpo_rewards(judge.score(*dpo_halves(prompts, completions), **fields).tolist())
+        half = len(completions) // 2
+        fields = pair_fields(columns, range(half))
+        try:
+            return dpo_rewards(judge.score(*dpo_halves(prompts, completions), **fields).tolist())
+        except NAMED as e:                        # pair k of the call is completions k and k + B
+            raise named_by_caller(e, [(0, k, k + half) for k in range(half)]) from None
     return baer_online_dpo
 
 
@@ -235,14 +241,25 @@ def group_rewards(n: int, gs: Sequence[Sequence[int]], todo, p, *, method: str) 
     return rewards
 
 
+def pair_index(e) -> int | None:
+    """Which pair of its call an error names: a PromptTooLong's pair id judge-k (`Judge.pairs`), or a
+    JudgeServerError's `pair` (the server's structured 422, placed in the call by the client)."""
+    k = getattr(e, "pair", None)
+    if isinstance(e, PromptTooLong):
+        k = (e.pair_id or "").removeprefix("judge-")
+        k = int(k) if k.isdigit() else None
+    return k if isinstance(k, int) else None
+
+
 def named_by_caller(e, todo, noun: str = "completions"):
-    """A PromptTooLong raised on the round robin `todo`, renamed in the caller's indices: the Judge
-    names pair k of its call (pair id judge-k), which is `noun` i and j of the caller's list."""
-    k = (getattr(e, "pair_id", None) or "").removeprefix("judge-")
-    if not k.isdigit() or int(k) >= len(todo):
+    """An error naming pair k of the call made of `todo` ((group, i, j) each: the round robin, or
+    OnlineDPO's halves), renamed in the caller's indices, as `noun` i and j; else `e` itself."""
+    k = pair_index(e)
+    if k is None or k >= len(todo):
         return e
-    i, j = sorted(todo[int(k)][1:])
-    return e.with_fix(e.fix, where=f"of {noun} {i} and {j} (0-based)")
+    i, j = sorted(todo[k][1:])
+    where = f"of {noun} {i} and {j} (0-based)"
+    return e.with_fix(e.fix, where=where) if isinstance(e, PromptTooLong) else e.named(where)
 
 
 def pair_texts(prompts: Sequence, texts: Sequence[str], todo) -> tuple[list[str], list[str], list[str]]:
@@ -272,7 +289,7 @@ def grpo_reward(judge, *, num_generations: int, num_generations_eval: int | None
         fields = pair_fields(columns, [i for _, i, _ in todo])
         try:
             p = judge.prob_a(*pair_texts(prompts, texts, todo), **fields).tolist() if todo else []
-        except PromptTooLong as e:                # named as the trainer's completions, not round-robin pairs
+        except NAMED as e:                        # named as the trainer's completions, not round-robin pairs
             raise named_by_caller(e, todo) from None
         return group_rewards(len(completions), gs, todo, p, method=method)
     return baer_grpo
@@ -305,7 +322,10 @@ def remote_reward(url: str, *, trainer: str = "grpo", num_generations: int | Non
                                **columns) -> list[float]:
         gs, todo, texts = grpo_plan(prompts, completions, group_size(prompts, columns, *sizes))
         fields = pair_fields(columns, [i for _, i, _ in todo])
-        p = (await client.aprob_a(*pair_texts(prompts, texts, todo), **fields)).tolist() if todo else []
+        try:
+            p = (await client.aprob_a(*pair_texts(prompts, texts, todo), **fields)).tolist() if todo else []
+        except NAMED as e:
+            raise named_by_caller(e, todo) from None
         return group_rewards(len(completions), gs, todo, p, method=method)
     return baer_remote_grpo
 

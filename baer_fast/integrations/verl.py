@@ -92,8 +92,8 @@ def compute_score_batch(data_sources: Sequence, solution_strs: Sequence[str], gr
                         extra_infos: Sequence, *, url: str | None = None, api_key_env: str = "BAER_API_KEY",
                         question_key: str = "question", method: str = "mean_win", single_rollout: str = "error",
                         **_) -> list[float]:
-    from baer_fast.integrations.trl import (NEUTRAL, check_method, group_rewards, pair_fields, pair_texts,
-                                            prompt_groups, round_robin)
+    from baer_fast.integrations.trl import (NAMED, NEUTRAL, check_method, group_rewards, named_by_caller,
+                                            pair_fields, pair_texts, prompt_groups, round_robin)
 
     check_method(method)
     if single_rollout not in ("error", "neutral"):
@@ -106,5 +106,8 @@ def compute_score_batch(data_sources: Sequence, solution_strs: Sequence[str], gr
     texts = [str(s) for s in solution_strs]
     todo = round_robin(gs, texts)
     fields = pair_fields(_columns(extra_infos), [i for _, i, _ in todo])
-    p = client_for(url, api_key_env).prob_a(*pair_texts(questions, texts, todo), **fields).tolist() if todo else []
+    try:
+        p = client_for(url, api_key_env).prob_a(*pair_texts(questions, texts, todo), **fields).tolist() if todo else []
+    except NAMED as e:                    # an over-long pair (serve --no-truncate), named by its rollouts
+        raise named_by_caller(e, todo, "rollouts") from None
     return group_rewards(len(texts), gs, todo, p, method=method)

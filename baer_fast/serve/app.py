@@ -1,9 +1,9 @@
 """FastAPI routes of the judge server: /v1/judge, /get_reward (OpenRLHF), /health, /metrics.
 
 Bad requests get 4xx with the field named (400 malformed or empty JSON, 401 token, 413 body,
-422 schema), a full queue 503 with Retry-After; every error body is {"error": message}. The
-judge is reached only through the batcher; a client that hangs up while its request waits
-cancels it (499, never sent), so its pairs are not judged.
+422 schema or an over-long pair, placed in `detail`), a full queue 503 with Retry-After; every error
+body is {"error": message}, some with "detail". The judge is reached only through the batcher; a
+client that hangs up while its request waits cancels it (499, never sent), so its pairs are not judged.
 """
 from __future__ import annotations
 
@@ -83,10 +83,10 @@ def _routes(app, judge, config: ServeConfig, metrics) -> None:
         return Response(data, media_type=ctype)
 
 
-async def _judged(request: Request, pairs, config: ServeConfig, metrics, *, rename=None):
+async def _judged(request: Request, pairs, config: ServeConfig, metrics, *, todo=None):
     """The batcher's results, or the error response that this request alone gets. When the client
     hangs up first, the request is cancelled (a waiting one is dropped unjudged) and counted.
-    rename: PromptTooLong -> the same error naming the pair as the request does (/get_reward)."""
+    todo: /get_reward's round robin, to name an over-long pair by the request's queries."""
     judged = asyncio.ensure_future(request.app.state.batcher.submit(pairs))
     gone = asyncio.ensure_future(_hung_up(request))
     try:
@@ -103,8 +103,10 @@ async def _judged(request: Request, pairs, config: ServeConfig, metrics, *, rena
     except QueueFull:
         return _error(503, f"queue full ({config.max_queue} requests waiting); retry later",
                       headers={"Retry-After": str(config.retry_after_s)})
+    except PromptTooLong as e:
+        return _too_long(e, todo)
     except BaerError as e:
-        return _error(422, str(rename(e) if rename is not None and isinstance(e, PromptTooLong) else e))
+        return _error(422, str(e))
     except (RuntimeError, MemoryError) as e:          # e.g. the device ran out of memory for this batch
         log.warning("judge failed on a request: %s", e)
         return _error(503, f"the engine could not judge this request now: {e}",
@@ -119,7 +121,7 @@ async def _hung_up(request: Request) -> None:
 
 
 async def _reward(request: Request, body: RewardRequest, config: ServeConfig, metrics):
-    from baer_fast.integrations.trl import group_rewards, named_by_caller, pair_texts, prompt_groups, round_robin
+    from baer_fast.integrations.trl import group_rewards, pair_texts, prompt_groups, round_robin
 
     if body.prompts is None:
         return _error(422, "prompts: required (each query's prompt, so that its completions can be compared)")
@@ -132,14 +134,27 @@ async def _reward(request: Request, body: RewardRequest, config: ServeConfig, me
     if len(todo) > config.max_request_pairs:
         return _error(422, f"query: the completions make {len(todo)} pairs, more than {config.max_request_pairs}")
     pairs = list(zip(*pair_texts(body.prompts, texts, todo)))
-    results = await _judged(request, pairs, config, metrics,
-                            rename=lambda e: named_by_caller(e, todo, "queries")) if todo else []
+    results = await _judged(request, pairs, config, metrics, todo=todo) if todo else []
     if not isinstance(results, list):
         return results
     p = [r["p_a"] for r in results]
     rewards = group_rewards(len(texts), gs, todo, p, method=method)
     scores = rewards if method == "mean_win" else group_rewards(len(texts), gs, todo, p, method="mean_win")
     return {"rewards": rewards, "scores": scores}
+
+
+def _too_long(e: PromptTooLong, todo=None):
+    """422 for an over-long pair (--no-truncate). `detail`, as a schema error's, says where it sits:
+    loc ["pairs", k], the request's pair k, or on /get_reward ["query", i] and ["query", j] (round robin
+    `todo`); its `msg` is the message without the pair named, for a client to name it in its own terms."""
+    from baer_fast.integrations.trl import named_by_caller, pair_index
+    k = pair_index(e)
+    if k is None or (todo is not None and k >= len(todo)):
+        return _error(422, str(e))
+    locs = [["pairs", k]] if todo is None else [["query", i] for i in sorted(todo[k][1:])]
+    msg = str(PromptTooLong(e.what, fix=e.fix, field=e.field))
+    return _error(422, str(e if todo is None else named_by_caller(e, todo, "queries")),
+                  detail=[{"loc": loc, "msg": msg, "type": "prompt_too_long"} for loc in locs])
 
 
 def _error(status: int, message: str, *, headers: dict | None = None, detail=None):

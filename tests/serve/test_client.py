@@ -182,17 +182,17 @@ def test_remote_reward_passes_timeout_and_retries_to_its_client(asynchronous):
         remote_reward(held.url, num_generations=2, timeout=0)
 
 
-def test_an_error_in_a_later_request_of_a_call_says_where_that_request_sits(default_judge, serving):
-    """The server counts pairs from its request's first: pair 5 of a call sent as requests of 4
-    came back as "pair 1 (0-based) of the call", an index into the caller's lists that is wrong."""
-    from baer_fast.api import Judge, JudgeOptions
+def test_an_error_in_a_later_request_of_a_call_says_where_that_request_sits(serving):
+    """An error that names no pair says which request of the call got it (an over-long pair is named
+    by its place in the call: test_over_long.py)."""
     from baer_fast.client import JudgeServerError
-    strict = Judge(default_judge.engine, default_judge.art, options=JudgeOptions(truncate=False))
-    srv = serving(strict)
+
+    from .test_batching import FakeJudge
+    srv = serving(FakeJudge(), max_request_pairs=3)
     client = JudgeClient(srv.url, max_pairs=4)
-    args = (["q"] * 6, ["a"] * 5 + ["w " * 3000], ["b"] * 6)
+    args = (["q"] * 6, ["a"] * 6, ["b"] * 6)
     for call in (lambda: client.score(*args), lambda: asyncio.run(client.ascore(*args))):
         with pytest.raises(JudgeServerError) as err:
             call()
-        assert err.value.status == 422
-        assert "pair 1 (0-based)" in str(err.value) and "pairs 4..5 (0-based) of the call" in str(err.value)
+        assert err.value.status == 422 and err.value.pair is None
+        assert "more than 3 per request [the request of pairs 0..3 (0-based) of the call" in str(err.value)
