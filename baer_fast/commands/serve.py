@@ -23,6 +23,8 @@ def add_arguments(p) -> None:
                    help="how long a request waits for batch-mates")
     p.add_argument("--max-queue", type=int, default=d.max_queue, help="waiting requests before 503")
     p.add_argument("--max-body-mb", type=float, default=d.max_body_bytes / 2**20, help="larger bodies get 413")
+    p.add_argument("--body-timeout-s", type=float, default=d.body_timeout_s,
+                   help="seconds a request body may take to arrive after its headers; then 408 (default: %(default)s)")
     p.add_argument("--reward-method", choices=("mean_win", "bradley_terry"), default=d.reward_method,
                    help="/get_reward: how a prompt's round robin becomes rewards")
     add_engine_arguments(p, serve=True)
@@ -39,7 +41,8 @@ def _config(args):
     try:
         return ServeConfig(host=args.host, port=args.port, api_key=key, max_batch_pairs=args.max_batch_pairs,
                            max_wait_ms=args.max_wait_ms, max_queue=args.max_queue,
-                           max_body_bytes=int(args.max_body_mb * 2**20), reward_method=args.reward_method)
+                           max_body_bytes=int(args.max_body_mb * 2**20), body_timeout_s=args.body_timeout_s,
+                           reward_method=args.reward_method)
     except ValueError as e:
         raise InputError(str(e)) from None
 

@@ -55,7 +55,8 @@ def create_app(judge, config: ServeConfig = ServeConfig()):
     app.add_exception_handler(RequestValidationError, _invalid)
     app.add_exception_handler(HTTPException, _http_error)
     _routes(app, judge, config, metrics)
-    return Observe(Guard(app, api_key=config.api_key, max_body_bytes=config.max_body_bytes), metrics)
+    return Observe(Guard(app, api_key=config.api_key, max_body_bytes=config.max_body_bytes,
+                         body_timeout_s=config.body_timeout_s, metrics=metrics), metrics)
 
 
 def _routes(app, judge, config: ServeConfig, metrics) -> None:

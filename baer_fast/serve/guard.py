@@ -1,8 +1,10 @@
-"""ASGI middleware in front of the routes: bearer-token auth, the body size limit, and the
-latency/status metrics of every answer. Pure ASGI, so an over-long body is refused before
-the framework parses anything."""
+"""ASGI middleware in front of the routes: bearer-token auth, the body size and time limits, and
+the latency/status metrics of every answer. Pure ASGI, so an over-long body is refused before
+the framework parses anything, and a body that stalls or trickles is cut off (408) rather than
+holding its connection and the server's memory for it forever (uvicorn has no such timeout)."""
 from __future__ import annotations
 
+import asyncio
 import json
 import secrets
 import time
@@ -31,10 +33,12 @@ def _header(scope, name: bytes) -> bytes | None:
 
 
 class Guard:
-    """Auth (constant-time compare) then the body limit (413), then the app with the body replayed."""
+    """Auth (constant-time compare), then the body limits (413 size, 408 time), then the app with the
+    body replayed."""
 
-    def __init__(self, app, *, api_key: str | None, max_body_bytes: int):
-        self.app, self.limit = app, max_body_bytes
+    def __init__(self, app, *, api_key: str | None, max_body_bytes: int, body_timeout_s: float = 60.0,
+                 metrics=None):
+        self.app, self.limit, self.timeout, self.metrics = app, max_body_bytes, body_timeout_s, metrics
         self.key = api_key.encode("utf-8") if api_key else None
 
     async def __call__(self, scope, receive, send):
@@ -48,7 +52,10 @@ class Guard:
             if not length.isdigit():
                 return await send_json(send, 400, {"error": "malformed Content-Length header"})
             return await self._too_large(send)
-        body = await self._read(receive)
+        try:
+            body = await asyncio.wait_for(self._read(receive), self.timeout)
+        except asyncio.TimeoutError:
+            return await self._too_slow(send)
         if body is _GONE:
             return None                     # the client left before sending its body
         if body is None:
@@ -80,6 +87,13 @@ class Guard:
 
     async def _too_large(self, send):
         await send_json(send, 413, {"error": f"request body larger than {self.limit} bytes"})
+
+    async def _too_slow(self, send):
+        """408, and the connection closed: the rest of the body is never read."""
+        if self.metrics is not None:
+            self.metrics.body_timeouts.inc()
+        await send_json(send, 408, {"error": f"the request body did not arrive within {self.timeout:g} s of its "
+                                             "headers (--body-timeout-s)"}, headers={"Connection": "close"})
 
 
 def _replay(body: bytes, receive):

@@ -30,6 +30,8 @@ class Metrics:
                                      registry=r)
         self.abandoned = Counter("baer_abandoned_requests", "judge requests whose client hung up before the answer",
                                  registry=r)
+        self.body_timeouts = Counter("baer_body_timeouts", "requests answered 408: the body did not arrive within "
+                                     "body_timeout_s of the headers", registry=r)
         self.dropped_pairs = Counter("baer_dropped_pairs", "pairs never judged: their client hung up while they "
                                      "waited", registry=r)
         self.in_flight = 0

@@ -8,6 +8,7 @@ from baer_fast.cli import main
     (["--model", "/nonexistent/model"], "model directory not found"),
     (["--model", "MODEL", "--api-key-env", "BAER_TEST_UNSET_VAR"], "BAER_TEST_UNSET_VAR is unset"),
     (["--model", "MODEL", "--max-queue", "0"], "max_queue must be at least 1"),
+    (["--model", "MODEL", "--body-timeout-s", "0"], "body_timeout_s must be above 0"),
     (["--model", "MODEL", "--tensor-parallel-size", "2"], "only apply to --backend vllm"),
 ])
 def test_bad_settings_exit_2(argv, needle, judge_dir, capsys, monkeypatch):
@@ -62,3 +63,13 @@ def test_serve_decodes_with_the_head_budgets_and_takes_the_flags_it_lists(judge_
     assert served[-1].truncate_fix == "start serve without --no-truncate"    # its 422 names serve's flag
     assert (served[-1].options.generation.budget("cot"), served[-1].options.generation.seed) == (3, 5)
     assert main(["serve", "--model", judge_dir, "--truncate"]) == 2        # not a serve option: it always cut
+
+
+def test_body_timeout_reaches_the_server_config(judge_dir, monkeypatch):
+    from baer_fast.serve import server
+    from baer_fast.serve.config import ServeConfig
+    configs = []
+    monkeypatch.setattr(server, "serve", lambda judge, config: configs.append(config) or 0)
+    assert main(["serve", "--model", judge_dir]) == 0
+    assert main(["serve", "--model", judge_dir, "--body-timeout-s", "7.5"]) == 0
+    assert [c.body_timeout_s for c in configs] == [ServeConfig().body_timeout_s, 7.5]
