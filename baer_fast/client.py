@@ -6,13 +6,12 @@
 
 `score`/`prob_a` mirror `Judge` (`subsets=`, `categories=` included), so the TRL adapters take a
 client in place of a Judge; `results` gives the server's records. Inputs are checked as Judge checks
-them (`api.batch_inputs`: InputError naming the argument and index, before any request); a
-conversation question is sent as its message list, and a call of more pairs than one request may
-hold (`max_pairs`, the server's default limit) is sent as several. A 503 (queue full) is retried
-after its Retry-After, a connection refused or dropped before an answer every second; after
-`retries` tries, and for any other error, `JudgeServerError` with the server's message (an over-long
-pair, serve --no-truncate, named by its index in the call: `.pair`). A timeout is never re-sent
-(the server may still be judging): `JudgeServerTimeout`.
+them (`api.batch_inputs`, before any request); a conversation question is sent as its message list,
+and a call of more pairs than one request may hold (`max_pairs`) is sent as several. A 503 (queue
+full) is retried after its Retry-After, a connection refused or dropped before an answer every
+second; after `retries` tries, and for any other error, `JudgeServerError` with the server's message
+(an over-long pair, serve --no-truncate, named by its index in the call: `.pair`). A timeout is never
+re-sent (the server may still be judging): `JudgeServerTimeout`.
 """
 from __future__ import annotations
 
@@ -37,6 +36,8 @@ class JudgeServerError(RuntimeError):
 
     def named(self, where: str) -> "JudgeServerError":
         """The same error naming its pair as `where` ("of completions 3 and 4 (0-based)")."""
+        if self.reason is None:
+            return self
         return type(self)(self.status, f"pair {where}: {self.reason}", pair=self.pair, reason=self.reason)
 
 
