@@ -182,9 +182,9 @@ class Judge:
     def _run(self, pairs) -> list:
         from baer_fast.bank.runner import run_experts
 
-        def bank(some, experts):
+        def bank(some, experts, given=None):
             return run_experts(self.engine, some, experts=experts, derived_params=self.derived_params,
-                               generation=self.options.generation, batch_invariant=self.invariant)
+                               generation=self.options.generation, batch_invariant=self.invariant, given=given)
         if self.art.get("allocation") is not None:   # pruned per subset: each pair runs its subset's experts
             from baer_fast.selection.allocation import run_allocated
             self._warn_unpruned(pairs)

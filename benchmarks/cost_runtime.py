@@ -87,7 +87,7 @@ def replay(records: list):
     from baer_fast.bank.runner import resolve_experts
     by_id = {r.id: r for r in records}
 
-    def run(pairs, experts):
+    def run(pairs, experts, given=None):         # given: stage 1's runs (the recorded costs already share)
         keep = set(resolve_experts(list(experts)))
         out = []
         for p in pairs:

@@ -2,7 +2,9 @@
 
 The single-pass bank: prompt experts (direct, score, pointwise) are read from one prefix
 tree per pair; derived experts (pride, calibraeval) transform the direct runs with
-parameters fitted on non-test rows (or given, frozen) and returned as plain JSON.
+parameters fitted on non-test rows (or given, frozen) and returned as plain JSON. Runs
+already computed (`given`, a cascade's first stage) are not computed again: a derived expert
+whose source is among them is applied to them, at no cost beyond its source's.
 """
 from __future__ import annotations
 
@@ -157,6 +159,30 @@ def fit_derived(rows: list, names: list[str]) -> dict:
     return params
 
 
+def reusable(names, given) -> list[str]:
+    """The derived experts of `names` whose source's runs are in `given` (runs already computed)."""
+    from baer_fast.bank.costs import source_of
+    return [n for n in names if n in protocols.DERIVED_EXPERTS and given and source_of(n) in given[0]]
+
+
+def with_given(rows: list[dict], given, names, reused, *, timed: bool = True) -> list[dict]:
+    """Bank rows of `names` less `reused`, completed from `given` (per pair): the runs the reused
+    derived experts read, and their cost cells as `counted` writes them (0, "from" the source)."""
+    from baer_fast.bank.costs import source_of
+    zero = {"prefilled": 0, "decoded": 0, **({"seconds": 0.0} if timed else {})}
+    out = []
+    for row, runs in zip(rows, given):
+        cost = row.get("expert_cost") or {}
+        cells = {n: cost[n] if n in cost else {**zero, "from": source_of(n)} for n in names}
+        out.append({**row, "runs": {**runs, **row["runs"]}, "expert_cost": cells})
+    return out
+
+
+def no_rows(n: int) -> list[dict]:
+    """Rows of a bank run that computes nothing (every expert reused)."""
+    return [{"runs": {}, "tokens_prefilled": 0, "tokens_naive": 0} for _ in range(n)]
+
+
 def apply_derived(runs: dict, names: list[str], params: dict) -> dict:
     out = dict(runs)
     for name in names:
@@ -184,7 +210,8 @@ def to_signals(pair: Pair, runs: dict, row: dict, names: list[str], engine_name:
 
 def run_experts(model, pairs: list[Pair], *, experts=None, config: EngineConfig = EngineConfig(),
                 derived_params: dict | None = None, naive: bool = False, report: RunReport | None = None,
-                generation=None, batch_invariant: bool = False, **load_kw) -> list[Signals]:
+                generation=None, batch_invariant: bool = False, given: list[dict] | None = None,
+                **load_kw) -> list[Signals]:
     """Run the single-pass bank on `pairs` (both display orders) -> one Signals per pair.
 
     model: a local model directory, a LoadedModel, or an engine. Derived experts use
@@ -192,14 +219,20 @@ def run_experts(model, pairs: list[Pair], *, experts=None, config: EngineConfig 
     end up in `report.derived_params` (plain JSON for the head artifact). Generative experts
     (protocols.GENERATIVE, opt-in by name) decode with `generation` (a GenerationConfig).
     batch_invariant: each distinct pair in calls of its own (expert_rows), so its runs are the
-    same bits whatever other pairs came with it.
+    same bits whatever other pairs came with it. given: per pair, runs already computed (a
+    cascade's first stage); a derived expert whose source is there is applied to it (reusable).
     """
     names = resolve_experts(experts)
     derived = [n for n in names if n in protocols.DERIVED_EXPERTS]
+    reused = reusable(names, given)
+    todo = [n for n in names if n not in reused]
     engine = open_engine(model, options=HfOptions(engine=config, naive=naive, **load_kw))
     report = report if report is not None else RunReport()
     from baer_fast.bank.costs import counted       # per-expert cost of each pair -> meta.expert_cost
-    rows = counted(expert_rows, engine, pairs, names, report, generation, batch_invariant=batch_invariant)
+    rows = counted(expert_rows, engine, pairs, todo, report, generation, batch_invariant=batch_invariant) \
+        if todo else no_rows(len(pairs))
+    if given:
+        rows = with_given(rows, given, names, reused)
     if derived:
         report.derived_params = dict(derived_params) if derived_params else fit_derived(
             [(p, r["runs"]) for p, r in zip(pairs, rows)], derived)

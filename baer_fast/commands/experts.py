@@ -243,15 +243,21 @@ def _claim_final_out(args, raw: str) -> None:
         os.unlink(prog)
 
 
-def stream_signals(args, pairs, names, derived, params, target, fp) -> str:
+def stream_signals(args, pairs, names, derived, params, target, fp, given: dict | None = None) -> str:
+    """given: {pair id: runs already computed} (a cascade's first stage): the derived experts whose
+    source is there are applied to it, not run again (bank/runner.reusable)."""
     from baer_fast.progress import progress
     from baer_fast.runtime.config import EngineConfig
     from baer_fast.bank.costs import counted
-    from baer_fast.bank.runner import RunReport, apply_derived, expert_rows, to_signals
+    from baer_fast.bank.runner import RunReport, apply_derived, expert_rows, no_rows, reusable, to_signals, with_given
     from baer_fast.runtime.open import HfOptions, engine_from_args, open_engine
 
     config = EngineConfig(memory_budget_bytes=int(args.memory_gb * 2**30), batch_tokens=args.batch_tokens,
                           kernels=args.kernels)
+    reused = reusable(names, [given[pairs[0].id]] if given and pairs else None)
+    run_names = [n for n in names if n not in reused]
+    if reused:          # their cells say "from" the source: a file written recomputing it is not resumed
+        fp = {**fp, "reused": reused}
     writer = _open_writer(target, fp, args.overwrite, args)
     texts_path = args.out + ".texts.jsonl"
     keep = bool(args.keep_texts and args.generation)
@@ -275,13 +281,15 @@ def stream_signals(args, pairs, names, derived, params, target, fp) -> str:
     try:
         engine = engine_from_args(args, lambda: open_engine(args.model, options=HfOptions(
             engine=config, naive=args.naive, device=args.device, dtype=args.dtype, attn=args.attn,
-            trust_remote_code=args.trust_remote_code))) if todo else None
+            trust_remote_code=args.trust_remote_code))) if todo and run_names else None
         report, t0 = RunReport(), time.perf_counter()       # throughput excludes model loading
         bar = progress(len(todo), desc="experts", quiet=args.quiet or not todo)
         for chunk in work:
             # per-expert tokens into meta.expert_cost (bank/costs.py); no wall time: same bytes run to run
-            rows = counted(expert_rows, engine, chunk, names, report, args.generation, timed=False,
-                           batch_invariant=args.batch_invariant)
+            rows = counted(expert_rows, engine, chunk, run_names, report, args.generation, timed=False,
+                           batch_invariant=args.batch_invariant) if run_names else no_rows(len(chunk))
+            if given:
+                rows = with_given(rows, [given[p.id] for p in chunk], names, reused, timed=False)
             if texts is not None:       # texts first: a kill between the two redoes the chunk, texts skip it
                 texts.append([{"id": p.id, "texts": r["texts"]} for p, r in zip(chunk, rows)
                               if p.id not in texts.done_ids])

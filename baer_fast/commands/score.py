@@ -66,7 +66,8 @@ def _judge(args, art, pairs, rejects=None) -> list:
     a killed run resumes without redoing finished pairs. Derived experts (PriDe, CalibraEval) use
     the parameters frozen in the artifact, never refitted. A cascade head (early exit) runs its
     cheap stage on every pair and the rest only on the pairs stage 1 leaves open, each stage
-    through its own resumable file (<out>.stage1/.stage2.signals.jsonl). A head pruned per subset
+    through its own resumable file (<out>.stage1/.stage2.signals.jsonl); stage 2 reuses stage 1's
+    runs (a derived expert's source is not prefilled again). A head pruned per subset
     runs each group of subsets with the same experts through <out>.subset<k>.signals.jsonl."""
     from baer_fast import protocols
     from baer_fast.errors import InputError
@@ -94,12 +95,11 @@ def _judge(args, art, pairs, rejects=None) -> list:
     if not cascade:
         return _bank(args, art, pairs, art["experts"], "")
     from baer_fast.selection.cascade import run_staged
-    first = list(cascade["stage1_experts"])
-    return run_staged(art, pairs, lambda some, names: _bank(
-        args, art, some, names, "stage1" if list(names) == first else "stage2"))[0]
+    return run_staged(art, pairs, lambda some, names, given=None: _bank(
+        args, art, some, names, "stage1" if given is None else "stage2", given))[0]
 
 
-def _bank(args, art, pairs, experts_, stage: str) -> list:
+def _bank(args, art, pairs, experts_, stage: str, given=None) -> list:
     from baer_fast import protocols
     from baer_fast.bank.runner import resolve_experts
     from baer_fast.commands import experts
@@ -110,7 +110,8 @@ def _bank(args, art, pairs, experts_, stage: str) -> list:
     target = signals_path(args.out, stage)
     fp = experts.fingerprint(args, names, None)
     fp.update(command="score", head=art["checksum"], stage=stage or None)
-    print(experts.stream_signals(args, pairs, names, derived, art.get("derived_params") or {}, target, fp),
+    given = {p.id: g for p, g in zip(pairs, given)} if given is not None else None    # stage 1's runs
+    print(experts.stream_signals(args, pairs, names, derived, art.get("derived_params") or {}, target, fp, given),
           file=sys.stderr)
     by_id = {s.id: s for s in read_signals(target)}
     return [by_id[p.id] for p in pairs]

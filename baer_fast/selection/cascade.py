@@ -128,17 +128,20 @@ def merge(first, second):
 
 
 def run_staged(art: dict, pairs: Sequence, run: Callable) -> tuple[list, dict]:
-    """run(pairs, experts) -> Signals per pair (the bank). Stage 1 on every pair, stage 2, batched,
-    on the pairs that did not exit -> (records, report: pairs, exited, exit fraction, tokens per pair)."""
+    """run(pairs, experts, given=None) -> Signals per pair (the bank). Stage 1 on every pair, stage 2,
+    batched, on the pairs that did not exit -> (records, report: pairs, exited, exit fraction, tokens per
+    pair). Stage 2 runs only the experts stage 1's records lack (a native verdict came with its
+    generative expert), and is given those records' runs: a derived expert reads its source there."""
     c = art["cascade"]
     head = CascadeHead(StackHead.from_json(c["stage1"]), None, float(c["tau"]))
     first = run(list(pairs), list(c["stage1_experts"]))
     exits = head.exits(first) if first else np.zeros(0, bool)
-    rest = [e for e in art["experts"] if e not in c["stage1_experts"]]
     todo = [i for i, e in enumerate(exits) if not e]
+    have = set.intersection(*(set(first[i].experts) for i in todo)) if todo else set()
+    rest = [e for e in art["experts"] if e not in c["stage1_experts"] and e not in have]
     out = list(first)
     if todo and rest:
-        for i, rec in zip(todo, run([pairs[i] for i in todo], rest)):
+        for i, rec in zip(todo, run([pairs[i] for i in todo], rest, given=[first[i].experts for i in todo])):
             out[i] = merge(first[i], rec)
     report = staged_report(out, exits)
     log.info("cascade: %d of %d pairs exited after stage 1 (%.1f%%); %.1f tokens decoded, %.1f prefilled "

@@ -67,7 +67,7 @@ def test_run_staged_runs_the_rest_only_for_unsure_pairs(fitted):
     by_id = {r.id: r for r in records}
     calls = []
 
-    def run(pairs, experts):
+    def run(pairs, experts, given=None):
         calls.append((len(pairs), tuple(experts)))
         return [type(r)(r.id, r.experts, r.subset, r.label, r.split,
                         {"expert_cost": {k: r.meta["expert_cost"][k] for k in experts}})
