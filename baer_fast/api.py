@@ -190,8 +190,9 @@ class Judge:
             self._warn_unpruned(pairs)
             return run_allocated(self.art, pairs, lambda some, names, _k: bank(some, names))
         if self.art.get("cascade"):      # early exit: stage 2 only for the pairs stage 1 leaves open
+            from baer_fast.bank.runner import free_sources
             from baer_fast.selection.cascade import run_staged
-            records, self.last_cascade = run_staged(self.art, pairs, bank)
+            records, self.last_cascade = run_staged(self.art, pairs, bank, free_sources)
             return records
         return bank(pairs, self.experts)
 

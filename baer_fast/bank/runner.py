@@ -165,6 +165,14 @@ def reusable(names, given) -> list[str]:
     return [n for n in names if n in protocols.DERIVED_EXPERTS and given and source_of(n) in given[0]]
 
 
+def free_sources(names) -> list[str]:
+    """`names`, then the sources of its derived experts (PriDe's direct): their prompts run for the
+    derived expert anyway, so keeping their runs costs nothing (a cascade's stage 1 keeps them)."""
+    from baer_fast.bank.costs import source_of
+    extra = {s for n in names if n in protocols.DERIVED_EXPERTS and (s := source_of(n)) and s not in names}
+    return list(names) + sorted(extra)
+
+
 def with_given(rows: list[dict], given, names, reused, *, timed: bool = True) -> list[dict]:
     """Bank rows of `names` less `reused`, completed from `given` (per pair): the runs the reused
     derived experts read, and their cost cells as `counted` writes them (0, "from" the source)."""

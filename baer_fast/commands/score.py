@@ -94,9 +94,10 @@ def _judge(args, art, pairs, rejects=None) -> list:
         return run_allocated(art, pairs, lambda some, names, k: _bank(args, art, some, names, f"subset{k}"))
     if not cascade:
         return _bank(args, art, pairs, art["experts"], "")
+    from baer_fast.bank.runner import free_sources
     from baer_fast.selection.cascade import run_staged
     return run_staged(art, pairs, lambda some, names, given=None: _bank(
-        args, art, some, names, "stage1" if given is None else "stage2", given))[0]
+        args, art, some, names, "stage1" if given is None else "stage2", given), free_sources)[0]
 
 
 def _bank(args, art, pairs, experts_, stage: str, given=None) -> list:

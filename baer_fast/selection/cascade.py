@@ -127,14 +127,17 @@ def merge(first, second):
     return replace(first, experts={**first.experts, **second.experts}, meta=meta)
 
 
-def run_staged(art: dict, pairs: Sequence, run: Callable) -> tuple[list, dict]:
+def run_staged(art: dict, pairs: Sequence, run: Callable, free: Callable | None = None) -> tuple[list, dict]:
     """run(pairs, experts, given=None) -> Signals per pair (the bank). Stage 1 on every pair, stage 2,
     batched, on the pairs that did not exit -> (records, report: pairs, exited, exit fraction, tokens per
     pair). Stage 2 runs only the experts stage 1's records lack (a native verdict came with its
-    generative expert), and is given those records' runs: a derived expert reads its source there."""
+    generative expert), and is given those records' runs: a derived expert reads its source there.
+    free(experts): those plus the ones whose runs come free with them (bank/runner.free_sources): stage 1
+    keeps the ones the full head uses, so stage 2 does not compute them again (direct after PriDe)."""
     c = art["cascade"]
     head = CascadeHead(StackHead.from_json(c["stage1"]), None, float(c["tau"]))
-    first = run(list(pairs), list(c["stage1_experts"]))
+    stage1 = list(c["stage1_experts"])
+    first = run(list(pairs), [e for e in (free(stage1) if free else stage1) if e in stage1 or e in art["experts"]])
     exits = head.exits(first) if first else np.zeros(0, bool)
     todo = [i for i, e in enumerate(exits) if not e]
     have = set.intersection(*(set(first[i].experts) for i in todo)) if todo else set()

@@ -72,6 +72,18 @@ def test_stage_two_reads_pride_from_stage_one_direct(qwen_dir, monkeypatch):
     assert j.last_cascade["tokens_prefilled_per_pair"] * 12 == pytest.approx(sum(c[2] for c in calls), abs=1e-9)
 
 
+def test_stage_one_keeps_the_source_of_its_derived_expert(qwen_dir, monkeypatch):
+    """Stage 1 = pride (direct's prompts run for it), the full head also uses direct: stage 1 keeps
+    direct's runs, at no cost, so stage 2 prefills score's prompts only (before: direct's again)."""
+    art = _art(qwen_dir, ["direct", "score", "pride"], ["pride"])
+    calls = _calls(monkeypatch)
+    j, recs = _judge(qwen_dir, art)
+    assert [(n, sorted(names)) for n, names, _, _ in calls] == [(12, ["direct", "pride"]), (6, ["score"])]
+    assert all("direct" in r.experts for r in recs)
+    assert {r.meta["expert_cost"]["pride"]["prefilled"] for r in recs} == {0}    # charged to direct, once
+    assert j.last_cascade["tokens_prefilled_per_pair"] * 12 == pytest.approx(sum(c[2] for c in calls), abs=1e-9)
+
+
 def test_stage_two_of_derived_experts_only_runs_nothing_and_scores_as_before(qwen_dir, monkeypatch):
     """Stage 2 = pride alone: no second bank call; runs and scores bit for bit those of the old path
     (pride on direct recomputed for the open pairs, in calls of the same shapes as stage 1's)."""
