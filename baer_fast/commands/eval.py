@@ -28,7 +28,7 @@ def add_arguments(p) -> None:
                                   "or signals without its experts are refused; its selection shows in --report")
     p.add_argument("--bootstrap", type=_positive_int, default=1000, metavar="N",
                    help="resamples of the accuracy bootstrap interval (accuracy_ci; default 1000)")
-    p.add_argument("--bootstrap-seed", type=int, default=0, help="seed of the bootstrap resampling")
+    p.add_argument("--bootstrap-seed", type=int, default=0, help="seed of the bootstrap resampling (default: %(default)s)")
     p.add_argument("--leaderboard", choices=("rewardbench", "rewardbench-2"),
                    help="also compute a benchmark's leaderboard scores (rewardbench: section scores; "
                         "rewardbench-2: a prompt right when the head is right on all its pairs)")

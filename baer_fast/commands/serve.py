@@ -18,15 +18,17 @@ def add_arguments(p) -> None:
     p.add_argument("--port", type=int, default=d.port, help="port to bind (default: %(default)s)")
     p.add_argument("--api-key-env", default=None, metavar="VAR",
                    help="environment variable holding the bearer token every endpoint but /health requires")
-    p.add_argument("--max-batch-pairs", type=int, default=d.max_batch_pairs, help="pairs merged into one engine call")
+    p.add_argument("--max-batch-pairs", type=int, default=d.max_batch_pairs,
+                   help="pairs merged into one engine call (default: %(default)s)")
     p.add_argument("--max-wait-ms", type=float, default=d.max_wait_ms,
-                   help="how long a request waits for batch-mates")
-    p.add_argument("--max-queue", type=int, default=d.max_queue, help="waiting requests before 503")
-    p.add_argument("--max-body-mb", type=float, default=d.max_body_bytes / 2**20, help="larger bodies get 413")
+                   help="how long a request waits for batch-mates (default: %(default)s)")
+    p.add_argument("--max-queue", type=int, default=d.max_queue, help="waiting requests before 503 (default: %(default)s)")
+    p.add_argument("--max-body-mb", type=float, default=d.max_body_bytes / 2**20,
+                   help="larger bodies get 413 (default: %(default)s)")
     p.add_argument("--body-timeout-s", type=float, default=d.body_timeout_s,
                    help="seconds a request body may take to arrive after its headers; then 408 (default: %(default)s)")
     p.add_argument("--reward-method", choices=("mean_win", "bradley_terry"), default=d.reward_method,
-                   help="/get_reward: how a prompt's round robin becomes rewards")
+                   help="/get_reward: how a prompt's round robin becomes rewards (default: %(default)s)")
     add_engine_arguments(p, serve=True)
 
 
