@@ -21,16 +21,46 @@ import numpy as np
 from baer_fast.kernels.constants import EPS   # p is clipped to [EPS, 1-EPS]; stored in artifacts
 
 
+class MemoRecords(list):
+    """Records (a plain list of them) whose runs tensor and run counts are built once per expert list:
+    `eval` reads them in about ten places. Do not change the list once read (the memo would be stale)."""
+
+    def __init__(self, records: Sequence = ()):
+        super().__init__(records)
+        self.runs_memo: dict = {}
+
+
 def runs_tensor(records: Sequence, experts: Sequence[str]) -> np.ndarray:
     """Stack the runs of `experts` into u [N, K, M] float64, NaN where missing or absent."""
-    m = max((len(r.experts.get(k, ())) for r in records for k in experts), default=1)
-    u = np.full((len(records), len(experts), max(m, 1)), np.nan)
-    for i, rec in enumerate(records):
-        for k, name in enumerate(experts):
-            for j, val in enumerate(rec.experts.get(name, ())):
+    return _runs(records, experts)[0]
+
+
+def run_counts(records: Sequence, experts: Sequence[str]) -> np.ndarray:
+    """[N, K] int: how many runs (null ones included) each record lists for each expert; 0 when absent."""
+    return _runs(records, experts)[1]
+
+
+def _runs(records: Sequence, experts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+    memo, key = getattr(records, "runs_memo", None), ("runs", *experts)
+    if memo is not None and key in memo:
+        return memo[key]
+    cols = [[r.experts.get(name, ()) for r in records] for name in experts]
+    counts = np.array([[len(x) for x in col] for col in cols], np.int64).reshape(len(experts), len(records)).T
+    u = np.full((len(records), len(experts), max(int(counts.max(initial=1)), 1)), np.nan)
+    for k, col in enumerate(cols):
+        m = int(counts[0, k]) if len(records) else 0
+        if m and (counts[:, k] == m).all():        # the usual case: one list length, converted in C (None -> NaN)
+            u[:, k, :m] = np.array(col, dtype=np.float64)
+            continue
+        for i, runs in enumerate(col):
+            for j, val in enumerate(runs):
                 if val is not None:
                     u[i, k, j] = val
-    return u
+    if memo is not None:
+        u.setflags(write=False)
+        counts.setflags(write=False)
+        memo[key] = (u, counts)
+    return u, counts
 
 
 def evidence(u: np.ndarray, eps: float = EPS, *, kernels: str = "torch") -> tuple[np.ndarray, ...]:
@@ -96,10 +126,9 @@ def group_block(values: Sequence, categories: Sequence[str], zbar: np.ndarray) -
     """[N, |categories|]: 1[value_i = c] * zbar_i; a value not in `categories` gives zeros."""
     out = np.zeros((len(values), len(categories)))
     index = {c: j for j, c in enumerate(categories)}
-    for i, g in enumerate(values):
-        j = index.get(g)
-        if j is not None:
-            out[i, j] = zbar[i]
+    col = np.fromiter((index.get(g, -1) for g in values), np.int64, len(values))
+    hit = np.flatnonzero(col >= 0)
+    out[hit, col[hit]] = zbar[hit]
     return out
 
 

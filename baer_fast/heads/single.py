@@ -17,7 +17,7 @@ from typing import Iterable, Sequence
 
 import numpy as np
 
-from baer_fast.features.evidence import EPS, evidence, runs_tensor
+from baer_fast.features.evidence import EPS, evidence, run_counts, runs_tensor
 
 INTERNAL_EXPERTS = ("reference", "pointwise", "deliberate")
 
@@ -60,15 +60,9 @@ def native_credit(records: Sequence, experts: Sequence[str], y: np.ndarray) -> n
     Every run the record lists counts (a null or exactly-0.5 run earns 0); an expert the
     record lacks earns 0.
     """
-    y = np.asarray(y)
-    out = np.zeros((len(records), len(experts)))
-    for i, rec in enumerate(records):
-        for k, name in enumerate(experts):
-            runs = rec.experts.get(name) or ()
-            if runs:
-                right = sum(1 for u in runs if u is not None and np.sign(u - 0.5) == y[i])
-                out[i, k] = right / len(runs)
-    return out
+    u, listed = runs_tensor(records, experts), run_counts(records, experts)      # [N, K, M], [N, K]
+    right = (np.sign(u - 0.5) == np.asarray(y)[:, None, None]).sum(axis=-1)     # NaN (null, absent) is never right
+    return np.where(listed > 0, right / np.maximum(listed, 1), 0.0)
 
 
 @dataclass
