@@ -32,6 +32,9 @@ def _reject_constant(name: str) -> float:
     raise ValueError(f"non-finite number {name} is not allowed")
 
 
+_decode = json.JSONDecoder(parse_constant=_reject_constant).decode
+
+
 def _open_input(path: str):
     try:
         return gzip.open(path, "rb") if path.endswith(".gz") else open(path, "rb")
@@ -142,7 +145,8 @@ def _parse_line(raw: bytes, *, path: str, line_no: int, last: bool = False) -> d
     if not text.strip():
         return None
     try:
-        obj = json.loads(text, parse_constant=_reject_constant)
+        # one decoder for every line (json.loads builds one per call); json.loads only for its BOM message
+        obj = _decode(text) if not text.startswith("\ufeff") else json.loads(text, parse_constant=_reject_constant)
     except RecursionError:
         raise InputError("malformed JSON: nested too deeply", path=path, line=line_no) from None
     except (json.JSONDecodeError, ValueError) as e:

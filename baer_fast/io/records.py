@@ -15,6 +15,7 @@ Each record remembers its source line (`.line`, 0 when built in memory).
 """
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Iterable, Iterator
@@ -211,7 +212,7 @@ def _meta(obj: dict, *, path: str, line: int) -> dict:
     bad = None
     for k in _META_COUNTS:
         v = meta.get(k)
-        if v is not None and not _count(v):
+        if v is not None and not (type(v) is int and v >= 0) and not _count(v):    # ints first: the usual
             bad = bad or (k, v, "a non-negative number")
     group = meta.get("split_group")
     if type(group) is int:
@@ -231,6 +232,8 @@ def _meta(obj: dict, *, path: str, line: int) -> dict:
             bad = bad or (f"expert_cost.{e}", c, "an object {prefilled, decoded}")
             continue
         for k, v in (c or {}).items():
+            if type(v) is int and v >= 0 and k != "from":       # token counts: the usual case, first
+                continue
             if v is not None and not (isinstance(v, str) if k == "from" else _count(v)):
                 bad = bad or (f"expert_cost.{e}.{k}", v, "an expert's name" if k == "from" else "a non-negative number")
     if bad:
@@ -296,7 +299,8 @@ def pair_from_json(obj: dict, *, path: str = "<pairs>", line: int = 0) -> Pair:
                 category=_opt_str(obj, "category", None, path=path, line=line), line=line)
 
 
-def signals_from_json(obj: dict, *, path: str = "<signals>", line: int = 0) -> Signals:
+def signals_from_json(obj: dict, *, path: str = "<signals>", line: int = 0, meta_keys=None) -> Signals:
+    """meta_keys (a set): keep only these keys of `meta`, once every key is checked."""
     _check_extra(obj, SIGNAL_FIELDS, path=path, line=line)
     sid = _need(obj, "id", str, path=path, line=line, allow_empty=False)
     experts = _need(obj, "experts", dict, path=path, line=line)
@@ -306,7 +310,8 @@ def signals_from_json(obj: dict, *, path: str = "<signals>", line: int = 0) -> S
                    subset=_opt_str(obj, "subset", "default", path=path, line=line),
                    label=_opt_choice(obj, "label", LABELS, path=path, line=line),
                    split=_opt_choice(obj, "split", SPLITS, path=path, line=line),
-                   meta=_meta(obj, path=path, line=line),
+                   meta=_meta(obj, path=path, line=line) if meta_keys is None else
+                   {k: v for k, v in _meta(obj, path=path, line=line).items() if k in meta_keys},
                    category=_opt_str(obj, "category", None, path=path, line=line), line=line)
 
 
@@ -316,7 +321,7 @@ def _check_runs(name: str, runs, *, path: str, line: int) -> None:
         raise InputError("expected a non-empty list of probabilities (null = missing run)",
                          path=path, line=line, field=fld)
     for m, u in enumerate(runs):
-        if u is None:
+        if u is None or (type(u) is float and 0.0 <= u <= 1.0):        # the usual cases, first
             continue
         if not is_finite_number(u):
             raise InputError(f"run {m}: expected a number in [0, 1] or null, got {u!r}",
@@ -354,8 +359,11 @@ def read_pairs(path: str, *, rejects: "Rejects | None" = None) -> list[Pair]:
     return list(_read_unique(path, pair_from_json, rejects))
 
 
-def read_signals(path: str, *, rejects: "Rejects | None" = None) -> list[Signals]:
-    return list(_read_unique(path, signals_from_json, rejects))
+def read_signals(path: str, *, rejects: "Rejects | None" = None, meta_keys: Iterable[str] | None = None) -> list[Signals]:
+    """meta_keys: keep only these keys of each record's meta (a reader that needs few of them holds less:
+    200k records' expert costs are most of their memory)."""
+    keep = None if meta_keys is None else frozenset(meta_keys)
+    return list(_read_unique(path, functools.partial(signals_from_json, meta_keys=keep), rejects))
 
 
 def read_signals_many(paths: Iterable[str], *, rejects: "Rejects | None" = None) -> list[Signals]:
