@@ -11,6 +11,9 @@ import logging
 import math
 
 log = logging.getLogger("baer_fast")
+# the meta keys eval reads (bias: lengths; io.splits: split groups; leaderboard rewardbench-2: prompts);
+# the rest (expert costs, pair statistics) is dropped as the signals are read
+EVAL_META = ("len_a", "len_b", "split_group", "prompt_id")
 
 
 def add_arguments(p) -> None:
@@ -69,6 +72,7 @@ def _inputs(args):
     """(records, roles, scores, artifact, scores' head name, split source, LeftOut): eval/inputs.py."""
     from baer_fast.eval import inputs
     from baer_fast.eval.report import split_mask
+    from baer_fast.features.evidence import MemoRecords
     from baer_fast.io.records import read_signals
     from baer_fast.io.rejects import Rejects
     from baer_fast.io.splits import roles
@@ -79,13 +83,14 @@ def _inputs(args):
 
         art = artifact.load(args.head)
     rejects = Rejects() if args.on_error == "skip" else None
-    records = read_signals(args.signals, rejects=rejects)
+    records = read_signals(args.signals, rejects=rejects, meta_keys=EVAL_META)
     sc = inputs.read_scores(args.scores, rejects=rejects)
     if art is not None:
         inputs.check_against_head(sc, art, head_path=args.head, records=records, signals_path=args.signals)
     spec, source = inputs.split_spec(art, args.split_seed, head_path=args.head, scores_path=args.scores)
     records, row_roles, scores, left = inputs.align(sc, records, roles(records, spec), skip=rejects is not None,
                                                     split_rows=lambda r: split_mask(r, args.split))
+    records = MemoRecords(records)         # each expert list's runs tensor built once, not in every figure
     if rejects:
         left.bad_records, left.first_error = len(rejects), rejects.items[0]["error"]
     split = {**spec.to_json(), "from": source}

@@ -18,23 +18,23 @@ LENGTH_EDGES = (-1.0, -0.5, -0.2, -0.05, 0.05, 0.2, 0.5, 1.0)
 
 def position_consistency(records, experts, rows) -> dict:
     """Per expert: run pairs, disagreements, consistency, first-shown rate (None where no run pairs)."""
+    from baer_fast.features.evidence import run_counts, runs_tensor
+
+    u, listed = runs_tensor(records, experts), run_counts(records, experts)       # [N, K, M], [N, K]
+    if u.shape[-1] % 2:
+        u = np.concatenate([u, np.full(u.shape[:-1] + (1,), np.nan)], axis=-1)
+    paired = np.asarray(rows, bool)[:, None] & (listed >= 2) & (listed % 2 == 0)    # an odd run list has no pairs
+    ab, ba = u[..., 0::2], u[..., 1::2]                                             # [N, K, M/2] each
+    both = paired[:, :, None] & ~np.isnan(ab) & ~np.isnan(ba)
+    n = both.sum(axis=(0, 2))
+    n_dis = (both & (np.sign(ab - 0.5) != np.sign(ba - 0.5))).sum(axis=(0, 2))
+    n_dec = (both & (ab != 0.5)).sum(axis=(0, 2)) + (both & (ba != 0.5)).sum(axis=(0, 2))
+    n_first = (both & (ab > 0.5)).sum(axis=(0, 2)) + (both & (ba < 0.5)).sum(axis=(0, 2))
     out = {}
-    for name in experts:
-        n = n_dis = n_dec = n_first = 0
-        for r, keep in zip(records, rows):
-            runs = r.experts.get(name) if keep else None
-            if not runs or len(runs) < 2 or len(runs) % 2:
-                continue
-            for u_ab, u_ba in zip(runs[0::2], runs[1::2]):
-                if u_ab is None or u_ba is None:
-                    continue
-                n += 1
-                n_dis += np.sign(u_ab - 0.5) != np.sign(u_ba - 0.5)
-                n_dec += (u_ab != 0.5) + (u_ba != 0.5)
-                n_first += (u_ab > 0.5) + (u_ba < 0.5)
-        out[name] = {"n_run_pairs": n, "disagree": int(n_dis),
-                     "consistency": float(1.0 - n_dis / n) if n else None,
-                     "first_shown_rate": float(n_first / n_dec) if n_dec else None}
+    for k, name in enumerate(experts):
+        out[name] = {"n_run_pairs": int(n[k]), "disagree": int(n_dis[k]),
+                     "consistency": float(1.0 - n_dis[k] / n[k]) if n[k] else None,
+                     "first_shown_rate": float(n_first[k] / n_dec[k]) if n_dec[k] else None}
     return out
 
 
