@@ -14,6 +14,7 @@ exchanges the two members of a pair, so z, zt and phi negate bit for bit and del
 """
 from __future__ import annotations
 
+import itertools
 from typing import Sequence
 
 import numpy as np
@@ -126,7 +127,7 @@ def group_block(values: Sequence, categories: Sequence[str], zbar: np.ndarray) -
     """[N, |categories|]: 1[value_i = c] * zbar_i; a value not in `categories` gives zeros."""
     out = np.zeros((len(values), len(categories)))
     index = {c: j for j, c in enumerate(categories)}
-    col = np.fromiter((index.get(g, -1) for g in values), np.int64, len(values))
+    col = np.fromiter(map(index.get, values, itertools.repeat(-1)), np.int64, len(values))
     hit = np.flatnonzero(col >= 0)
     out[hit, col[hit]] = zbar[hit]
     return out
