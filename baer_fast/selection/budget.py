@@ -422,7 +422,6 @@ def plan_budget(records: Sequence, budget: str, *, spec: SplitSpec = SplitSpec()
                             space_for=space_for)[0]
 
 
-
 def fit_budget(records: Sequence, budget: str, *, condition: str, spec: SplitSpec = SplitSpec(),
                costs_override=None, model: CostModel = CostModel(), space_for=None, **fit_kw) -> dict:
     """Artifact fitted on the chosen subset only, with the budget record under `budget`. With a per-subset
