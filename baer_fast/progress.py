@@ -67,7 +67,8 @@ class _LogLines(_Silent):
         left = max(self.total - self.n, 0)
         eta = f", ETA {format_seconds(left / rate)}" if rate > 0 and left else ""
         extra = f", {self.postfix}" if self.postfix else ""
-        print(f"{self.desc}: {self.n}/{self.total} {self.unit}s{pct}, {rate:.1f} {self.unit}s/s{eta}{extra}",
+        speed = f"{rate:.1f} {self.unit}s/s" if rate >= 1 or rate == 0 else f"{1 / rate:.1f} s/{self.unit}"  # as tqdm
+        print(f"{self.desc}: {self.n}/{self.total} {self.unit}s{pct}, {speed}{eta}{extra}",
               file=self.stream, flush=True)
         self._t_last, self._n_last, self.shown = now, self.n, True
 

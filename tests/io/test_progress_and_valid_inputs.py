@@ -64,6 +64,17 @@ def test_progress_with_a_delay_speaks_once_it_has_passed(monkeypatch):
     assert lines[0].endswith(", stack")
 
 
+def test_progress_slower_than_one_per_second_gives_seconds_per_unit(monkeypatch):
+    # a 50k-row fold takes minutes: "0.0 folds/s" said nothing
+    clock = iter([0.0, 40.0, 80.0])
+    monkeypatch.setattr("baer_fast.progress.time.monotonic", lambda: next(clock))
+    s = io.StringIO()
+    with progress(4, desc="budget search", stream=s, unit="fold", every_s=0.0) as bar:
+        bar.update()
+        bar.update()
+    assert s.getvalue().splitlines()[0] == "budget search: 1/4 folds (25%), 40.0 s/fold, ETA 2:00"
+
+
 def test_progress_on_a_tty_passes_the_delay_to_tqdm():
     s = _Tty()
     with progress(5, desc="fit", stream=s, delay=1e9) as bar:
