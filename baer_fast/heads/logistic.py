@@ -48,12 +48,12 @@ def newton_logistic(x: np.ndarray, y: np.ndarray, lam: float, *, intercept: bool
     yx = xa * y[:, None]
     yo = np.zeros(n) if offset is None else y * np.asarray(offset, np.float64)
 
-    def objective(v):
-        return _loss(yx @ v + yo) + 0.5 * float(np.sum(pen * v * v))
+    def objective(v):        # -> (objective, margins yx @ v + yo)
+        mv = yx @ v + yo
+        return _loss(mv) + 0.5 * float(np.sum(pen * v * v)), mv
 
-    f = objective(w)
+    f, m = objective(w)
     for _ in range(MAX_ITER):
-        m = yx @ w + yo
         s = 0.5 * (1.0 - np.tanh(0.5 * m))            # sigma(-m), stable
         g = -(yx.T @ s) / n + pen * w
         if np.max(np.abs(g)) < tol:
@@ -66,11 +66,11 @@ def newton_logistic(x: np.ndarray, y: np.ndarray, lam: float, *, intercept: bool
         t = 1.0
         while t > 1e-8:
             cand = w - t * step
-            fc = objective(cand)
+            fc, mc = objective(cand)
             if fc <= f - 1e-4 * t * decrement:
                 break
             t *= 0.5
         else:                                  # no decrease left at float precision: converged
             break
-        w, f = cand, fc
+        w, f, m = cand, fc, mc                 # the accepted step's margins: the same product, not redone
     return w
