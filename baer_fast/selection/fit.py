@@ -22,7 +22,7 @@ import numpy as np
 
 from baer_fast import __version__
 from baer_fast.errors import InputError
-from baer_fast.features.evidence import EPS
+from baer_fast.features.evidence import EPS, MemoRecords
 from baer_fast.heads.reference import ReferenceHead
 from baer_fast.heads.router import CV_TREES, RouterHead, choose_model, fit_model
 from baer_fast.heads.single import ConstantHead, baseline_pool, native_credit, strict_correct
@@ -226,7 +226,8 @@ def _fit(records, *, condition, spec, lambdas, eps, head, reference_expert, poin
                     "noise at this size (each of its %d folds holds about %d rows): label more pairs",
                     len(rows), N_FOLDS, max(len(rows) // N_FOLDS, 1))
     order = sorted(range(len(rows)), key=lambda i: rows[i].id)      # canonical order: file order is irrelevant
-    rows, roles = [rows[i] for i in order], [roles[i] for i in order]
+    # each expert list's runs tensor is built once (read-only), not again by every head that scores these rows
+    rows, roles = MemoRecords(rows[i] for i in order), [roles[i] for i in order]
     present = {k for r in rows for k in r.experts}
     ref = resolve_expert(reference_expert, "reference", present, "reference")
     pnt = resolve_expert(pointwise_expert, "pointwise", present, "pointwise")

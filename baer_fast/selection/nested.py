@@ -16,7 +16,7 @@ build `dev_data` on it).
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
 import numpy as np
@@ -71,6 +71,7 @@ class DevData:
     rho: np.ndarray               # [N, K', Dr] router reliability features
     zr: np.ndarray                # [N, K'] z of the routing experts
     t: np.ndarray                 # [N, K'] routing targets
+    memo: dict = field(default_factory=dict, repr=False, compare=False)   # inner folds per training set
 
 
 def dev_data(rows: Sequence, y: np.ndarray, *, stack_experts: Sequence[str], route_experts: Sequence[str],
@@ -85,7 +86,14 @@ def dev_data(rows: Sequence, y: np.ndarray, *, stack_experts: Sequence[str], rou
 
 
 def inner_folds(data: DevData, idx: np.ndarray, n_folds: int = INNER_FOLDS) -> np.ndarray:
-    return fold_assignments([data.ids[i] for i in idx], n_folds, 1, SALT + ":inner")[0]
+    """[len(idx)] inner fold of each training row; hashed once per training set (shrunk, stack and route
+    share an outer fold's), kept read-only in data.memo."""
+    key = ("inner", n_folds, np.asarray(idx, np.int64).tobytes())
+    if key not in data.memo:
+        folds = fold_assignments([data.ids[i] for i in idx], n_folds, 1, SALT + ":inner")[0]
+        folds.setflags(write=False)
+        data.memo[key] = folds
+    return data.memo[key]
 
 
 def best_constant(z: np.ndarray, y: np.ndarray) -> int:
@@ -128,10 +136,11 @@ def stack_scores(data: DevData, tr: np.ndarray, te: np.ndarray, lambdas=LAMBDAS)
 
 
 def route_scores(data: DevData, tr: np.ndarray, te: np.ndarray) -> tuple[np.ndarray, dict]:
-    kind, _, _ = choose_model(data.rho[tr], data.t[tr], data.zr[tr], data.y[tr], inner_folds(data, tr))
-    model = fit_model(kind, data.rho[tr], data.t[tr], CV_TREES)
-    n, k, d = data.rho[te].shape
-    kstar = np.argmax(model.predict(data.rho[te].reshape(n * k, d)).reshape(n, k), axis=1)
+    rho_tr, t_tr, rho_te = data.rho[tr], data.t[tr], data.rho[te]      # each copied out once
+    kind, _, _ = choose_model(rho_tr, t_tr, data.zr[tr], data.y[tr], inner_folds(data, tr))
+    model = fit_model(kind, rho_tr, t_tr, CV_TREES)
+    n, k, d = rho_te.shape
+    kstar = np.argmax(model.predict(rho_te.reshape(n * k, d)).reshape(n, k), axis=1)
     return data.zr[te][np.arange(n), kstar], {"model": kind}
 
 
