@@ -165,13 +165,15 @@ def routed_sign(model, rho: np.ndarray, z: np.ndarray) -> np.ndarray:
     return np.where(z[np.arange(n), kstar] >= 0, 1, -1)
 
 
-def cv_routed_correct(kind: str, rho, t, z, y, folds, n_trees: int | None = CV_TREES) -> np.ndarray:
-    """[N] bool: out-of-fold routed prediction is right (one kind; `choose_model` does every kind per fold)."""
-    correct = np.zeros(len(y), bool)
+def cv_routed_correct(kinds, rho, t, z, y, folds, n_trees: int | None = CV_TREES) -> dict:
+    """{kind: [N] bool}: the out-of-fold routed prediction of each reliability model kind is right
+    (each fold's rows copied out once for every kind)."""
+    correct = {kind: np.zeros(len(y), bool) for kind in kinds}
     for f in np.unique(folds):
         tr, te = folds != f, folds == f
-        model = fit_model(kind, rho[tr], t[tr], n_trees)
-        correct[te] = routed_sign(model, rho[te], z[te]) == y[te]
+        rho_tr, t_tr, rho_te, z_te, y_te = rho[tr], t[tr], rho[te], z[te], y[te]
+        for kind in kinds:
+            correct[kind][te] = routed_sign(fit_model(kind, rho_tr, t_tr, n_trees), rho_te, z_te) == y_te
     return correct
 
 
@@ -180,12 +182,7 @@ def choose_model(rho, t, z, y, folds) -> tuple[str, dict, dict]:
 
     -> (kind, {kind: accuracy}, {kind: [N] bool out-of-fold correctness}).
     """
-    correct = {kind: np.zeros(len(y), bool) for kind in MODEL_KINDS}
-    for f in np.unique(folds):       # cv_routed_correct per kind, each fold's rows copied out once for both
-        tr, te = folds != f, folds == f
-        rho_tr, t_tr, rho_te, z_te, y_te = rho[tr], t[tr], rho[te], z[te], y[te]
-        for kind in MODEL_KINDS:
-            correct[kind][te] = routed_sign(fit_model(kind, rho_tr, t_tr, CV_TREES), rho_te, z_te) == y_te
+    correct = cv_routed_correct(MODEL_KINDS, rho, t, z, y, folds)
     table = {kind: float(c.mean()) for kind, c in correct.items()}
     return max(MODEL_KINDS, key=lambda k: table[k]), table, correct
 
