@@ -12,7 +12,6 @@ outer training fold, scored on the held-out fold) and the honest gap recorded. T
 """
 from __future__ import annotations
 
-import functools
 import logging
 import math
 from dataclasses import dataclass, replace
@@ -25,7 +24,7 @@ from baer_fast.progress import PROGRESS_EVERY_S, progress
 from baer_fast.selection.costs import CostModel, expert_costs, expert_sources, parse_budget, subset_cost
 from baer_fast.features.evidence import EPS, evidence, runs_tensor, stack_features
 from baer_fast.heads.stack import LAMBDAS, StackHead, cv_lambda, fit_stack_weights, training_rms
-from baer_fast.selection.nested import fold_assignments
+from baer_fast.selection.nested import fold_assignments, one_blas_thread
 from baer_fast.io.splits import SplitSpec, split_key
 
 log = logging.getLogger("baer_fast")
@@ -346,18 +345,6 @@ def nested_search(rows: Sequence, y: np.ndarray, experts: Sequence[str], space, 
     g["near_full"] = near_full({"cv_gap": g["gap"], "cv_gap_se": g["se"]}, model)
     return Nested({**g, "folds": 5, "repeats": int(folds.shape[0]), "salt": "baer-budget:outer",
                    "chosen_in_folds": dict(sorted(picks.items()))}, s_sub, s_full)
-
-
-def one_blas_thread(fn):
-    """Run fn with BLAS on one thread, as `fit_condition` runs. The search's thousands of small batched
-    solves only lose to threads: on 2 busy cores they made 5k pairs' frontier 116 s instead of 22 s. One
-    thread also gives the same sums, so the same figures, on any number of cores."""
-    @functools.wraps(fn)
-    def run(*args, **kw):
-        from threadpoolctl import threadpool_limits
-        with threadpool_limits(limits=1, user_api="blas"):
-            return fn(*args, **kw)
-    return run
 
 
 @one_blas_thread

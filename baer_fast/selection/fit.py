@@ -32,7 +32,7 @@ from baer_fast.heads.tiebreak import fit_tiebreak
 from baer_fast.selection.gates import HEAD_CHOICES, decide, head_correct, reference_gate
 from baer_fast.selection.nested import (BAG_PARTS, CANDIDATES, INNER_FOLDS, N_FOLDS, N_REPEATS, RULE_ORDER, SALT,
                                         DevData, bag_parts, best_constant, dev_data, fold_accuracy, fold_assignments,
-                                        oof_scores)
+                                        oof_scores, one_blas_thread)
 from baer_fast.selection.rule import BAR, se_choice
 from baer_fast.io.splits import SplitSpec, roles as split_roles, split_key
 from baer_fast.progress import PROGRESS_EVERY_S, progress
@@ -208,14 +208,12 @@ def fit_condition(records: Sequence, *, condition: str, spec: SplitSpec = SplitS
     """
     if head not in HEAD_CHOICES:
         raise InputError(f"unknown head {head!r} (choose from {', '.join(HEAD_CHOICES)})")
-    from threadpoolctl import threadpool_limits
-
-    with threadpool_limits(limits=1, user_api="blas"):     # thousands of tiny solves: threads only cost
-        return _fit(records, condition=condition, spec=spec, lambdas=lambdas, eps=eps, head=head,
-                    reference_expert=reference_expert, pointwise_expert=pointwise_expert, repeats=repeats,
-                    internal=internal, baselines=baselines, tiebreak=tiebreak)
+    return _fit(records, condition=condition, spec=spec, lambdas=lambdas, eps=eps, head=head,
+                reference_expert=reference_expert, pointwise_expert=pointwise_expert, repeats=repeats,
+                internal=internal, baselines=baselines, tiebreak=tiebreak)
 
 
+@one_blas_thread
 def _fit(records, *, condition, spec, lambdas, eps, head, reference_expert, pointwise_expert, repeats,
          internal, baselines, tiebreak) -> dict:
     rows, roles = training_rows(records, spec)

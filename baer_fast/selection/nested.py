@@ -15,6 +15,7 @@ build `dev_data` on it).
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 from dataclasses import dataclass, field
 from typing import Callable, Sequence
@@ -83,6 +84,18 @@ def dev_data(rows: Sequence, y: np.ndarray, *, stack_experts: Sequence[str], rou
     rho = reliability_features(rows, route_experts, categories, eps, task_categories)
     return DevData([split_key(r) for r in rows], np.asarray(y, np.float64), list(stack_experts), list(route_experts),
                    z, phi, rho, zr, routing_targets(rows, route_experts, y, eps))
+
+
+def one_blas_thread(fn):
+    """Run fn with BLAS on one thread (fit, the budget search): their thousands of small solves only lose
+    to threads (on 2 busy cores a 5k-pair frontier took 116 s instead of 22 s), and one thread gives the
+    same sums, so the same figures, on any number of cores."""
+    @functools.wraps(fn)
+    def run(*args, **kw):
+        from threadpoolctl import threadpool_limits
+        with threadpool_limits(limits=1, user_api="blas"):
+            return fn(*args, **kw)
+    return run
 
 
 def inner_folds(data: DevData, idx: np.ndarray, n_folds: int = INNER_FOLDS) -> np.ndarray:
