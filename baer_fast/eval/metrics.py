@@ -18,31 +18,20 @@ from typing import Sequence
 import numpy as np
 from scipy.stats import binom, binomtest
 
-from baer_fast.features.evidence import evidence, runs_tensor
+from baer_fast.features.evidence import evidence, memoized, runs_tensor
 from baer_fast.heads.single import baseline_pool, native_credit, strict_correct
 
 
 def label_signs(records: Sequence) -> np.ndarray:
     """[N] +1 for label a, -1 for b, 0 for tie or unlabelled."""
-    return _memo(records, ("labels",), lambda: np.array([{"a": 1, "b": -1}.get(r.label, 0) for r in records],
-                                                        dtype=np.int64))
+    return memoized(records, ("labels",), lambda: np.array([{"a": 1, "b": -1}.get(r.label, 0) for r in records],
+                                                           dtype=np.int64))
 
 
 def expert_predictions(records: Sequence, experts: Sequence[str]) -> np.ndarray:
     """[N, K] sign(p_k - 0.5) per expert; 0 where the expert is missing or undecided."""
-    return _memo(records, ("predictions", *experts),
-                 lambda: np.sign(evidence(runs_tensor(records, experts))[0] - 0.5).astype(np.int64))
-
-
-def _memo(records: Sequence, key: tuple, make) -> np.ndarray:
-    """make(), kept (read-only) in the records' memo when they have one (features.evidence.MemoRecords)."""
-    memo = getattr(records, "runs_memo", None)
-    if memo is None:
-        return make()
-    if key not in memo:
-        memo[key] = make()
-        memo[key].setflags(write=False)
-    return memo[key]
+    return memoized(records, ("predictions", *experts),
+                    lambda: np.sign(evidence(runs_tensor(records, experts))[0] - 0.5).astype(np.int64))
 
 
 def head_native_credit(scores: np.ndarray, y: np.ndarray) -> np.ndarray:

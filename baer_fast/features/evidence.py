@@ -41,10 +41,25 @@ def run_counts(records: Sequence, experts: Sequence[str]) -> np.ndarray:
     return _runs(records, experts)[1]
 
 
+def memoized(records: Sequence, key: tuple, make):
+    """make() (an array, or a tuple of them), kept read-only in the records' memo when they have one
+    (MemoRecords); computed afresh for a plain list."""
+    memo = getattr(records, "runs_memo", None)
+    if memo is None:
+        return make()
+    if key not in memo:
+        value = make()
+        for a in value if isinstance(value, tuple) else (value,):
+            a.setflags(write=False)
+        memo[key] = value
+    return memo[key]
+
+
 def _runs(records: Sequence, experts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
-    memo, key = getattr(records, "runs_memo", None), ("runs", *experts)
-    if memo is not None and key in memo:
-        return memo[key]
+    return memoized(records, ("runs", *experts), lambda: _build_runs(records, experts))
+
+
+def _build_runs(records: Sequence, experts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
     cols = [[r.experts.get(name, ()) for r in records] for name in experts]
     counts = np.array([[len(x) for x in col] for col in cols], np.int64).reshape(len(experts), len(records)).T
     u = np.full((len(records), len(experts), max(int(counts.max(initial=1)), 1)), np.nan)
@@ -57,10 +72,6 @@ def _runs(records: Sequence, experts: Sequence[str]) -> tuple[np.ndarray, np.nda
             for j, val in enumerate(runs):
                 if val is not None:
                     u[i, k, j] = val
-    if memo is not None:
-        u.setflags(write=False)
-        counts.setflags(write=False)
-        memo[key] = (u, counts)
     return u, counts
 
 
