@@ -192,7 +192,11 @@ class Judge:
         if self.art.get("cascade"):      # early exit: stage 2 only for the pairs stage 1 leaves open
             from baer_fast.bank.runner import free_sources
             from baer_fast.selection.cascade import run_staged
-            records, self.last_cascade = run_staged(self.art, pairs, bank, free_sources)
+            from baer_fast.bank.prefix_store import keeping
+            # stage 2 reads the open pairs' prompt prefixes stage 1 computed (not batch-invariant:
+            # their last bits are stage 1's call's)
+            records, self.last_cascade = run_staged(self.art, pairs, bank, free_sources,
+                                                    None if self.invariant else lambda ps: keeping(self.engine, ps))
             return records
         return bank(pairs, self.experts)
 

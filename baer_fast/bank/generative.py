@@ -141,7 +141,7 @@ def run_generative(engine, pairs, names: list[str], *, config: GenerationConfig 
     # KV of each pair's [system][question][A][B] per order, kept from the decoder's prefill for
     # the verdict prompts that embed generated text after it (rubric, PRePair), within the
     # engine's KV budget
-    export = _pairwise_prefixes(enc, pairs) if (
+    export = pairwise_prefixes(enc, pairs) if (
         any(getattr(protocols.get(n), "PAIRWISE_VERDICTS", False) for n in names)
         and decoder.exports_prefixes and engine.takes_prefix_kv) else None
     before = _prefilled(decoder)
@@ -194,7 +194,7 @@ def run_generative(engine, pairs, names: list[str], *, config: GenerationConfig 
     return out
 
 
-def _pairwise_prefixes(enc, pairs) -> list[list[tuple[int, ...]]]:
+def pairwise_prefixes(enc, pairs) -> list[list[tuple[int, ...]]]:
     """Per pair, per display order: the token ids every prompt of the pairwise skeleton shares
     (template, system, question, both responses), whatever its instruction: the common prefix of
     two probes with different instructions."""

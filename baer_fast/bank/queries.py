@@ -53,16 +53,27 @@ def share_questions(pairs: list[Pair], groups: list[list[Query]]):
     return merged, spans
 
 
-def run_shared(engine, pairs: list[Pair], groups: list[list[Query]], given=None):
+def run_shared(engine, pairs: list[Pair], groups: list[list[Query]], given=None, store=None):
     """engine.run over one query group per pair, pairs of one question merged (share_questions)
     -> (per pair: its queries' log-probs in order, the call's EngineStats). given: per pair,
-    handed-in prefix KV for the engine (PrefixEngine.run), merged with the pairs."""
+    handed-in prefix KV for the engine (PrefixEngine.run), merged with the pairs. store: a
+    PrefixStore (bank/prefix_store.py): its prefixes are handed in, and the ones it wants kept."""
     merged, spans = share_questions(pairs, groups)
+    keep = None
+    if store is not None:
+        given = [list(g or ()) + s for g, s in zip(given or [None] * len(pairs), store.given(pairs))]
+        keep = _merged(spans, len(merged), store.wanted(pairs))
     if given is not None and any(given):
-        merged_given = [[] for _ in merged]
-        for (g, _, _), mine in zip(spans, given):
-            merged_given[g].extend(mine)
-        result = engine.run(merged, given=merged_given)
+        result = engine.run(merged, given=_merged(spans, len(merged), given), **({"keep": keep} if keep else {}))
     else:
-        result = engine.run(merged)
+        result = engine.run(merged, **({"keep": keep} if keep else {}))
+    if store is not None:
+        store.add(result.kept)
     return [result.logprobs[g][lo:hi] for g, lo, hi in spans], result.stats
+
+
+def _merged(spans, n: int, per_pair: list) -> list[list]:
+    out = [[] for _ in range(n)]
+    for (g, _, _), mine in zip(spans, per_pair):
+        out[g].extend(mine)
+    return out

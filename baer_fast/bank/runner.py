@@ -103,7 +103,8 @@ def _content_rows(engine, pairs: list[Pair], names, report: RunReport, generatio
         logprobs = [g.pop("extra") for g in out]
     else:
         out = None
-        logprobs, stats = run_shared(engine, pairs, groups)
+        logprobs, stats = run_shared(engine, pairs, groups,
+                                     store=engine.prefix_store if engine.takes_prefix_kv else None)
         report.stats.add(stats)
     # per pair: what its own prompts cost with sharing inside the pair (does not depend on which
     # other pairs came in the same batch); sharing across pairs shows in report.stats

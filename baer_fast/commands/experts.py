@@ -243,17 +243,16 @@ def _claim_final_out(args, raw: str) -> None:
         os.unlink(prog)
 
 
-def stream_signals(args, pairs, names, derived, params, target, fp, given: dict | None = None) -> str:
+def stream_signals(args, pairs, names, derived, params, target, fp, given: dict | None = None,
+                   shared=None) -> str:
     """given: {pair id: runs already computed} (a cascade's first stage): the derived experts whose
-    source is there are applied to it, not run again (bank/runner.reusable)."""
+    source is there are applied to it, not run again (bank/runner.reusable). shared: a callable that
+    opens (once) an engine the caller closes (a cascade's stages share one); else the engine is
+    opened here, when there is work, and closed at the end."""
     from baer_fast.progress import progress
-    from baer_fast.runtime.config import EngineConfig
     from baer_fast.bank.costs import counted
     from baer_fast.bank.runner import RunReport, apply_derived, expert_rows, no_rows, reusable, to_signals, with_given
-    from baer_fast.runtime.open import HfOptions, engine_from_args, open_engine
 
-    config = EngineConfig(memory_budget_bytes=int(args.memory_gb * 2**30), batch_tokens=args.batch_tokens,
-                          kernels=args.kernels)
     reused = reusable(names, [given[pairs[0].id]] if given and pairs else None)
     run_names = [n for n in names if n not in reused]
     if reused:          # their cells say "from" the source: a file written recomputing it is not resumed
@@ -279,9 +278,8 @@ def stream_signals(args, pairs, names, derived, params, target, fp, given: dict 
     todo = [p for c in work for p in c if p.id not in writer.done_ids]
     engine, bar = None, None
     try:
-        engine = engine_from_args(args, lambda: open_engine(args.model, options=HfOptions(
-            engine=config, naive=args.naive, device=args.device, dtype=args.dtype, attn=args.attn,
-            trust_remote_code=args.trust_remote_code))) if todo and run_names else None
+        if todo and run_names:
+            engine = shared() if shared is not None else open_from_args(args)
         report, t0 = RunReport(), time.perf_counter()       # throughput excludes model loading
         bar = progress(len(todo), desc="experts", quiet=args.quiet or not todo)
         for chunk in work:
@@ -317,12 +315,28 @@ def stream_signals(args, pairs, names, derived, params, target, fp, given: dict 
         writer.close()
         if texts is not None:
             texts.close()
-        if engine is not None and _engine_kind(args) == "vllm":
-            engine.close()          # vLLM's engine processes (data-parallel ranks too) stop now, not at exit
+        if shared is None:
+            close_engine(args, engine)
     if report.generative is not None:
         print("generative experts (cost per expert, this run):\n" + "\n".join(report.generative.lines()),
               file=sys.stderr)
     return _summary(len(pairs), len(todo), report, time.perf_counter() - t0)
+
+
+def open_from_args(args):
+    """The judge engine the flags describe (--backend, --memory-gb, --batch-tokens, --kernels, --naive, ...)."""
+    from baer_fast.runtime.config import EngineConfig
+    from baer_fast.runtime.open import HfOptions, engine_from_args, open_engine
+    config = EngineConfig(memory_budget_bytes=int(args.memory_gb * 2**30), batch_tokens=args.batch_tokens,
+                          kernels=args.kernels)
+    return engine_from_args(args, lambda: open_engine(args.model, options=HfOptions(
+        engine=config, naive=args.naive, device=args.device, dtype=args.dtype, attn=args.attn,
+        trust_remote_code=args.trust_remote_code)))
+
+
+def close_engine(args, engine) -> None:
+    if engine is not None and _engine_kind(args) == "vllm":
+        engine.close()          # vLLM's engine processes (data-parallel ranks too) stop now, not at exit
 
 
 def fit_context(args, pairs, names, rejects=None) -> list:

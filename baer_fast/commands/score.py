@@ -96,11 +96,24 @@ def _judge(args, art, pairs, rejects=None) -> list:
         return _bank(args, art, pairs, art["experts"], "")
     from baer_fast.bank.runner import free_sources
     from baer_fast.selection.cascade import run_staged
-    return run_staged(art, pairs, lambda some, names, given=None: _bank(
-        args, art, some, names, "stage1" if given is None else "stage2", given), free_sources)[0]
+    # one engine for both stages (one model load). Stage 2 prefills the open pairs' prompt prefixes
+    # again: handing it stage 1's KV (as Judge does) would make a resumed run's bits differ from the
+    # uninterrupted run's (a resume has no stage 1 KV)
+    opened: list = []
+
+    def shared():
+        if not opened:
+            opened.append(experts.open_from_args(args))
+        return opened[0]
+    try:
+        return run_staged(art, pairs, lambda some, names, given=None: _bank(
+            args, art, some, names, "stage1" if given is None else "stage2", given, shared), free_sources)[0]
+    finally:
+        for engine in opened:
+            experts.close_engine(args, engine)
 
 
-def _bank(args, art, pairs, experts_, stage: str, given=None) -> list:
+def _bank(args, art, pairs, experts_, stage: str, given=None, shared=None) -> list:
     from baer_fast import protocols
     from baer_fast.bank.runner import resolve_experts
     from baer_fast.commands import experts
@@ -112,8 +125,8 @@ def _bank(args, art, pairs, experts_, stage: str, given=None) -> list:
     fp = experts.fingerprint(args, names, None)
     fp.update(command="score", head=art["checksum"], stage=stage or None)
     given = {p.id: g for p, g in zip(pairs, given)} if given is not None else None    # stage 1's runs
-    print(experts.stream_signals(args, pairs, names, derived, art.get("derived_params") or {}, target, fp, given),
-          file=sys.stderr)
+    print(experts.stream_signals(args, pairs, names, derived, art.get("derived_params") or {}, target, fp, given,
+                                 shared), file=sys.stderr)
     by_id = {s.id: s for s in read_signals(target)}
     return [by_id[p.id] for p in pairs]
 

@@ -7,8 +7,9 @@ packed siblings (a 4-D mask keeps every token to its own prefix), rows run level
 chunks bounded by model FLOPs (plan/chunks.py), masked forwards in query slices and width groups
 (plan/width_groups.py); verdicts are read at node ends from the gathered LM-head rows only.
 Groups run in waves whose held KV fits `kv_budget_bytes`; one forward fits
-`activation_budget_bytes`. `run(groups, given)` also takes prefix KV computed elsewhere (the
-decoder's [system][question][A][B]). The design in full: docs/architecture.md.
+`activation_budget_bytes`. `run(groups, given, keep)` also takes prefix KV computed elsewhere
+(the decoder's [system][question][A][B], an earlier call's) and hands back the KV of the prefixes
+in `keep` (a cascade's next stage reads it). The design in full: docs/architecture.md.
 """
 from __future__ import annotations
 
@@ -29,6 +30,7 @@ from baer_fast.runtime.model.readout import read_rows
 
 log = logging.getLogger("baer_fast")
 
+KEEP = 1 << 30       # last_use of a kept prefix's nodes: past every level of a wave
 COPY_COST = 16       # one past token's KV copied into a row costs about as much as 16 attention scores
 
 
@@ -63,6 +65,10 @@ class PrefixEngine:
         self._fm = flop_model(loaded)
         # masked forwards attend in width groups (width_groups.py); a further group's fixed cost in scores
         self._penalty = width_groups.group_cost(loaded, config.split_attention)
+        # KV bytes held outside this engine's calls for later ones (bank/prefix_store.py): waves plan
+        # within what is left of the KV budget
+        self.held_outside = 0
+        self.prefix_store = None     # a cascade's PrefixStore while its stages run (bank/prefix_store.keeping)
 
     # ------------------------------------------------------------------ planning
     def plan_tokens(self, groups: list[list[Query]]) -> list[int]:
@@ -131,7 +137,7 @@ class PrefixEngine:
                     ancestors(nodes, packed[0]), first.past, at, first.depth)
 
     def _waves(self, plans, trees) -> list[list[int]]:
-        kvb, budget = self.loaded.kv_bytes_per_token, self.config.kv_budget_bytes
+        kvb, budget = self.loaded.kv_bytes_per_token, self.config.kv_budget_bytes - self.held_outside
         waves, cur, held = [], [], 0
         for g, rows in enumerate(plans):
             need = kvb * sum(len(trees[g][i].tokens) for i in _kept(rows))
@@ -158,32 +164,45 @@ class PrefixEngine:
         return b * c * self._act_per_token + scores + mask + past + hidden
 
     # ------------------------------------------------------------------ running
-    def run(self, groups: list[list[Query]], given=None) -> EngineResult:
+    def run(self, groups: list[list[Query]], given=None, keep=None) -> EngineResult:
         """groups -> per group, per query, its log-probs. given: per group, (prefix ids, K, V) whose
         KV [layers, kvh, len(prefix), hd] was computed elsewhere (the decoder's prefill of the
-        same tokens): the tree nodes it covers are not computed again (_given)."""
+        same tokens, an earlier call's `kept`): the tree nodes it covers are not computed again
+        (_given). keep: per group, prefixes (token-id tuples) whose KV to hand back in the
+        result's `kept` {prefix: (K, V)}: those that some query of the group extends and that are
+        not handed in."""
         import torch
         t0, stats = time.perf_counter(), EngineStats()
-        trees, gives = [], []
+        trees, gives, keeps = [], [], []
         for g, group in enumerate(groups):
             ids = [q.ids for q in group]
-            # each handed-in prefix some query extends joins the tree as a sequence (never read),
-            # so its end is a node boundary
-            used = [x for x in given[g] if any(len(q) > len(x[0]) and q[:len(x[0])] == x[0] for q in ids)] \
-                if given is not None and given[g] else []
-            nodes = build_tree(ids + [p for p, _, _ in used])
+
+            def extended(p, ids=ids):
+                return any(len(q) > len(p) and q[:len(p)] == p for q in ids)
+            # each handed-in or kept prefix some query extends joins the tree as a sequence (never
+            # read), so its end is a node boundary
+            used = [x for x in given[g] if extended(x[0])] if given is not None and given[g] else []
+            handed = {p for p, _, _ in used}
+            wanted = [p for p in dict.fromkeys(keep[g]) if p not in handed and extended(p)] \
+                if keep is not None and keep[g] else []
+            nodes = build_tree(ids + [p for p, _, _ in used] + wanted)
             trees.append(nodes)
             gives.append(_given(nodes, len(ids), used))
+            keeps.append(_paths(nodes, len(ids) + len(used), wanted))
         plans = [self._plan(g, nodes, gives[g].keys()) for g, nodes in enumerate(trees)]
         out = [[None] * len(group) for group in groups]
+        kept: dict = {}
         with torch.inference_mode():
             for wave in self._waves(plans, trees):
-                self._run_wave([r for g in wave for r in plans[g]], trees, groups, out, stats, gives)
+                self._run_wave([r for g in wave for r in plans[g]], trees, groups, out, stats, gives,
+                               {g: keeps[g] for g in wave if keeps[g]}, kept)
         stats.seconds = time.perf_counter() - t0
         handed = [sum(len(trees[g][x].tokens) for x in cover) for g, cover in enumerate(gives)]
-        return EngineResult(out, [tree_tokens(t) - h for t, h in zip(trees, handed)], stats)
+        return EngineResult(out, [tree_tokens(t) - h for t, h in zip(trees, handed)], stats, kept)
 
-    def _run_wave(self, rows: list[_Row], trees, groups, out, stats: EngineStats, gives=None) -> None:
+    def _run_wave(self, rows: list[_Row], trees, groups, out, stats: EngineStats, gives=None, keeps=None,
+                  kept=None) -> None:
+        """keeps: {group: {prefix: its path of nodes}} whose KV to put in `kept` {prefix: (K, V)}."""
         kv: dict[tuple[int, int], tuple] = {}         # (group, node) -> (K, V) [layers, kvh, n, hd]
         last_use: dict[tuple[int, int], int] = {}     # (group, node) -> last level whose rows read its KV
         levels: dict[int, list[_Row]] = {}
@@ -191,6 +210,8 @@ class PrefixEngine:
             levels.setdefault(r.depth, []).append(r)
             for a in r.chain:
                 last_use[(r.g, a)] = max(last_use.get((r.g, a), -1), r.depth)
+        for g, paths in (keeps or {}).items():       # a kept prefix's nodes stay to the end of the wave
+            last_use.update(((g, x), KEEP) for path in paths.values() for x in path)
         for g in {r.g for r in rows} if gives else ():
             kv.update(((g, x), slices) for x, slices in gives[g].items() if (g, x) in last_use)
         for depth in sorted(levels):
@@ -199,6 +220,10 @@ class PrefixEngine:
             stats.kv_bytes_peak = max(stats.kv_bytes_peak, self._held(kv))
             for key in [k for k in kv if last_use[k] <= depth]:
                 del kv[key]                            # every row reading it is computed
+        import torch
+        for g, paths in (keeps or {}).items():
+            for prefix, path in paths.items():
+                kept[prefix] = tuple(torch.cat([kv[(g, x)][t] for x in path], dim=2) for t in (0, 1))
 
     def _held(self, kv) -> int:
         return sum(k.numel() * k.element_size() + v.numel() * v.element_size() for k, v in kv.values())
@@ -389,6 +414,15 @@ def _given(nodes: list[Node], n_real: int, given: list) -> dict:
             continue
         out.update((x, tuple(t[:, :, nodes[x].past: nodes[x].past + len(nodes[x].tokens)] for t in (k, v)))
                    for x in path)
+    return out
+
+
+def _paths(nodes: list[Node], first: int, prefixes: list) -> dict:
+    """{prefix: the nodes on its path, root first}: prefix j joined the tree as sequence first + j."""
+    out = {}
+    for j, p in enumerate(prefixes):
+        end = next(x for x, nd in enumerate(nodes) if first + j in nd.ends)
+        out[p] = ancestors(nodes, end) + [end]
     return out
 
 

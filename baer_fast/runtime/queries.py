@@ -50,3 +50,4 @@ class EngineResult:
     logprobs: list[list[list[float]]]        # [group][query] -> log-probs over its choices
     tokens_per_group: list[int]              # tokens prefilled for each group (one pair)
     stats: EngineStats = field(default_factory=EngineStats)
+    kept: dict = field(default_factory=dict)  # prefix ids -> (K, V) asked for by run(keep=...) (prefix engine)

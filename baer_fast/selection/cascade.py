@@ -127,25 +127,32 @@ def merge(first, second):
     return replace(first, experts={**first.experts, **second.experts}, meta=meta)
 
 
-def run_staged(art: dict, pairs: Sequence, run: Callable, free: Callable | None = None) -> tuple[list, dict]:
+def run_staged(art: dict, pairs: Sequence, run: Callable, free: Callable | None = None,
+               keep: Callable | None = None) -> tuple[list, dict]:
     """run(pairs, experts, given=None) -> Signals per pair (the bank). Stage 1 on every pair, stage 2,
     batched, on the pairs that did not exit -> (records, report: pairs, exited, exit fraction, tokens per
     pair). Stage 2 runs only the experts stage 1's records lack (a native verdict came with its
     generative expert), and is given those records' runs: a derived expert reads its source there.
     free(experts): those plus the ones whose runs come free with them (bank/runner.free_sources): stage 1
-    keeps the ones the full head uses, so stage 2 does not compute them again (direct after PriDe)."""
+    keeps the ones the full head uses, so stage 2 does not compute them again (direct after PriDe).
+    keep(pairs): a context manager around both stages that yields a store of prompt-prefix KV or None
+    (bank/prefix_store.keeping): stage 2's calls read the open pairs' prefixes stage 1 computed."""
     c = art["cascade"]
     head = CascadeHead(StackHead.from_json(c["stage1"]), None, float(c["tau"]))
     stage1 = list(c["stage1_experts"])
-    first = run(list(pairs), [e for e in (free(stage1) if free else stage1) if e in stage1 or e in art["experts"]])
-    exits = head.exits(first) if first else np.zeros(0, bool)
-    todo = [i for i, e in enumerate(exits) if not e]
-    have = set.intersection(*(set(first[i].experts) for i in todo)) if todo else set()
-    rest = [e for e in art["experts"] if e not in c["stage1_experts"] and e not in have]
-    out = list(first)
-    if todo and rest:
-        for i, rec in zip(todo, run([pairs[i] for i in todo], rest, given=[first[i].experts for i in todo])):
-            out[i] = merge(first[i], rec)
+    out = []
+    with keep(list(pairs)) if keep else contextlib.nullcontext() as store:
+        first = run(list(pairs), [e for e in (free(stage1) if free else stage1) if e in stage1 or e in art["experts"]])
+        exits = head.exits(first) if first else np.zeros(0, bool)
+        todo = [i for i, e in enumerate(exits) if not e]
+        have = set.intersection(*(set(first[i].experts) for i in todo)) if todo else set()
+        rest = [e for e in art["experts"] if e not in c["stage1_experts"] and e not in have]
+        out = list(first)
+        if store is not None:
+            store.only([pairs[i] for i in todo] if rest else [])
+        if todo and rest:
+            for i, rec in zip(todo, run([pairs[i] for i in todo], rest, given=[first[i].experts for i in todo])):
+                out[i] = merge(first[i], rec)
     report = staged_report(out, exits)
     log.info("cascade: %d of %d pairs exited after stage 1 (%.1f%%); %.1f tokens decoded, %.1f prefilled "
              "per pair", report["exited"], report["pairs"], 100 * report["exit_fraction"],

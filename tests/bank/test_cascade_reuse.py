@@ -130,6 +130,9 @@ def test_score_model_stage_two_reuses_stage_one_with_the_artifact_params(qwen_di
     from baer_fast import artifact
     from baer_fast.bank.runner import apply_derived
     from baer_fast.cli import main
+    from baer_fast.commands import experts
+    opens, real_open = [], experts.open_from_args
+    monkeypatch.setattr(experts, "open_from_args", lambda args: opens.append(1) or real_open(args))
     from baer_fast.io.records import read_signals, write_pairs
     from baer_fast.selection.cascade import merge
     path = str(tmp_path / "h.json")
@@ -141,6 +144,7 @@ def test_score_model_stage_two_reuses_stage_one_with_the_artifact_params(qwen_di
     assert main(["-q", "score", "--model", qwen_dir, "--input", str(tmp_path / "p.jsonl"), "--batch-invariant",
                  "--head", path, "--out", out]) == 0
     assert [(n, names) for n, names, _, _ in calls] == [(12, ["direct"]), (6, ["score"])]
+    assert len(opens) == 1                      # one model load serves both stages
     first = read_signals(out + ".stage1.signals.jsonl")
     second = {s.id: s for s in read_signals(out + ".stage2.signals.jsonl")}
     assert len(second) == 6

@@ -132,8 +132,8 @@ def _record_stages(monkeypatch):
     from baer_fast.commands import score as score_cmd
     real, made = score_cmd._bank, []
 
-    def recording(args, art, ps, names, stage, given=None):
-        made.append((list(ps), list(names), real(args, art, ps, names, stage, given)))
+    def recording(args, art, ps, names, stage, given=None, shared=None):
+        made.append((list(ps), list(names), real(args, art, ps, names, stage, given, shared)))
         return made[-1][2]
     monkeypatch.setattr(score_cmd, "_bank", recording)
     return made

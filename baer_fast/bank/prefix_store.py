@@ -1,0 +1,89 @@
+"""Prompt-prefix KV kept between engine calls on the same pairs: a cascade's two stages.
+
+Every pairwise prompt of one display order starts with the same [template][system][question]
+[A][B] (generative.pairwise_prefixes). A cascade runs stage 1's experts on every pair, then stage
+2's on the pairs stage 1 leaves open. `keeping(engine, pairs)` lends the prefix engine a
+PrefixStore for both: stage 1's engine calls hand back each pair's two prefixes' KV
+(PrefixEngine.run(keep=...)) while the store's budget lasts (half the engine's KV budget; the
+engine's waves plan within what the store leaves), `only(open pairs)` frees the rest, and stage
+2's calls take it as handed-in prefix KV (run(given=...)), so an open pair's prefix is prefilled
+once. Not used where a stage has generative experts (the decoder prefills their prompts), on the
+naive or vLLM engines (vLLM caches prefixes itself), or for batch-invariant runs (a handed-in
+prefix's last bits are those of another call's shapes).
+"""
+from __future__ import annotations
+
+from contextlib import contextmanager
+
+from baer_fast.bank.canonical import content_key
+
+
+class PrefixStore:
+    def __init__(self, engine, pairs, budget: int):
+        from baer_fast.bank.generative import pairwise_prefixes
+        from baer_fast.bank.prompting import PromptEncoder
+        self.engine, self.left = engine, budget
+        self._per_token = engine.loaded.kv_bytes_per_token
+        self._of = {content_key(p): ps for p, ps in zip(pairs, pairwise_prefixes(PromptEncoder.of(engine.loaded), pairs))}
+        self.kv: dict = {}                 # prefix ids -> (K, V) [layers, kvh, len, hd]
+        self._asked: dict = {}             # prefix ids -> bytes set aside for the call in flight
+
+    def _mine(self, pairs) -> list[list[tuple]]:
+        return [self._of.get(content_key(p), []) for p in pairs]
+
+    def given(self, pairs) -> list[list[tuple]]:
+        """Per pair, (prefix ids, K, V) of its prefixes held here (PrefixEngine.run's given)."""
+        return [[(q, *self.kv[q]) for q in ps if q in self.kv] for ps in self._mine(pairs)]
+
+    def wanted(self, pairs) -> list[list[tuple]]:
+        """Per pair, its prefixes not held yet that the budget has room for (run's keep); their bytes
+        are set aside until `add`."""
+        out = []
+        for ps in self._mine(pairs):
+            mine = []
+            for q in ps:
+                need = len(q) * self._per_token
+                if q not in self.kv and q not in self._asked and need <= self.left:
+                    self._asked[q], self.left = need, self.left - need
+                    mine.append(q)
+            out.append(mine)
+        return out
+
+    def add(self, kept: dict) -> None:
+        """An engine call's `kept`: what it handed back is held; what it did not (no query extended
+        it) gives its bytes back."""
+        for q, need in self._asked.items():
+            if q in kept:
+                self.kv[q] = kept[q]
+            else:
+                self.left += need
+        self._asked = {}
+        self._sync()
+
+    def only(self, pairs) -> None:
+        """Hold the prefixes of these pairs only (a cascade's open pairs)."""
+        mine = {q for ps in self._mine(pairs) for q in ps}
+        for q in [q for q in self.kv if q not in mine]:
+            del self.kv[q]
+            self.left += len(q) * self._per_token
+        self._sync()
+
+    def tokens(self) -> int:
+        return sum(len(q) for q in self.kv)
+
+    def _sync(self) -> None:
+        self.engine.held_outside = self.tokens() * self._per_token
+
+
+@contextmanager
+def keeping(engine, pairs):
+    """A PrefixStore lent to `engine` for the calls inside (None where the engine takes no prefix KV)."""
+    if not (engine.takes_prefix_kv and engine.shares_prefixes):
+        yield None
+        return
+    store = PrefixStore(engine, pairs, engine.config.kv_budget_bytes // 2)
+    engine.prefix_store = store
+    try:
+        yield store
+    finally:
+        engine.prefix_store, engine.held_outside = None, 0

@@ -1,0 +1,89 @@
+"""A cascade's stage 2 reads the prompt prefixes ([system][question][A][B] per order) that stage 1
+computed for the pairs it leaves open (bank/prefix_store.py): exactly those tokens are not prefilled
+again, the runs are the same within fp32 rounding, and nothing stays held after the call."""
+from __future__ import annotations
+
+import contextlib
+
+import pytest
+
+from baer_fast.bank import prefix_store
+from tests.bank.test_cascade_reuse import PAIRS, _art, _calls
+
+
+def _judge(model, art, *, invariant=False):
+    from baer_fast.api import Judge, JudgeOptions
+    from baer_fast.runtime.open import open_engine
+    j = Judge(open_engine(model), art, options=JudgeOptions(batch_invariant=invariant))
+    recs = j.signals([p.question for p in PAIRS], [p.response_a for p in PAIRS], [p.response_b for p in PAIRS])
+    return j, recs
+
+
+def _prefix_tokens(loaded, pairs) -> int:
+    """Tokens of the pairs' prefixes as the engine's trees hold them: pairs of one question share
+    one group (bank/queries.share_questions), so their [system][question] counts once."""
+    from baer_fast.bank.generative import pairwise_prefixes
+    from baer_fast.bank.prompting import PromptEncoder
+    from baer_fast.runtime.plan.prefix_tree import build_tree, tree_tokens
+    by_question: dict = {}
+    for p, ps in zip(pairs, pairwise_prefixes(PromptEncoder.of(loaded), pairs)):
+        by_question.setdefault(p.question, []).extend(ps)
+    return sum(tree_tokens(build_tree(ps)) for ps in by_question.values())
+
+
+def test_stage_two_prefills_the_open_pairs_prefixes_once(qwen_dir, monkeypatch):
+    from baer_fast.bank.runner import run_experts
+    from tests.fixtures.checks import max_run_diff
+    from tests.fixtures.tolerances import naive_run_error, paths_tol
+    art = _art(qwen_dir, ["direct", "score", "pride"], ["direct"])
+    calls = _calls(monkeypatch)
+    j, recs = _judge(qwen_dir, art)
+    keep_calls = list(calls)
+    calls.clear()
+    monkeypatch.setattr(prefix_store, "keeping", lambda engine, pairs: contextlib.nullcontext())
+    j0, plain = _judge(qwen_dir, art)
+    open_ = [i for i, r in enumerate(recs) if "score" in r.experts]
+    assert [i for i, r in enumerate(plain) if "score" in r.experts] == open_ and len(open_) == 6
+    assert [c[:2] for c in keep_calls] == [c[:2] for c in calls] == [(12, ["direct"]), (6, ["score"])]
+    assert keep_calls[0][2] == calls[0][2]                    # stage 1 prefills what it did
+    assert calls[1][2] - keep_calls[1][2] == _prefix_tokens(j.engine.loaded, [PAIRS[i] for i in open_]) > 0
+    tol = paths_tol(naive_run_error(j.engine.loaded, PAIRS, ["direct", "score"]))
+    assert max_run_diff([recs[i] for i in open_], [plain[i] for i in open_], ["direct", "score", "pride"]) <= tol
+    assert max_run_diff([r for r in recs if "score" not in r.experts], [r for r in plain if "score" not in r.experts],
+                        ["direct"]) <= tol
+    # the report counts what ran, once; an open pair now costs no more than under the full bank
+    assert j.last_cascade["tokens_prefilled_per_pair"] * 12 == pytest.approx(sum(c[2] for c in keep_calls), abs=1e-9)
+    cost = [sum(c["prefilled"] for c in recs[i].meta["expert_cost"].values()) for i in open_]
+    full = run_experts(j.engine, [PAIRS[i] for i in open_], experts=["direct", "score", "pride"],
+                       derived_params=art["derived_params"])
+    assert sum(cost) <= sum(sum(c["prefilled"] for c in r.meta["expert_cost"].values()) for r in full)
+    assert j.engine.prefix_store is None and j.engine.held_outside == 0
+
+
+def test_batch_invariant_runs_keep_no_prefix(qwen_dir, monkeypatch):
+    """A handed-in prefix's last bits are another call's: batch-invariant runs compute their own."""
+    def refuse(engine, pairs):
+        raise AssertionError("keeping used in a batch-invariant run")
+    monkeypatch.setattr(prefix_store, "keeping", refuse)
+    _judge(qwen_dir, _art(qwen_dir, ["direct", "score"], ["direct"]), invariant=True)
+
+
+def test_store_keeps_within_its_budget_and_frees(loaded):
+    from baer_fast.bank.prompting import PromptEncoder
+    from baer_fast.bank.queries import build_all_queries, run_shared
+    from baer_fast.runtime.prefill import PrefixEngine
+    from tests.fixtures.tiny_models import make_pairs
+    pairs = make_pairs(3, seed=8)
+    engine = PrefixEngine(loaded)
+    per = loaded.kv_bytes_per_token
+    groups = [q for q, _ in build_all_queries(PromptEncoder.of(loaded), pairs, ["direct"])]
+    with prefix_store.keeping(engine, pairs) as store:
+        first = store._of[prefix_store.content_key(pairs[0])]
+        store.left = sum(len(p) for p in first) * per          # room for the first pair's two prefixes only
+        run_shared(engine, pairs, groups, store=store)
+        assert set(store.kv) == set(first) and store.left == 0
+        assert engine.held_outside == store.tokens() * per == sum(len(p) for p in first) * per
+        assert [len(g) for g in store.given(pairs)] == [2, 0, 0]
+        store.only(pairs[1:])
+        assert store.kv == {} and engine.held_outside == 0 and store.left == sum(len(p) for p in first) * per
+    assert engine.prefix_store is None

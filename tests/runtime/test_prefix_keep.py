@@ -1,0 +1,59 @@
+"""PrefixEngine.run(keep=...) hands back prompt-prefix KV that a later call takes as given: the later
+call reads the same verdicts as computing the prefix itself, and prefills exactly that prefix less."""
+import pytest
+
+from baer_fast.bank.generative import pairwise_prefixes
+from baer_fast.bank.prompting import PromptEncoder
+from baer_fast.bank.queries import build_all_queries
+from baer_fast.runtime.config import EngineConfig
+from baer_fast.runtime.naive import NaiveEngine
+from baer_fast.runtime.plan.prefix_tree import build_tree, tree_tokens
+from baer_fast.runtime.prefill import PrefixEngine
+from tests.fixtures.tiny_models import make_pairs
+from tests.fixtures.tolerances import naive_logprob_error, paths_tol
+
+pytestmark = pytest.mark.usefixtures("poisoned_empty")
+
+CONFIGS = {"one_batch": EngineConfig(), "tiny_budget": EngineConfig(memory_budget_bytes=1 << 16, batch_tokens=400)}
+
+
+def _groups(loaded, pairs, experts):
+    return [q for q, _ in build_all_queries(PromptEncoder.of(loaded), pairs, experts)]
+
+
+def _max_diff(a, b) -> float:
+    return max(abs(x - y) for ga, gb in zip(a, b, strict=True) for qa, qb in zip(ga, gb, strict=True)
+               for x, y in zip(qa, qb, strict=True))
+
+
+@pytest.mark.parametrize("config", CONFIGS.values(), ids=CONFIGS.keys())
+def test_kept_prefix_read_by_a_later_call(loaded, config):
+    pairs = make_pairs(4, seed=5)
+    prefixes = pairwise_prefixes(PromptEncoder.of(loaded), pairs)
+    engine = PrefixEngine(loaded, config)
+    first = engine.run(_groups(loaded, pairs, ["direct"]), keep=prefixes)
+    assert set(first.kept) == {p for ps in prefixes for p in ps}
+    for p, (k, v) in first.kept.items():
+        assert k.shape[2] == v.shape[2] == len(p)
+    later = _groups(loaded, pairs, ["score"])
+    given = [[(p, *first.kept[p]) for p in ps] for ps in prefixes]
+    got, plain = engine.run(later, given=given), engine.run(later)
+    want = NaiveEngine(loaded).run(later)
+    tol = paths_tol(naive_logprob_error(loaded, later))
+    assert _max_diff(got.logprobs, want.logprobs) <= tol and _max_diff(plain.logprobs, want.logprobs) <= tol
+    # exactly the prefixes' tokens (each order's; the two share the pair's [system][question]) are not prefilled
+    assert [p - g for p, g in zip(plain.tokens_per_group, got.tokens_per_group)] == \
+        [tree_tokens(build_tree(list(ps))) for ps in prefixes]
+    assert got.stats.tokens_prefilled == sum(got.tokens_per_group)
+    # keeping changes nothing the first call reads
+    assert _max_diff(first.logprobs, engine.run(_groups(loaded, pairs, ["direct"])).logprobs) <= tol
+
+
+def test_only_prefixes_some_query_extends_are_kept(loaded):
+    pairs = make_pairs(2, seed=6)
+    groups = _groups(loaded, pairs, ["direct"])
+    ids = groups[0][0].ids
+    stray = tuple(ids[:3]) + ((ids[3] + 1) % len(loaded.tokenizer),)        # leaves the prompts' path
+    whole = tuple(ids)                                                        # no query is longer
+    got = PrefixEngine(loaded).run(groups, keep=[[stray, whole, ids[:5]], []])
+    assert set(got.kept) == {tuple(ids[:5])}
