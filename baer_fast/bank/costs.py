@@ -51,8 +51,13 @@ def with_derived(cost: dict, names) -> dict:
         source = source_of(n)
         if n in out or n not in protocols.DERIVED_EXPERTS or source is None or source not in cost:
             continue
-        out[n] = {"prefilled": 0, "decoded": 0, "from": source} if source in names else dict(cost[source])
+        out[n] = free_cell(n) if source in names else dict(cost[source])
     return out
+
+
+def free_cell(name: str, *, timed: bool = False) -> dict:
+    """The cost cell of an expert whose runs come with its source's: nothing, "from" the source."""
+    return {"prefilled": 0, "decoded": 0, **({"seconds": 0.0} if timed else {}), "from": source_of(name)}
 
 
 def source_of(name: str) -> str | None:

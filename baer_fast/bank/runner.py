@@ -177,12 +177,11 @@ def free_sources(names) -> list[str]:
 def with_given(rows: list[dict], given, names, reused, *, timed: bool = True) -> list[dict]:
     """Bank rows of `names` less `reused`, completed from `given` (per pair): the runs the reused
     derived experts read, and their cost cells as `counted` writes them (0, "from" the source)."""
-    from baer_fast.bank.costs import source_of
-    zero = {"prefilled": 0, "decoded": 0, **({"seconds": 0.0} if timed else {})}
+    from baer_fast.bank.costs import free_cell
     out = []
     for row, runs in zip(rows, given):
         cost = row.get("expert_cost") or {}
-        cells = {n: cost[n] if n in cost else {**zero, "from": source_of(n)} for n in names}
+        cells = {n: cost[n] if n in cost else free_cell(n, timed=timed) for n in names}
         out.append({**row, "runs": {**runs, **row["runs"]}, "expert_cost": cells})
     return out
 
