@@ -1,13 +1,15 @@
-"""`frontier`'s budget search and `eval`'s figures at scale: the first implementation against the current one.
+"""`frontier`'s budget search, `eval`'s figures and `fit` at scale: the first implementation against the current one.
 
-    python benchmarks/bench_scale.py [--pairs 5000] [--what frontier|eval|both]
+    python benchmarks/bench_scale.py [--pairs 5000] [--what frontier|eval|fit|both|all]
 
 Synthetic signals (benchmarks/scale_signals.py, seeded) are written to a temporary file; each path runs in
 its own subprocess (its peak RSS is its own). frontier: `plan_with_nested` with BLAS threads left as they
 are and the Hessian product formed over the transposed view (naive) against `plan_budget` (new). eval:
 signals read whole into a plain list, runs gathered by a loop per run (naive) against the meta eval reads
-kept and each runs tensor built once (new); both run `evaluate` and `figures`. Each pair of runs must give
-the same JSON (checked). The table goes to stderr and ONE JSON line to stdout.
+kept and each runs tensor built once (new); both run `evaluate` and `figures`. fit: `fit --jobs 1` (naive)
+against `--jobs` = every core (the route candidate's forests on threads). Each pair of runs must give the
+same JSON, or the same artifact bytes (checked). "both" is frontier and eval; "all" adds fit. The table
+goes to stderr and ONE JSON line to stdout.
 """
 from __future__ import annotations
 
@@ -74,9 +76,19 @@ def evaluate_all(path: str, naive: bool) -> str:
     return json.dumps(rep, sort_keys=True, default=str)
 
 
+def fit(path: str, naive: bool) -> str:
+    from baer_fast.cli import main
+    out = path + (".naive" if naive else ".new") + ".head.json"
+    if main(["-q", "fit", "--signals", path, "--condition", "scale", "--out", out,
+             "--jobs", "1" if naive else str(os.cpu_count() or 1)]) != 0:
+        raise SystemExit("fit failed")
+    with open(out) as f:
+        return f.read()
+
+
 def child(what: str, path: str, naive: bool) -> None:
     t = time.perf_counter()
-    out = {"frontier": frontier, "eval": evaluate_all}[what](path, naive)
+    out = {"frontier": frontier, "eval": evaluate_all, "fit": fit}[what](path, naive)
     print(json.dumps({"seconds": time.perf_counter() - t, "sha256": hashlib.sha256(out.encode()).hexdigest(),
                       "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
 
@@ -91,8 +103,8 @@ def run_child(what: str, path: str, naive: bool) -> dict:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--pairs", type=int, default=5000)
-    ap.add_argument("--what", choices=("frontier", "eval", "both"), default="both")
-    ap.add_argument("--child", choices=("frontier", "eval"), help=argparse.SUPPRESS)
+    ap.add_argument("--what", choices=("frontier", "eval", "fit", "both", "all"), default="both")
+    ap.add_argument("--child", choices=("frontier", "eval", "fit"), help=argparse.SUPPRESS)
     ap.add_argument("--signals", help=argparse.SUPPRESS)
     ap.add_argument("--naive", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
@@ -105,7 +117,8 @@ def main(argv=None) -> int:
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "signals.jsonl")
         scale_signals.main(["--pairs", str(args.pairs), "--out", path])
-        for what in (("frontier", "eval") if args.what == "both" else (args.what,)):
+        whats = {"both": ("frontier", "eval"), "all": ("frontier", "eval", "fit")}.get(args.what, (args.what,))
+        for what in whats:
             naive, new = run_child(what, path, True), run_child(what, path, False)
             result[what] = {"naive_s": round(naive["seconds"], 2), "new_s": round(new["seconds"], 2),
                             "speedup": round(naive["seconds"] / new["seconds"], 2),

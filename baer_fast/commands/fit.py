@@ -31,6 +31,9 @@ def add_arguments(p) -> None:
     p.add_argument("--experts", default=None, metavar="A,B,...",
                    help="fit on these experts only (comma-separated); the signals' other experts are ignored, "
                         "e.g. to fit a source head for another condition's --transfer-from on the experts it has")
+    p.add_argument("--jobs", type=int, default=1, metavar="N",
+                   help="threads that build the route candidate's forests (joblib's n_jobs: -1 = every core); "
+                        "the trees, so the artifact, are the same bytes for any N (default: 1)")
     from baer_fast.io.rejects import add_on_error_argument
     add_on_error_argument(p)
     from baer_fast.commands.frontier import add_fit_arguments
@@ -121,6 +124,9 @@ def run(args) -> int:
 
     check_output(args.out)
     check_fit_options(args)
+    if args.jobs == 0 or args.jobs < -1:
+        from baer_fast.errors import InputError
+        raise InputError(f"must be at least 1, or -1 for every core (got {args.jobs})", field="--jobs")
     rejects = rejects_for(args, out=args.out)
     try:
         records = read_signals_many(args.signals, rejects=rejects)
@@ -131,7 +137,10 @@ def run(args) -> int:
     records, chosen = only_experts(records, args.experts, ",".join(args.signals))
     from baer_fast.commands.frontier import cost_fit, fit_kwargs
     from baer_fast.errors import located
-    with located(args.signals):
+    from joblib import parallel_config
+    # the forests' n_jobs is None: joblib's setting here, on threads (the tree builder releases the GIL;
+    # joblib's default process backend would copy the rows to each worker); the trees do not depend on it
+    with located(args.signals), parallel_config(backend="threading", n_jobs=args.jobs):
         art = cost_fit(args, records) or fit_condition(records, **fit_kwargs(args))
     if chosen is not None:
         art["fit_report"]["experts_option"] = chosen      # what `--experts` kept and set aside

@@ -57,3 +57,29 @@ def test_score_never_reads_labels(cli, tmp_path):
         outs.append((tmp_path / f"{name}.scores.jsonl").read_text())
     assert outs[0] == outs[1]
     assert outs[0].count("\n") == len(rows)        # full coverage: every pair scored
+
+
+def test_fit_jobs_build_the_same_trees(cli, tmp_path, monkeypatch):
+    """fit --jobs N: the route candidate's forests are built on N threads, and the artifact is the
+    same bytes as on one."""
+    import joblib
+    from sklearn.ensemble import RandomForestClassifier
+    seen, real = [], RandomForestClassifier.fit
+
+    def spy(self, *a, **kw):
+        backend, jobs = joblib.parallel.get_active_backend()
+        # the workers the forest's Parallel(n_jobs=self.n_jobs, prefer="threads") takes, on threads
+        seen.append((type(backend).__name__, joblib.effective_n_jobs(self.n_jobs)))
+        return real(self, *a, **kw)
+    monkeypatch.setattr(RandomForestClassifier, "fit", spy)
+    rows = make_signals(200, seed=10)
+    sig, one, two = tmp_path / "s.jsonl", tmp_path / "one.json", tmp_path / "two.json"
+    write_signals(str(sig), rows)
+    for out, jobs in ((one, "1"), (two, "2")):
+        code, _, err = cli("fit", "--signals", sig, "--condition", "c", "--out", out, "--head", "route", "--jobs", jobs)
+        assert code == 0, err
+    assert {jobs for _, jobs in seen} == {1, 2}
+    assert {backend for backend, jobs in seen if jobs == 2} == {"ThreadingBackend"}
+    assert one.read_bytes() == two.read_bytes()
+    code, _, err = cli("fit", "--signals", sig, "--condition", "c", "--out", tmp_path / "x.json", "--jobs", "0")
+    assert code != 0 and "--jobs" in err
