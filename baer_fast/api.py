@@ -196,7 +196,7 @@ class Judge:
             # stage 2 reads the open pairs' prompt prefixes stage 1 computed (not batch-invariant:
             # their last bits are stage 1's call's)
             records, self.last_cascade = run_staged(self.art, pairs, bank, free_sources,
-                                                    None if self.invariant else lambda ps: keeping(self.engine, ps))
+                                                    None if self.invariant else lambda: keeping(self.engine))
             return records
         return bank(pairs, self.experts)
 

@@ -3,7 +3,7 @@
 Every pairwise prompt of one display order starts with the same [template][system][question]
 [A][B] (generative.pairwise_prefixes). A cascade runs stage 1's experts on every pair, then stage
 2's on the pairs stage 1 leaves open. `keeping(engine, pairs)` lends the prefix engine a
-PrefixStore for both: stage 1's engine calls hand back each pair's two prefixes' KV
+PrefixStore for both: stage 1's single-pass engine calls hand back each pair's two prefixes' KV
 (PrefixEngine.run(keep=...)) while the store's budget lasts (half the engine's KV budget; the
 engine's waves plan within what the store leaves), `only(open pairs)` frees the rest, and stage
 2's calls take it as handed-in prefix KV (run(given=...)), so an open pair's prefix is prefilled
@@ -19,17 +19,21 @@ from baer_fast.bank.canonical import content_key
 
 
 class PrefixStore:
-    def __init__(self, engine, pairs, budget: int):
-        from baer_fast.bank.generative import pairwise_prefixes
-        from baer_fast.bank.prompting import PromptEncoder
+    def __init__(self, engine, budget: int):
         self.engine, self.left = engine, budget
         self._per_token = engine.loaded.kv_bytes_per_token
-        self._of = {content_key(p): ps for p, ps in zip(pairs, pairwise_prefixes(PromptEncoder.of(engine.loaded), pairs))}
+        self._of: dict = {}                # content key -> its two prefixes (tokenized when first asked)
         self.kv: dict = {}                 # prefix ids -> (K, V) [layers, kvh, len, hd]
         self._asked: dict = {}             # prefix ids -> bytes set aside for the call in flight
 
     def _mine(self, pairs) -> list[list[tuple]]:
-        return [self._of.get(content_key(p), []) for p in pairs]
+        from baer_fast.bank.generative import pairwise_prefixes
+        from baer_fast.bank.prompting import PromptEncoder
+        keys = [content_key(p) for p in pairs]
+        new = {k: p for k, p in zip(keys, pairs) if k not in self._of}
+        if new:
+            self._of.update(zip(new, pairwise_prefixes(PromptEncoder.of(self.engine.loaded), list(new.values()))))
+        return [self._of[k] for k in keys]
 
     def given(self, pairs) -> list[list[tuple]]:
         """Per pair, (prefix ids, K, V) of its prefixes held here (PrefixEngine.run's given)."""
@@ -62,7 +66,7 @@ class PrefixStore:
 
     def only(self, pairs) -> None:
         """Hold the prefixes of these pairs only (a cascade's open pairs)."""
-        mine = {q for ps in self._mine(pairs) for q in ps}
+        mine = {q for ps in self._mine(pairs) for q in ps} if self.kv else set()
         for q in [q for q in self.kv if q not in mine]:
             del self.kv[q]
             self.left += len(q) * self._per_token
@@ -76,12 +80,12 @@ class PrefixStore:
 
 
 @contextmanager
-def keeping(engine, pairs):
+def keeping(engine):
     """A PrefixStore lent to `engine` for the calls inside (None where the engine takes no prefix KV)."""
     if not (engine.takes_prefix_kv and engine.shares_prefixes):
         yield None
         return
-    store = PrefixStore(engine, pairs, engine.config.kv_budget_bytes // 2)
+    store = PrefixStore(engine, engine.config.kv_budget_bytes // 2)
     engine.prefix_store = store
     try:
         yield store

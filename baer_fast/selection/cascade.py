@@ -135,13 +135,13 @@ def run_staged(art: dict, pairs: Sequence, run: Callable, free: Callable | None 
     generative expert), and is given those records' runs: a derived expert reads its source there.
     free(experts): those plus the ones whose runs come free with them (bank/runner.free_sources): stage 1
     keeps the ones the full head uses, so stage 2 does not compute them again (direct after PriDe).
-    keep(pairs): a context manager around both stages that yields a store of prompt-prefix KV or None
+    keep(): a context manager around both stages that yields a store of prompt-prefix KV or None
     (bank/prefix_store.keeping): stage 2's calls read the open pairs' prefixes stage 1 computed."""
     c = art["cascade"]
     head = CascadeHead(StackHead.from_json(c["stage1"]), None, float(c["tau"]))
     stage1 = list(c["stage1_experts"])
     out = []
-    with keep(list(pairs)) if keep else contextlib.nullcontext() as store:
+    with keep() if keep else contextlib.nullcontext() as store:
         first = run(list(pairs), [e for e in (free(stage1) if free else stage1) if e in stage1 or e in art["experts"]])
         exits = head.exits(first) if first else np.zeros(0, bool)
         todo = [i for i, e in enumerate(exits) if not e]

@@ -40,7 +40,7 @@ def test_stage_two_prefills_the_open_pairs_prefixes_once(qwen_dir, monkeypatch):
     j, recs = _judge(qwen_dir, art)
     keep_calls = list(calls)
     calls.clear()
-    monkeypatch.setattr(prefix_store, "keeping", lambda engine, pairs: contextlib.nullcontext())
+    monkeypatch.setattr(prefix_store, "keeping", lambda engine: contextlib.nullcontext())
     j0, plain = _judge(qwen_dir, art)
     open_ = [i for i, r in enumerate(recs) if "score" in r.experts]
     assert [i for i, r in enumerate(plain) if "score" in r.experts] == open_ and len(open_) == 6
@@ -62,7 +62,7 @@ def test_stage_two_prefills_the_open_pairs_prefixes_once(qwen_dir, monkeypatch):
 
 def test_batch_invariant_runs_keep_no_prefix(qwen_dir, monkeypatch):
     """A handed-in prefix's last bits are another call's: batch-invariant runs compute their own."""
-    def refuse(engine, pairs):
+    def refuse(engine):
         raise AssertionError("keeping used in a batch-invariant run")
     monkeypatch.setattr(prefix_store, "keeping", refuse)
     _judge(qwen_dir, _art(qwen_dir, ["direct", "score"], ["direct"]), invariant=True)
@@ -77,8 +77,8 @@ def test_store_keeps_within_its_budget_and_frees(loaded):
     engine = PrefixEngine(loaded)
     per = loaded.kv_bytes_per_token
     groups = [q for q, _ in build_all_queries(PromptEncoder.of(loaded), pairs, ["direct"])]
-    with prefix_store.keeping(engine, pairs) as store:
-        first = store._of[prefix_store.content_key(pairs[0])]
+    with prefix_store.keeping(engine) as store:
+        first = store._mine(pairs[:1])[0]
         store.left = sum(len(p) for p in first) * per          # room for the first pair's two prefixes only
         run_shared(engine, pairs, groups, store=store)
         assert set(store.kv) == set(first) and store.left == 0
