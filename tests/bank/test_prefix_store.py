@@ -87,3 +87,17 @@ def test_store_keeps_within_its_budget_and_frees(loaded):
         store.only(pairs[1:])
         assert store.kv == {} and engine.held_outside == 0 and store.left == sum(len(p) for p in first) * per
     assert engine.prefix_store is None
+
+
+def test_swapped_batch_mirrors_exactly_with_the_store(qwen_dir):
+    """The store is keyed by content and the engine runs canonical contents: a swapped batch (another
+    call) exits the same pairs and reads the same prefixes, so its scores are the exact negatives."""
+    from baer_fast.api import Judge, JudgeOptions
+    from baer_fast.runtime.open import open_engine
+    art = _art(qwen_dir, ["direct", "score", "pride"], ["direct"])
+    j = Judge(open_engine(qwen_dir), art, options=JudgeOptions(batch_invariant=False))
+    q = [p.question for p in PAIRS]
+    a, b = [p.response_a for p in PAIRS], [p.response_b for p in PAIRS]
+    s, t = j.score(q, a, b), j.score(q, b, a)
+    assert (s == -t).all() and 0 < int((s != 0).sum())
+    assert j.last_cascade["exited"] == 6
