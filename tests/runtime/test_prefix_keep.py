@@ -57,3 +57,43 @@ def test_only_prefixes_some_query_extends_are_kept(loaded):
     whole = tuple(ids)                                                        # no query is longer
     got = PrefixEngine(loaded).run(groups, keep=[[stray, whole, ids[:5]], []])
     assert set(got.kept) == {tuple(ids[:5])}
+
+
+def test_random_trees_keep_and_take_back(loaded):
+    """Token-level trees (branch points anywhere, prompts that are prefixes of others, duplicates), kept
+    prefixes cut at random lengths of random queries: handed back to the same groups, every verdict
+    equals the naive path's, and the call prefills its trees less exactly the kept paths' tokens."""
+    import random
+
+    from baer_fast.runtime.queries import Query
+    rng = random.Random(4)
+    vocab = len(loaded.tokenizer)
+    tok = lambda k: [rng.randrange(10, vocab) for _ in range(k)]   # noqa: E731
+    groups, keep = [], []
+    for _ in range(5):
+        root = tok(rng.randint(1, 30))
+        group = [Query(tuple(root), (5, 6))] if len(groups) % 2 else []      # a query that ends on every path
+        for _ in range(rng.randint(1, 4)):
+            mid = root + tok(rng.randint(1, 25))
+            for _ in range(rng.randint(1, 3)):
+                group.append(Query(tuple(mid + tok(rng.randint(1, 9))), tuple(rng.sample(range(vocab), 3))))
+        group.append(group[-1])
+        groups.append(group)
+        keep.append([q.ids[:rng.randint(1, len(q.ids) - 1)] for q in rng.sample(group, 2)])
+    want = NaiveEngine(loaded).run(groups)
+    tol = paths_tol(naive_logprob_error(loaded, groups))
+    for config in CONFIGS.values():
+        engine = PrefixEngine(loaded, config)
+        first = engine.run(groups, keep=keep)
+        assert set(first.kept) == {p for ps in keep for p in ps}
+        given = [[(p, *first.kept[p]) for p in dict.fromkeys(ps)] for ps in keep]
+        got = engine.run(groups, given=given)
+        assert _max_diff(first.logprobs, want.logprobs) <= tol and _max_diff(got.logprobs, want.logprobs) <= tol
+        taken = 0
+        for g, group in enumerate(groups):
+            # a kept prefix is taken back unless a query ends on its path (that query needs its hidden state)
+            used = [p for p in keep[g] if not any(p[:len(q.ids)] == q.ids for q in group)]
+            full = tree_tokens(build_tree([q.ids for q in group]))
+            assert full - got.tokens_per_group[g] == (tree_tokens(build_tree(used)) if used else 0)
+            taken += bool(used)
+        assert taken >= 2
