@@ -220,8 +220,8 @@ class PrefixEngine:
             stats.kv_bytes_peak = max(stats.kv_bytes_peak, self._held(kv))
             for key in [k for k in kv if last_use[k] <= depth]:
                 del kv[key]                            # every row reading it is computed
-        import torch
         for g, paths in (keeps or {}).items():
+            import torch
             for prefix, path in paths.items():
                 kept[prefix] = tuple(torch.cat([kv[(g, x)][t] for x in path], dim=2) for t in (0, 1))
 

@@ -140,7 +140,6 @@ def run_staged(art: dict, pairs: Sequence, run: Callable, free: Callable | None 
     c = art["cascade"]
     head = CascadeHead(StackHead.from_json(c["stage1"]), None, float(c["tau"]))
     stage1 = list(c["stage1_experts"])
-    out = []
     with keep() if keep else contextlib.nullcontext() as store:
         first = run(list(pairs), [e for e in (free(stage1) if free else stage1) if e in stage1 or e in art["experts"]])
         exits = head.exits(first) if first else np.zeros(0, bool)
