@@ -118,12 +118,22 @@ def _fit_cascade(records: Sequence, full_art: dict, *, spec: SplitSpec, cascade:
     return art
 
 
+PER_EXPERT_META = ("expert_cost", "generation")    # {expert: ...}: a merged record holds both stages'
+SUMMED_META = ("tokens_prefilled", "tokens_naive")  # what each stage's prompts cost: the pair's is the sum
+
+
 def merge(first, second):
-    """One record from a pair's two stage runs (second stage's experts and costs added)."""
-    meta = {**first.meta, **{k: v for k, v in second.meta.items() if k != "expert_cost"}}
-    cost = {**(first.meta.get("expert_cost") or {}), **(second.meta.get("expert_cost") or {})}
-    if cost:
-        meta["expert_cost"] = cost
+    """One record from a pair's two stage runs: the second stage's experts added, their per-expert meta
+    (costs, generation settings) beside the first's, and the prompt token counts summed."""
+    meta = {**first.meta, **second.meta}
+    for key in PER_EXPERT_META:
+        both = {**(first.meta.get(key) or {}), **(second.meta.get(key) or {})}
+        meta.pop(key, None)
+        if both:
+            meta[key] = both
+    for key in SUMMED_META:
+        if key in first.meta and key in second.meta:
+            meta[key] = first.meta[key] + second.meta[key]
     return replace(first, experts={**first.experts, **second.experts}, meta=meta)
 
 

@@ -105,3 +105,24 @@ def test_no_cascade_when_the_cheap_stage_is_the_whole_head(fitted, caplog):
         art = fit_cascade(records, full, cascade=CascadeSpec("0.2"))
     assert "cascade" not in art and art == full
     assert "no second stage to skip" in caplog.text
+
+
+def test_merge_keeps_both_stages_meta():
+    """A merged record holds both stages' per-expert meta (costs and generation settings: before, the
+    second stage's generation settings replaced the first's) and sums their prompt token counts."""
+    from baer_fast.io.records import Signals
+    from baer_fast.selection.cascade import merge
+    first = Signals("p", {"cot": [0.6, 0.4]}, "s", "a", "test",
+                    {"len_a": 3, "tokens_prefilled": 100, "tokens_naive": 180, "engine": "prefix",
+                     "generation": {"cot": {"max_new_tokens": 64, "seed": 0}},
+                     "expert_cost": {"cot": {"prefilled": 100, "decoded": 40}}})
+    second = Signals("p", {"deliberate": [0.7, 0.3]}, "s", "a", "test",
+                     {"len_a": 3, "tokens_prefilled": 60, "tokens_naive": 90, "engine": "prefix",
+                      "generation": {"deliberate": {"max_new_tokens": 32, "seed": 0}},
+                      "expert_cost": {"deliberate": {"prefilled": 60, "decoded": 20}}})
+    m = merge(first, second)
+    assert m.experts == {"cot": [0.6, 0.4], "deliberate": [0.7, 0.3]}
+    assert m.meta["generation"] == {"cot": {"max_new_tokens": 64, "seed": 0},
+                                    "deliberate": {"max_new_tokens": 32, "seed": 0}}
+    assert m.meta["expert_cost"] == {"cot": {"prefilled": 100, "decoded": 40}, "deliberate": {"prefilled": 60, "decoded": 20}}
+    assert (m.meta["tokens_prefilled"], m.meta["tokens_naive"], m.meta["len_a"]) == (160, 270, 3)
