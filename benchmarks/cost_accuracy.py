@@ -153,19 +153,26 @@ def fit_pruned(records, spec, budget: str, mode: str, condition: str) -> dict:
     return fit_budget(records, budget, condition=condition, spec=spec, model=MODEL, space_for=SPACE)
 
 
+def priced(records, costs: dict, experts) -> float:
+    """Cost per pair of running `experts`: their recorded costs, plus (runtime banks) the parts of prompt
+    nodes shared with experts left out (selection/costs.subset_cost); a plain sum on imported banks."""
+    from baer_fast.selection.costs import shared_costs, subset_cost
+    return subset_cost(costs, list(experts), None, shared_costs(records))
+
+
 def test_cost(records, experts, full_experts, allocation: dict | None = None) -> float:
     """Cost per pair of `experts` (or, per subset, of each subset's `allocation`) over the full bank's."""
     from baer_fast.heads.allocation import experts_for
     from baer_fast.selection.budget import expert_costs
     if allocation is None:
         costs, _ = expert_costs(records, full_experts)
-        return sum(costs[e] for e in experts) / max(sum(costs.values()), 1e-12)
+        return priced(records, costs, experts) / max(priced(records, costs, full_experts), 1e-12)
     spent = full = 0.0
     for g in sorted({r.subset for r in records}):
         in_g = [r for r in records if r.subset == g]
         costs, _ = expert_costs(in_g, full_experts)
-        spent += len(in_g) * sum(costs[e] for e in experts_for(allocation, experts, g))
-        full += len(in_g) * sum(costs.values())
+        spent += len(in_g) * priced(in_g, costs, experts_for(allocation, experts, g))
+        full += len(in_g) * priced(in_g, costs, full_experts)
     return spent / max(full, 1e-12)
 
 
@@ -178,7 +185,7 @@ def decoded_per_pair(records, experts) -> float:
 
 def units(test, experts, costs: dict) -> dict:
     """Cost per pair of `experts` in the bank's own units (test rows): tokens where recorded, else experts."""
-    return {"per_pair": float(sum(costs[e] for e in experts)), "decoded": decoded_per_pair(test, experts)}
+    return {"per_pair": priced(test, costs, experts), "decoded": decoded_per_pair(test, experts)}
 
 
 def run_condition(bench: str, backbone: str, records, spec, mode: str, replay=None) -> dict:
@@ -224,12 +231,13 @@ def run_condition(bench: str, backbone: str, records, spec, mode: str, replay=No
         return row
     head, c = deployed_head(art), art["cascade"]
     exits = head.exits(test)
-    c1, exited = sum(costs[e] for e in c["stage1_experts"]), float(np.mean(exits))
+    # stage 2 reads stage 1's shared prompt prefixes (Judge): an open pair costs what the full bank does
+    c1, c_all, exited = priced(test, costs, c["stage1_experts"]), priced(test, costs, everyone), float(np.mean(exits))
     rest = [e for e in everyone if e not in c["stage1_experts"]]
     row["cascade"] = {"test": accuracy(head.score(test), test), "cv": c["cv"]["cv_accuracy"],
                       "exit": exited, "cv_exit": c["cv"]["cv_exit_rate"], "tau": c["cv"]["tau"],
-                      "cost": (c1 + (1 - exited) * (sum(costs.values()) - c1)) / sum(costs.values()),
-                      "per_pair": c1 + (1 - exited) * (sum(costs.values()) - c1),
+                      "cost": (c1 + (1 - exited) * (c_all - c1)) / c_all,
+                      "per_pair": c1 + (1 - exited) * (c_all - c1),
                       "decoded": decoded_per_pair(test, c["stage1_experts"]) + decoded_per_pair(
                           [r for r, e in zip(test, exits) if not e], rest) * (1 - exited),
                       "stage1": c["stage1_experts"]}

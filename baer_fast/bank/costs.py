@@ -1,17 +1,16 @@
 """Per-expert cost of one bank run: what each pair's experts prefilled, decoded and took.
 
-Hooked once around the runner's `expert_rows` (`counted`); writes row["expert_cost"] =
-{expert: {"prefilled", "decoded", "seconds"}}, which `to_signals` puts in `meta.expert_cost`.
-Rule (docs/cost.md): prefill — the engine's prompt trees (pairs of one question merged, as
-`share_questions` does) are rebuilt from the same ids, each node's tokens split equally
-(integer split, remainder to the first in (pair, expert) order) among the (pair, expert)s
-with a prompt through it; the naive engine charges each prompt whole; generation prompts
-join the trees. The shares are fitted to the run's counters (engine + decoder prefill) by
-largest remainder, so they sum to them exactly (for the single-pass bank on the prefix and
-naive engines they already are the counts). decoded — each expert's own generated tokens.
-seconds — the call's wall time in proportion to prefilled + decoded tokens. A derived expert
-costs nothing beyond its source (charged the source's prompts when the source is absent); where
-the source is in the bank its cell names it ("from"), so a pruned subset pays for it.
+Hooked around the runner's `expert_rows` (`counted`); writes row["expert_cost"] = {expert:
+{"prefilled", "decoded", "seconds"}} (-> `meta.expert_cost`). Rule (docs/cost.md): prefill — the
+engine's prompt trees (pairs of one question merged) are rebuilt from the same ids, each node's
+tokens split equally (integer split, remainder to the first in (pair, expert) order) among the
+(pair, expert)s with a prompt through it (the naive engine charges each prompt whole), then fitted
+to the run's counters by largest remainder, so they sum to them exactly. decoded — each expert's
+own generated tokens. seconds — wall time in proportion to both. A derived expert costs nothing
+beyond its source; where the source is in the bank its cell names it ("from"). row["prefill_shared"]
+= [[tokens, [experts]], ...]: the pair's part of the nodes several of its experts pass through, by
+expert set, and each cell's "shared": its parts of them (a subset keeping some of a set's experts
+still prefills all of it: selection/costs.subset_cost).
 """
 from __future__ import annotations
 
@@ -27,8 +26,10 @@ def counted(expert_rows, engine, pairs, names, report, generation=None, *, timed
     t0, before = time.perf_counter(), _prefilled(report)
     rows = expert_rows(engine, pairs, names, report, generation, **kw)
     seconds, spent = time.perf_counter() - t0, _prefilled(report) - before
-    weights = prefill_weights(engine, pairs, names, generation)
+    weights, shared = prefill_shares(engine, pairs, names, generation)
     prefilled = fit_to_total(weights, spent)
+    scale = spent / max(sum(v for d in weights for v in d.values()), 1)      # 1 where the shares are the counts
+    sets, parts = _shared_cells(shared, scale)
     decoded = [{n: int(((row.get("generation") or {}).get(n) or {}).get("tokens_decoded", 0)) for n in names}
                for row in rows]
     work = sum(prefilled[i].get(n, 0) + decoded[i][n] for i in range(len(rows)) for n in names) or 1
@@ -39,7 +40,23 @@ def counted(expert_rows, engine, pairs, names, report, generation=None, *, timed
                 row["expert_cost"][n]["seconds"] = seconds * (prefilled[i].get(n, 0) + decoded[i][n]) / work
             if source_of(n) in names:        # costs 0 here, but needs its source run: fit --budget adds it
                 row["expert_cost"][n]["from"] = source_of(n)
+            if parts[i].get(n):
+                row["expert_cost"][n]["shared"] = parts[i][n]
+        if sets[i]:
+            row["prefill_shared"] = [[t, list(e)] for e, t in sorted(sets[i].items())]
     return rows
+
+
+def _shared_cells(shared: list[dict], scale: float) -> tuple[list[dict], list[dict]]:
+    """Per pair, {experts: tokens} and {expert: tokens} from its {(experts, expert): tokens}, each part
+    rescaled and rounded once, so the two add up to the same total (a subset of all experts adds 0)."""
+    sets, parts = [dict() for _ in shared], [dict() for _ in shared]
+    for i, cells in enumerate(shared):
+        for (key, name), t in sorted(cells.items()):
+            r = round(t * scale)
+            sets[i][key] = sets[i].get(key, 0) + r
+            parts[i][name] = parts[i].get(name, 0) + r
+    return sets, parts
 
 
 def with_derived(cost: dict, names) -> dict:
@@ -52,6 +69,18 @@ def with_derived(cost: dict, names) -> dict:
         if n in out or n not in protocols.DERIVED_EXPERTS or source is None or source not in cost:
             continue
         out[n] = free_cell(n) if source in names else dict(cost[source])
+    return out
+
+
+def with_derived_meta(meta: dict, names) -> dict:
+    """A raw run's meta completed for `names` (with_derived): a derived expert that takes its absent
+    source's cell also takes its place in `prefill_shared`'s expert sets."""
+    cost = with_derived(meta["expert_cost"], names)
+    took = {source_of(n): n for n in names if n in protocols.DERIVED_EXPERTS and source_of(n) not in names
+            and source_of(n) in meta["expert_cost"]}
+    out = {**meta, "expert_cost": cost}
+    if took and meta.get("prefill_shared"):
+        out["prefill_shared"] = [[t, sorted(took.get(e, e) for e in experts)] for t, experts in meta["prefill_shared"]]
     return out
 
 
@@ -104,15 +133,21 @@ def tagged_prompts(engine, pairs, names, generation) -> list[list[tuple]]:
 
 def prefill_weights(engine, pairs, names, generation=None) -> list[dict]:
     """Per pair {expert: tokens} by the node-splitting rule (module docstring)."""
+    return prefill_shares(engine, pairs, names, generation)[0]
+
+
+def prefill_shares(engine, pairs, names, generation=None) -> tuple[list[dict], list[dict]]:
+    """-> per pair: {expert: tokens} by the node-splitting rule; {(experts, expert): tokens}: each
+    expert's parts of the nodes several of the pair's experts pass through (experts: their sorted tuple)."""
     from baer_fast.runtime.plan.prefix_tree import ancestors, build_tree
     from baer_fast.bank.queries import share_questions
     tagged = tagged_prompts(engine, pairs, names, generation)
-    out = [dict() for _ in pairs]
+    out, shared = [dict() for _ in pairs], [dict() for _ in pairs]
     if not getattr(engine, "shares_prefixes", True):
         for i, items in enumerate(tagged):
             for ids, name in items:
                 out[i][name] = out[i].get(name, 0) + len(ids)
-        return out
+        return out, shared
     merged, spans = share_questions(pairs, [[(i, t) for t in items] for i, items in enumerate(tagged)])
     for group in merged:
         nodes = build_tree([ids for _, (ids, _) in group])
@@ -124,9 +159,16 @@ def prefill_weights(engine, pairs, names, generation=None) -> list[dict]:
                     through.setdefault(a, set()).add((i, name))
         for a, who in through.items():
             share, extra = divmod(len(nodes[a].tokens), len(who))
+            mine: dict[int, list] = {}
             for k, (i, name) in enumerate(sorted(who)):
                 out[i][name] = out[i].get(name, 0) + share + (k < extra)
-    return out
+                mine.setdefault(i, []).append((name, share + (k < extra)))
+            for i, cells in mine.items():
+                if len(cells) > 1:
+                    key = tuple(sorted(n for n, _ in cells))
+                    for n, t in cells:
+                        shared[i][(key, n)] = shared[i].get((key, n), 0) + t
+    return out, shared
 
 
 def fit_to_total(weights: list[dict], total: int) -> list[dict]:

@@ -212,6 +212,8 @@ def to_signals(pair: Pair, runs: dict, row: dict, names: list[str], engine_name:
         meta["generation"] = row["generation"]
     if "expert_cost" in row:
         meta["expert_cost"] = row["expert_cost"]
+    if "prefill_shared" in row:
+        meta["prefill_shared"] = row["prefill_shared"]
     return Signals(pair.id, {n: runs[n] for n in names}, pair.subset, pair.label, pair.split, meta,
                    category=pair.category)
 

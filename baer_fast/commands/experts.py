@@ -399,7 +399,7 @@ def _finish_derived(args, names, derived, raw_path) -> None:
 def _final_meta(meta: dict, names) -> dict:
     """The raw run's meta with each derived expert's cost cell (bank/costs.with_derived), so that
     `fit --budget` and `--cascade` can price the bank it wrote."""
-    from baer_fast.bank.costs import with_derived
+    from baer_fast.bank.costs import with_derived_meta
     if not isinstance(meta.get("expert_cost"), dict):
         return meta
-    return {**meta, "expert_cost": with_derived(meta["expert_cost"], names)}
+    return with_derived_meta(meta, names)

@@ -206,7 +206,8 @@ def _count(v) -> bool:
 def _meta(obj: dict, *, path: str, line: int) -> dict:
     """`meta`, with the keys the library reads checked: the pair statistics (non-negative numbers or
     null), `condition` and `split_group` (strings; an integer group is kept as its digits),
-    `truncated` (bool) and `expert_cost` ({expert: {prefilled, decoded, seconds: numbers, from: str}}).
+    `truncated` (bool), `expert_cost` ({expert: {prefilled, decoded, seconds, shared: numbers, from: str}})
+    and `prefill_shared` ([[tokens, [expert, ...]], ...]).
     Runs on every record read, so the checks are plain tests, not closures."""
     meta = _opt_dict(obj, "meta", path=path, line=line)
     bad = None
@@ -236,6 +237,11 @@ def _meta(obj: dict, *, path: str, line: int) -> dict:
                 continue
             if v is not None and not (isinstance(v, str) if k == "from" else _count(v)):
                 bad = bad or (f"expert_cost.{e}.{k}", v, "an expert's name" if k == "from" else "a non-negative number")
+    shared = meta.get("prefill_shared")
+    if shared is not None and not (isinstance(shared, list) and all(
+            isinstance(x, list) and len(x) == 2 and _count(x[0]) and isinstance(x[1], list) and x[1]
+            and all(isinstance(e, str) for e in x[1]) for x in shared)):
+        bad = bad or ("prefill_shared", shared, "a list of [tokens, [expert, ...]]")
     if bad:
         raise InputError(f"expected {bad[2]}, got {bad[1]!r}", path=path, line=line, field=f"meta.{bad[0]}")
     return meta

@@ -15,7 +15,7 @@ import numpy as np
 from baer_fast.features.evidence import stack_features
 from baer_fast.heads.allocation import experts_for
 from baer_fast.selection.budget import ExpertSpace, SubsetCV
-from baer_fast.selection.costs import CostModel, mean_cost, subset_cost
+from baer_fast.selection.costs import CostModel, mean_cost, shared_costs, subset_cost
 
 
 class AllocationCV(SubsetCV):
@@ -44,17 +44,21 @@ class AllocationSpace:
 
     def __init__(self, rows, experts, costs: dict, sources: dict | None, costs_override, model: CostModel):
         self.groups = sorted({r.subset for r in rows})
-        self.sources, self.share, self.costs = sources, {}, {}
+        self.sources, self.share, self.costs, self.shared = sources, {}, {}, {}
         for g in self.groups:
             in_g = [r for r in rows if r.subset == g]
             self.share[g] = len(in_g) / len(rows)
             self.costs[g] = {e: group_cost(in_g, e, costs, costs_override or {}, model) for e in experts}
+            self.shared[g] = None if costs_override else shared_costs(in_g)
         self.units = [(g, e) for g in self.groups for e in sorted(experts)]
         self.unit_of = {self.label(u): u for u in self.units}
 
     def cost(self, units) -> float:
         by = self.by_group(units)
-        return float(sum(self.share[g] * subset_cost(self.costs[g], by[g], self.sources) for g in self.groups))
+        return float(sum(self.share[g] * self.group_cost(g, by[g]) for g in self.groups))
+
+    def group_cost(self, g, experts) -> float:
+        return subset_cost(self.costs[g], experts, self.sources, self.shared[g])
 
     def own(self, unit) -> float:
         return self.share[unit[0]] * self.costs[unit[0]][unit[1]]
@@ -79,7 +83,7 @@ class AllocationSpace:
         return {"experts": sorted({e for es in by.values() for e in es}), "allocation": by,
                 "moves": [self.label(u) for u in sorted(units)],
                 "subset_shares": dict(self.share),
-                "subset_costs": {g: subset_cost(self.costs[g], by[g], self.sources) for g in self.groups}}
+                "subset_costs": {g: self.group_cost(g, by[g]) for g in self.groups}}
 
 
 def group_cost(rows: Sequence, expert: str, bank: dict, override: dict, model: CostModel) -> float:

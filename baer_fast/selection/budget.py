@@ -21,7 +21,8 @@ import numpy as np
 
 from baer_fast.errors import InputError
 from baer_fast.progress import PROGRESS_EVERY_S, progress
-from baer_fast.selection.costs import CostModel, expert_costs, expert_sources, parse_budget, subset_cost
+from baer_fast.selection.costs import (CostModel, expert_costs, expert_sources, parse_budget, shared_costs,
+                                      subset_cost)
 from baer_fast.features.evidence import EPS, evidence, runs_tensor, stack_features
 from baer_fast.heads.stack import LAMBDAS, StackHead, cv_lambda, fit_stack_weights, training_rms
 from baer_fast.selection.nested import fold_assignments, one_blas_thread
@@ -157,11 +158,11 @@ class ExpertSpace:
 
     lazy = False           # full greedy steps (`_best`); few units
 
-    def __init__(self, costs: dict, sources: dict | None = None):
-        self.units, self.costs, self.sources = sorted(costs), costs, sources
+    def __init__(self, costs: dict, sources: dict | None = None, shared=None):
+        self.units, self.costs, self.sources, self.shared = sorted(costs), costs, sources, shared
 
     def cost(self, units) -> float:
-        return subset_cost(self.costs, units, self.sources)
+        return subset_cost(self.costs, units, self.sources, self.shared)
 
     def own(self, unit) -> float:
         return self.costs[unit]
@@ -361,7 +362,9 @@ def plan_with_nested(records: Sequence, budget: str, *, spec: SplitSpec = SplitS
     rows, y, categories, lam = cv_inputs(records, spec, experts, eps)
     costs, source = expert_costs(rows, experts, costs_override, model)
     sources = expert_sources(rows, experts)
-    space = ExpertSpace(costs, sources) if space_for is None else \
+    # measured costs of a bank whose prompts share prefixes: a subset pays whole shared nodes
+    shared = shared_costs(rows) if source == "measured" else None
+    space = ExpertSpace(costs, sources, shared) if space_for is None else \
         space_for(rows, experts, costs, sources, costs_override, model)
     cv = space.cv(rows, y, experts, categories, lam=lam, eps=eps, model=model)
     full = space.cost(space.units)
@@ -372,7 +375,9 @@ def plan_with_nested(records: Sequence, budget: str, *, spec: SplitSpec = SplitS
     nested = (nested_search(rows, y, experts, space, limit, categories, model=model, eps=eps)
               if model.outer_repeats > 0 else None)
     plan = {"budget": str(budget), "limit_per_pair": limit, "cost_source": source,
-            "expert_costs": costs, "expert_sources": sources, "full_cost_per_pair": full, "full_cv_accuracy": cv.accuracy(cv.full),
+            "expert_costs": costs, "expert_sources": sources, **({"shared_prefill": {
+                "sets": [[t, list(e)] for e, t in shared.sets.items()], "parts": shared.parts}} if shared else {}),
+            "full_cost_per_pair": full, "full_cv_accuracy": cv.accuracy(cv.full),
             **space.describe(space.units_of(best["experts"])), "cost_per_pair": best["cost"],
             "fraction_of_full": best["cost"] / full if full > 0 else 0.0,
             "cv_accuracy": best["cv_accuracy"], "cv_gap": best["cv_gap"], "cv_gap_se": best["cv_gap_se"],

@@ -131,7 +131,7 @@ def merge(first, second):
         meta.pop(key, None)
         if both:
             meta[key] = both
-    for key in SUMMED_META:
+    for key in SUMMED_META + ("prefill_shared",):          # numbers summed, lists (of disjoint experts) joined
         if key in first.meta and key in second.meta:
             meta[key] = first.meta[key] + second.meta[key]
     return replace(first, experts={**first.experts, **second.experts}, meta=meta)

@@ -2,7 +2,8 @@
 
 Costs per (pair, expert) come from `meta.expert_cost`, a `--costs FILE` override (expert -> tokens per
 pair), or one unit per expert. A subset costs the sum of its experts' plus that of the bank experts
-they are computed from and lack (`subset_cost`). Used by the budget search (selection/budget.py).
+they are computed from and lack, plus, on a bank whose prompts share prefixes (`meta.prefill_shared`),
+the parts of shared nodes its experts' cells do not carry (`subset_cost`). Used by the budget search.
 """
 from __future__ import annotations
 
@@ -79,12 +80,47 @@ def expert_sources(records: Sequence, experts: Sequence[str]) -> dict:
     return out
 
 
-def subset_cost(costs: dict, subset: Sequence[str], sources: dict | None = None) -> float:
+@dataclass(frozen=True)
+class SharedPrefill:
+    """Prompt nodes several experts pass through (`meta.prefill_shared`, runtime banks), per pair on
+    average: `sets` {experts: tokens}; `parts` {expert: tokens of its cells from those nodes}."""
+    sets: dict
+    parts: dict
+
+    def extra(self, need: set) -> float:
+        """What running `need` prefills beyond its cells: the shared nodes any of it passes through,
+        whole, less the parts its cells already carry (0 for the bank that recorded them)."""
+        return sum(t for e, t in self.sets.items() if not need.isdisjoint(e)) - \
+            sum(self.parts.get(e, 0.0) for e in need)
+
+
+def subset_cost(costs: dict, subset: Sequence[str], sources: dict | None = None,
+                shared: SharedPrefill | None = None) -> float:
     """Cost per pair of running `subset`: its experts' costs plus, once each, those of the experts
     they are computed from (`sources`). A native or derived expert records 0 when its source runs
-    in the same bank, so alone it would look free."""
+    in the same bank, so alone it would look free. shared (`shared_costs`): each expert's cell carries
+    its equal part of the prompt nodes it shares with others, but a subset running any of them prefills
+    all of such a node, so that is added (SharedPrefill.extra)."""
     need = set(subset) | {sources[e] for e in subset if sources and e in sources}
-    return float(sum(costs[e] for e in sorted(need)))
+    return float(sum(costs[e] for e in sorted(need))) + (float(shared.extra(need)) if shared else 0.0)
+
+
+def shared_costs(records: Sequence) -> SharedPrefill | None:
+    """The records' `meta.prefill_shared` and cells' "shared" parts, per pair on average; None where no
+    record has them (imported banks, a naive run: costs that add up)."""
+    sets: dict = {}
+    parts: dict = {}
+    for r in records:
+        for t, experts in r.meta.get("prefill_shared") or ():
+            key = tuple(sorted(experts))
+            sets[key] = sets.get(key, 0.0) + float(t)
+        for e, c in (r.meta.get("expert_cost") or {}).items():
+            if isinstance(c, dict) and c.get("shared"):
+                parts[e] = parts.get(e, 0.0) + float(c["shared"])
+    if not sets or not records:
+        return None
+    n = len(records)
+    return SharedPrefill({k: v / n for k, v in sorted(sets.items())}, {k: v / n for k, v in sorted(parts.items())})
 
 
 def mean_cost(records: Sequence, expert: str, model: CostModel = CostModel()) -> float | None:

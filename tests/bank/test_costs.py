@@ -104,12 +104,14 @@ def _cascade_head(qwen_dir, path, pairs):
     from baer_fast.bank import runner
     from baer_fast.selection.budget import expert_costs, fit_stack
     from baer_fast.selection.cascade import CascadeSpec, fit_cascade
+    from baer_fast.selection.costs import shared_costs, subset_cost
     sig = runner.run_experts(qwen_dir, pairs, experts=["direct", "score"])
     rows = [s for s in sig if s.split != "test"]
     y = np.array([1.0 if s.label == "a" else -1.0 for s in rows])
     full, _ = fit_stack(rows, y, [s.split for s in rows], experts=["direct", "score"], categories=["default"])
     costs, _ = expert_costs(rows, ["direct", "score"])
-    cheap = f"tokens={min(costs.values()) * 1.000001!r}"          # one expert: a real second stage
+    shared = shared_costs(rows)             # a single expert still prefills the prompt prefix it shares
+    cheap = f"tokens={min(subset_cost(costs, [e], None, shared) for e in costs) * 1.000001!r}"   # one expert
     art = fit_cascade(sig, {"condition": "c", "head": "stack", "experts": ["direct", "score"],
                             "heads": {"stack": full.to_json()}}, cascade=CascadeSpec(cheap, 0.0))
     art["cascade"]["stage1_experts"] = ["direct"]
@@ -196,3 +198,51 @@ def test_score_model_truncate_cuts_a_pair_once_for_every_stage(qwen_dir, tmp_pat
         assert (long.question, long.response_a, long.response_b) == \
             (want.question, want.response_a, want.response_b)
         assert long.meta.get("truncated") is True
+
+
+@pytest.mark.parametrize("naive", [False, True])
+def test_a_subset_costs_what_running_it_alone_prefills(qwen_dir, naive):
+    """The experts' prompts share each order's [system][question][A][B]: a subset's cost, added up from
+    the full bank's records (selection/costs.subset_cost with meta.prefill_shared), is what running the
+    subset alone prefills, token for token; the full bank's own cost is unchanged. Before, the subset
+    was charged only its experts' equal parts of the shared nodes (direct: about half of a run alone)."""
+    from baer_fast.bank.runner import run_experts
+    from baer_fast.runtime.open import HfOptions, open_engine
+    from baer_fast.selection.costs import expert_costs, expert_sources, shared_costs, subset_cost
+    engine = open_engine(qwen_dir, options=HfOptions(naive=naive))
+    pairs = [Pair(f"d{i}", q, f"answer {i} is seven", f"response {i * 3} is eight because", label="a")
+             for i, q in enumerate(["Which is prime, 7 or 8?", "Explain why the sum is even.", "Name a colour."])]
+    names = ["direct", "score", "pointwise", "pride"]
+    full = run_experts(engine, pairs, experts=names)
+    costs, _ = expert_costs(full, names)
+    sources, shared = expert_sources(full, names), shared_costs(full)
+    assert (shared is None) == naive                               # the naive engine shares nothing
+    assert subset_cost(costs, names, sources, shared) == pytest.approx(sum(costs.values()))
+    for sub in (["direct"], ["score"], ["pointwise"], ["direct", "score"], ["pride"], ["pride", "pointwise"]):
+        alone = run_experts(engine, pairs, experts=sub)
+        spent = sum(c["prefilled"] for r in alone for c in r.meta["expert_cost"].values()) / len(pairs)
+        assert subset_cost(costs, sub, sources, shared) == pytest.approx(spent), sub
+
+
+def test_the_experts_command_prices_a_derived_expert_without_its_source(qwen_dir, tmp_path):
+    """`experts --experts pride,score`: pride takes direct's cell (direct is not in the file), and its
+    place in the shared prompt nodes, so pride alone still costs what running it prefills."""
+    from baer_fast.bank.runner import run_experts
+    from baer_fast.cli import main
+    from baer_fast.io.records import read_signals, write_pairs
+    from baer_fast.selection.costs import expert_costs, expert_sources, shared_costs, subset_cost
+    pairs = [Pair(f"d{i}", q, f"answer {i} is seven", f"response {i * 3} is eight because", label="a",
+                  split=("selection", "calibration", "test")[i])
+             for i, q in enumerate(["Which is prime, 7 or 8?", "Explain why the sum is even.", "Name a colour."])]
+    write_pairs(str(tmp_path / "p.jsonl"), pairs)
+    out = tmp_path / "s.jsonl"
+    assert main(["-q", "experts", "--model", qwen_dir, "--input", str(tmp_path / "p.jsonl"), "--out", str(out),
+                 "--experts", "pride,score"]) == 0
+    sig = read_signals(str(out))
+    shared = shared_costs(sig)
+    assert shared is not None and all("direct" not in e for e in shared.sets) and "direct" not in shared.parts
+    costs, _ = expert_costs(sig, ["pride", "score"])
+    alone = run_experts(qwen_dir, pairs, experts=["pride"])
+    spent = sum(c["prefilled"] for r in alone for c in r.meta["expert_cost"].values()) / len(pairs)
+    assert subset_cost(costs, ["pride"], expert_sources(sig, ["pride", "score"]), shared) == pytest.approx(spent)
+    assert subset_cost(costs, ["pride", "score"], None, shared) == pytest.approx(sum(costs.values()))

@@ -35,6 +35,8 @@ CASES = {
     "meta_cost_shape": (_line(meta={"expert_cost": 5}), 1, "field 'meta.expert_cost': expected an object"),
     "meta_cost_value": (_line(meta={"expert_cost": {"e1": {"prefilled": "x"}}}), 1,
                         "field 'meta.expert_cost.e1.prefilled'"),
+    "meta_shared_shape": (_line(meta={"prefill_shared": [[120, "e1"]]}), 1,
+                          "field 'meta.prefill_shared': expected a list of [tokens, [expert, ...]]"),
 }
 
 
