@@ -131,8 +131,16 @@ def cost_lines(art: dict) -> list[str]:
         out.append(f"  cascade: stage 1 {', '.join(c['stage1_experts'])}, tau {c['tau']:.4g}: CV exit "
                    f"{100 * c['cv']['cv_exit_rate']:.1f}%, CV accuracy {100 * c['cv']['cv_accuracy']:.1f} vs full "
                    f"{100 * c['cv']['full_cv_accuracy']:.1f}; expected cost {c['expected_cost_per_pair']:.1f} of "
-                   f"{c['full_cost_per_pair']:.1f} per pair")
+                   f"{c['full_cost_per_pair']:.1f} per pair" + again(c))
     return out
+
+
+def again(c: dict) -> str:
+    """Where stage 2 shares prompt prefixes with stage 1: its cost when it prefills them again."""
+    x = c.get("expected_cost_per_pair_prefilled_again")
+    return "" if x is None or x <= c["expected_cost_per_pair"] + 1e-9 else (
+        f" ({x:.1f} where stage 2 prefills its shared prompt prefixes again: score --model, or a generative "
+        "stage 2; Judge hands single-pass stages stage 1's)")
 
 
 def noise_lines(plan: dict) -> list[str]:

@@ -375,8 +375,7 @@ def plan_with_nested(records: Sequence, budget: str, *, spec: SplitSpec = SplitS
     nested = (nested_search(rows, y, experts, space, limit, categories, model=model, eps=eps)
               if model.outer_repeats > 0 else None)
     plan = {"budget": str(budget), "limit_per_pair": limit, "cost_source": source,
-            "expert_costs": costs, "expert_sources": sources, **({"shared_prefill": {
-                "sets": [[t, list(e)] for e, t in shared.sets.items()], "parts": shared.parts}} if shared else {}),
+            "expert_costs": costs, "expert_sources": sources, **({"shared_prefill": shared.to_json()} if shared else {}),
             "full_cost_per_pair": full, "full_cv_accuracy": cv.accuracy(cv.full),
             **space.describe(space.units_of(best["experts"])), "cost_per_pair": best["cost"],
             "fraction_of_full": best["cost"] / full if full > 0 else 0.0,

@@ -26,6 +26,7 @@ from baer_fast.heads.stack import StackHead
 from baer_fast.selection.budget import (CostModel, expert_costs, fit_stack, labelled_rows, parse_budget,
                                        plan_with_nested, restrict)
 from baer_fast.io.splits import SplitSpec
+from baer_fast.selection.costs import SharedPrefill, subset_cost
 
 log = logging.getLogger("baer_fast")
 
@@ -101,6 +102,9 @@ def _fit_cascade(records: Sequence, full_art: dict, *, spec: SplitSpec, cascade:
     tau = choose_tau(nested.s_sub, nested.s_full, y, cascade.tolerance, cascade.noise_z, cascade.min_confidence)
     tau = {k: round(v, model.rounding) if isinstance(v, float) and math.isfinite(v) else v for k, v in tau.items()}
     c1, c_all, source = plan["cost_per_pair"], plan["full_cost_per_pair"], plan["cost_source"]   # the same rows
+    # stage 2 on its own, prefilling its prompts' shared prefixes again (score --model; a generative stage 2)
+    c2 = subset_cost(plan["expert_costs"], [e for e in experts if e not in stage1], plan["expert_sources"],
+                     SharedPrefill.from_json(plan.get("shared_prefill")))
     if not math.isfinite(tau["tau"]):
         log.warning("cascade: no exit shown safe on the non-test rows (tolerance %g, z %g): tau = inf, every pair "
                     "runs both stages", cascade.tolerance, cascade.noise_z)
@@ -112,6 +116,8 @@ def _fit_cascade(records: Sequence, full_art: dict, *, spec: SplitSpec, cascade:
         "stage1_lambda": info1["lambda"], "cv": {**tau, "tau": tau["tau"] if math.isfinite(tau["tau"]) else None},
         "nested": plan["nested"], "cost_source": source, "stage1_cost_per_pair": c1, "full_cost_per_pair": c_all,
         "expected_cost_per_pair": c1 + (1.0 - tau["cv_exit_rate"]) * (c_all - c1),
+        "stage2_alone_cost_per_pair": c2,
+        "expected_cost_per_pair_prefilled_again": c1 + (1.0 - tau["cv_exit_rate"]) * c2,
         "rule": "exit iff round(|s1|, 9) >= tau; tau >= min_confidence; exits grow from the most confident "
                 "pairs while, on nested out-of-fold scores of the non-test rows, min(wins - losses, 0) / N - "
                 "z sqrt(wins + losses) / N >= -tolerance against the full stack; inf when none is shown"}

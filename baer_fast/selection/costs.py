@@ -87,6 +87,13 @@ class SharedPrefill:
     sets: dict
     parts: dict
 
+    def to_json(self) -> dict:
+        return {"sets": [[t, list(e)] for e, t in self.sets.items()], "parts": dict(self.parts)}
+
+    @classmethod
+    def from_json(cls, d: dict | None) -> "SharedPrefill | None":
+        return None if not d else cls({tuple(e): float(t) for t, e in d["sets"]}, dict(d["parts"]))
+
     def extra(self, need: set) -> float:
         """What running `need` prefills beyond its cells: the shared nodes any of it passes through,
         whole, less the parts its cells already carry (0 for the bank that recorded them)."""

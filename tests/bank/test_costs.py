@@ -246,3 +246,21 @@ def test_the_experts_command_prices_a_derived_expert_without_its_source(qwen_dir
     spent = sum(c["prefilled"] for r in alone for c in r.meta["expert_cost"].values()) / len(pairs)
     assert subset_cost(costs, ["pride"], expert_sources(sig, ["pride", "score"]), shared) == pytest.approx(spent)
     assert subset_cost(costs, ["pride", "score"], None, shared) == pytest.approx(sum(costs.values()))
+
+
+def test_cascade_records_what_stage_two_costs_when_it_prefills_again(qwen_dir, tmp_path):
+    """A cascade on a runtime bank: stage 2 shares each order's prompt prefix with stage 1. Judge hands
+    it over (expected_cost_per_pair); run on its own (score --model) stage 2 prefills it again, and the
+    artifact says what that costs: running stage 2's experts alone (within 5%: these pairs share
+    questions, whose nodes the engine splits among the pairs of a call, exact on distinct questions)."""
+    from baer_fast import artifact
+    from baer_fast.bank.runner import run_experts
+    pairs = _labelled(12)
+    path, sig = _cascade_head(qwen_dir, str(tmp_path / "h.json"), pairs)
+    c = artifact.load(path)["cascade"]
+    test = [p for p in pairs if p.split != "test"]
+    alone = run_experts(qwen_dir, test, experts=["score"])
+    assert c["stage2_alone_cost_per_pair"] == pytest.approx(
+        sum(r.meta["expert_cost"]["score"]["prefilled"] for r in alone) / len(alone), rel=0.05)
+    assert c["stage2_alone_cost_per_pair"] > c["full_cost_per_pair"] - c["stage1_cost_per_pair"]
+    assert c["expected_cost_per_pair_prefilled_again"] > c["expected_cost_per_pair"]
