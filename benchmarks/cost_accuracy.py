@@ -241,7 +241,7 @@ def run_condition(bench: str, backbone: str, records, spec, mode: str, replay=No
                       "decoded": decoded_per_pair(test, c["stage1_experts"]) + decoded_per_pair(
                           [r for r, e in zip(test, exits) if not e], rest) * (1 - exited),
                       "stage1": c["stage1_experts"]}
-    if replay is not None:          # what `score --model` would run and report, replayed from the recorded bank
+    if replay is not None:          # what Judge would run and report (stage 2 reads stage 1's prefixes), replayed
         from baer_fast.selection.cascade import run_staged
         _, rep = run_staged(art, test, replay)
         row["cascade"]["runtime_report"] = rep

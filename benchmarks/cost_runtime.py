@@ -82,18 +82,26 @@ def runtime_records(cache_dir: str, *, pairs: list | None = None, n_pairs: int |
 
 def replay(records: list):
     """run(pairs, experts) for selection/cascade.run_staged from recorded signals: what the runtime
-    would run for `experts` (a native expert brings its generative one), with their recorded costs."""
+    would run for `experts` (a native expert brings its generative one), with their recorded costs,
+    plus, in a cell of its own, the parts of shared prompt prefixes the cells leave out (a stage runs
+    them whole; stage 2 reads stage 1's, as Judge runs single-pass stages: selection/costs.subset_cost)."""
     from dataclasses import replace
 
     from baer_fast.bank.runner import resolve_experts
+    from baer_fast.selection.costs import shared_costs
     by_id = {r.id: r for r in records}
 
-    def run(pairs, experts, given=None):         # given: stage 1's runs (the recorded costs already share)
+    def run(pairs, experts, given=None):         # given: stage 1's runs
         keep = set(resolve_experts(list(experts)))
         out = []
-        for p in pairs:
+        for p, before in zip(pairs, given or [None] * len(pairs)):
             r = by_id[p.id]
             cost = {k: v for k, v in (r.meta.get("expert_cost") or {}).items() if k in keep}
+            shared = shared_costs([r])
+            if shared is not None:
+                base = set(closure(before)) if before else set()
+                extra = shared.extra(base | set(closure(keep))) - (shared.extra(base) if base else 0.0)
+                cost[f"(shared prefixes, stage {2 if before else 1})"] = {"prefilled": extra, "decoded": 0}
             out.append(replace(r, experts={k: v for k, v in r.experts.items() if k in keep},
                                meta={**r.meta, "expert_cost": cost}))
         return out
