@@ -1,5 +1,4 @@
 """The prefix-shared engine reads the same verdicts as one plain forward per full prompt."""
-import random
 
 import pytest
 
@@ -8,9 +7,9 @@ from baer_fast import protocols
 from baer_fast.runtime.config import EngineConfig
 from baer_fast.runtime.prefill import PrefixEngine
 from baer_fast.runtime.naive import NaiveEngine
-from baer_fast.runtime.queries import Query
 from baer_fast.bank.runner import RunReport, run_experts
 from tests.fixtures.tolerances import naive_logprob_error, naive_run_error, paths_tol
+from tests.fixtures.prompts import random_query_groups
 from tests.fixtures.tiny_models import make_pairs
 
 # every torch.empty float starts as NaN: an unwritten column read anywhere shows up (tests/conftest.py)
@@ -57,19 +56,7 @@ def test_all_experts_match_naive(loaded, pairs, config):
 def test_engine_matches_naive_on_random_trees(loaded):
     """Token-level trees with branch points anywhere, prompts that are prefixes of others,
     duplicates, and mixed label sets."""
-    rng = random.Random(3)
-    vocab = len(loaded.tokenizer)
-    tok = lambda k: [rng.randrange(10, vocab) for _ in range(k)]   # noqa: E731
-    groups = []
-    for _ in range(5):
-        root = tok(rng.randint(1, 30))
-        group = [Query(tuple(root), (5, 6))]
-        for _ in range(rng.randint(1, 4)):
-            mid = root + tok(rng.randint(1, 25))
-            for _ in range(rng.randint(1, 3)):
-                group.append(Query(tuple(mid + tok(rng.randint(1, 9))), tuple(rng.sample(range(vocab), 3))))
-        group.append(group[-1])
-        groups.append(group)
+    groups = random_query_groups(loaded, seed=3)
     want = NaiveEngine(loaded).run(groups)
     tol = paths_tol(naive_logprob_error(loaded, groups))
     for config in CONFIGS.values():

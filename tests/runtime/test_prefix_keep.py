@@ -65,21 +65,10 @@ def test_random_trees_keep_and_take_back(loaded):
     equals the naive path's, and the call prefills its trees less exactly the kept paths' tokens."""
     import random
 
-    from baer_fast.runtime.queries import Query
+    from tests.fixtures.prompts import random_query_groups
+    groups = random_query_groups(loaded, seed=4, root_query=lambda g: g % 2 == 1)   # odd: a query ends on every path
     rng = random.Random(4)
-    vocab = len(loaded.tokenizer)
-    tok = lambda k: [rng.randrange(10, vocab) for _ in range(k)]   # noqa: E731
-    groups, keep = [], []
-    for _ in range(5):
-        root = tok(rng.randint(1, 30))
-        group = [Query(tuple(root), (5, 6))] if len(groups) % 2 else []      # a query that ends on every path
-        for _ in range(rng.randint(1, 4)):
-            mid = root + tok(rng.randint(1, 25))
-            for _ in range(rng.randint(1, 3)):
-                group.append(Query(tuple(mid + tok(rng.randint(1, 9))), tuple(rng.sample(range(vocab), 3))))
-        group.append(group[-1])
-        groups.append(group)
-        keep.append([q.ids[:rng.randint(1, len(q.ids) - 1)] for q in rng.sample(group, 2)])
+    keep = [[q.ids[:rng.randint(1, len(q.ids) - 1)] for q in rng.sample(group, 2)] for group in groups]
     want = NaiveEngine(loaded).run(groups)
     tol = paths_tol(naive_logprob_error(loaded, groups))
     for config in CONFIGS.values():
