@@ -20,19 +20,23 @@ HEAD = (b"POST /v1/judge HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r
         b"Content-Length: %d\r\n\r\n" % len(BODY))
 
 
-def answer(sock, *, trickle: bytes = b"", within: float = 10.0) -> bytes:
+def answer(sock, *, trickle: bytes = b"", within: float = 10.0) -> bytes | None:
     """What the server sends until it closes the connection, sending `trickle` a byte every 0.05 s
-    meanwhile."""
+    meanwhile; None when a trickled byte reached the server after it had answered and closed, and
+    its reset dropped the answer unread (a race of the two sides' timing: the metrics still say)."""
     got, deadline, rest = b"", time.monotonic() + within, trickle
     while time.monotonic() < deadline:
-        if select.select([sock], [], [], 0.05)[0]:
-            chunk = sock.recv(65536)
-            if not chunk:
-                return got
-            got += chunk
-        elif rest:
-            sock.sendall(rest[:1])
-            rest = rest[1:]
+        try:
+            if select.select([sock], [], [], 0.05)[0]:
+                chunk = sock.recv(65536)
+                if not chunk:
+                    return got
+                got += chunk
+            elif rest:
+                sock.sendall(rest[:1])
+                rest = rest[1:]
+        except (ConnectionResetError, BrokenPipeError):
+            return got or None
     raise AssertionError(f"the connection was still open after {within} s; got {got!r}")
 
 
@@ -45,8 +49,9 @@ def test_a_body_that_does_not_arrive_in_time_is_408_and_the_server_serves_on(ser
         s.sendall(HEAD + BODY[:5])
         got = answer(s, trickle=BODY[5:] if how == "trickle" else b"")
     assert 0.4 < time.monotonic() - t0 < 5
-    assert got.startswith(b"HTTP/1.1 408 "), got
-    assert b"did not arrive within 0.5 s" in got and b"connection: close" in got.lower()
+    if got is not None or how == "stall":         # a stalled client sends nothing that could reset
+        assert got.startswith(b"HTTP/1.1 408 "), got
+        assert b"did not arrive within 0.5 s" in got and b"connection: close" in got.lower()
     wait_until(lambda: 'status="408"' in httpx.get(srv.url + "/metrics", timeout=30).text, "the 408 counted")
     assert metric(srv.url, "baer_body_timeouts_total") == 1
     assert metric(srv.url, 'baer_requests_total{endpoint="/v1/judge",status="408"}') == 1
