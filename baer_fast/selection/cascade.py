@@ -102,9 +102,12 @@ def _fit_cascade(records: Sequence, full_art: dict, *, spec: SplitSpec, cascade:
     tau = choose_tau(nested.s_sub, nested.s_full, y, cascade.tolerance, cascade.noise_z, cascade.min_confidence)
     tau = {k: round(v, model.rounding) if isinstance(v, float) and math.isfinite(v) else v for k, v in tau.items()}
     c1, c_all, source = plan["cost_per_pair"], plan["full_cost_per_pair"], plan["cost_source"]   # the same rows
-    # stage 2 on its own, prefilling its prompts' shared prefixes again (score --model; a generative stage 2)
-    c2 = subset_cost(plan["expert_costs"], [e for e in experts if e not in stage1], plan["expert_sources"],
-                     SharedPrefill.from_json(plan.get("shared_prefill")))
+    # stage 2 on its own, prefilling its prompts' shared prefixes again (score --model; a generative stage 2):
+    # given stage 1's runs, it runs neither the sources stage 1 keeps (free_sources) nor what is read from them
+    sources = plan["expert_sources"]
+    ran = set(stage1) | {sources[e] for e in stage1 if e in sources}
+    c2 = subset_cost(plan["expert_costs"], [e for e in experts if e not in ran and sources.get(e) not in ran],
+                     sources, SharedPrefill.from_json(plan.get("shared_prefill")))
     if not math.isfinite(tau["tau"]):
         log.warning("cascade: no exit shown safe on the non-test rows (tolerance %g, z %g): tau = inf, every pair "
                     "runs both stages", cascade.tolerance, cascade.noise_z)

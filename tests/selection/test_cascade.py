@@ -126,3 +126,27 @@ def test_merge_keeps_both_stages_meta():
                                     "deliberate": {"max_new_tokens": 32, "seed": 0}}
     assert m.meta["expert_cost"] == {"cot": {"prefilled": 100, "decoded": 40}, "deliberate": {"prefilled": 60, "decoded": 20}}
     assert (m.meta["tokens_prefilled"], m.meta["tokens_naive"], m.meta["len_a"]) == (160, 270, 3)
+
+
+@pytest.mark.parametrize("stage1", [["direct"], ["pride"]])
+def test_stage_two_alone_prices_only_what_stage_two_runs(monkeypatch, stage1):
+    """Stage 2 is given stage 1's runs: PriDe after direct is read from them, and direct after PriDe
+    ran with it (bank/runner.free_sources); stage2_alone_cost_per_pair charges neither (it charged
+    direct's whole cost)."""
+    from baer_fast.io.splits import SplitSpec
+    from baer_fast.selection import cascade
+    from baer_fast.selection.budget import expert_costs, labelled_rows
+    records = bank(90, seed=3, accuracy={"direct": 0.8, "pride": 0.8, "score": 0.85},
+                   cost={"direct": 100, "pride": 0, "score": 600})
+    for r in records:
+        r.meta["expert_cost"]["pride"] = {"prefilled": 0, "decoded": 0, "from": "direct"}
+    real = cascade.plan_with_nested
+
+    def with_stage1(*args, **kw):
+        plan, nested = real(*args, **kw)
+        return {**plan, "experts": stage1}, nested
+    monkeypatch.setattr(cascade, "plan_with_nested", with_stage1)
+    art = fit_cascade(records, _stack_art(records), cascade=CascadeSpec("0.2"))
+    costs, _ = expert_costs(labelled_rows(records, SplitSpec())[0], ["direct", "pride", "score"])
+    assert art["cascade"]["stage1_experts"] == stage1
+    assert art["cascade"]["stage2_alone_cost_per_pair"] == pytest.approx(costs["score"])
