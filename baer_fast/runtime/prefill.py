@@ -136,13 +136,16 @@ class PrefixEngine:
         return _Row(g, packed, offs, [len(nodes[i].tokens) for i in packed], ends,
                     ancestors(nodes, packed[0]), first.past, at, first.depth)
 
-    def _waves(self, plans, trees) -> list[list[int]]:
+    def _waves(self, plans, trees, kept=None) -> list[list[int]]:
+        """Groups in waves whose held KV fits the KV budget less what is held outside the call and what
+        earlier waves hand back (kept: per group, tokens of its kept prefixes' KV)."""
         kvb, budget = self.loaded.kv_bytes_per_token, self.config.kv_budget_bytes - self.held_outside
         waves, cur, held = [], [], 0
         for g, rows in enumerate(plans):
             need = kvb * sum(len(trees[g][i].tokens) for i in _kept(rows))
             if cur and held + need > budget:
                 waves.append(cur)
+                budget -= kvb * sum(kept[x] for x in cur) if kept else 0
                 cur, held = [], 0
             cur.append(g)
             held += need
@@ -193,7 +196,7 @@ class PrefixEngine:
         out = [[None] * len(group) for group in groups]
         kept: dict = {}
         with torch.inference_mode():
-            for wave in self._waves(plans, trees):
+            for wave in self._waves(plans, trees, [sum(map(len, k)) for k in keeps]):
                 self._run_wave([r for g in wave for r in plans[g]], trees, groups, out, stats, gives,
                                {g: keeps[g] for g in wave if keeps[g]}, kept)
         stats.seconds = time.perf_counter() - t0

@@ -86,3 +86,23 @@ def test_random_trees_keep_and_take_back(loaded):
             assert full - got.tokens_per_group[g] == (tree_tokens(build_tree(used)) if used else 0)
             taken += bool(used)
         assert taken >= 2
+
+
+def test_waves_plan_within_the_budget_less_what_earlier_waves_kept(loaded):
+    """Kept prefix KV outlives its wave: each later wave plans within the KV budget less it (before,
+    waves planned within the whole budget while the kept KV piled up beside them)."""
+    pairs = make_pairs(8, seed=8)
+    groups, kvb = _groups(loaded, pairs, ["direct"]), loaded.kv_bytes_per_token
+    one = max(tree_tokens(build_tree([q.ids for q in g])) for g in groups) * kvb
+    engine = PrefixEngine(loaded, EngineConfig(memory_budget_bytes=4 * one))    # KV budget: several groups a wave
+    real, seen = engine._run_wave, []
+
+    def spy(rows, trees, groups, out, stats, gives=None, keeps=None, kept=None):
+        need = kvb * sum(len(trees[g][a].tokens) for g, a in {(r.g, a) for r in rows for a in r.chain})
+        seen.append(need + sum(k.numel() * k.element_size() + v.numel() * v.element_size() for k, v in kept.values()))
+        return real(rows, trees, groups, out, stats, gives, keeps, kept)
+    engine._run_wave = spy
+    keep = pairwise_prefixes(PromptEncoder.of(loaded), pairs)[:1] + [[]] * 7     # the first pair's prefixes
+    got = engine.run(groups, keep=keep)
+    assert len(seen) > 1 and len(got.kept) == 2
+    assert max(seen) <= engine.config.kv_budget_bytes
