@@ -25,6 +25,7 @@ class PrefixStore:
         self._of: dict = {}                # content key -> its two prefixes (tokenized when first asked)
         self.kv: dict = {}                 # prefix ids -> (K, V) [layers, kvh, len, hd]
         self._asked: dict = {}             # prefix ids -> bytes set aside for the call in flight
+        self.last = False                  # only() named the last stage's pairs: nothing is kept after
 
     def _mine(self, pairs) -> list[list[tuple]]:
         from baer_fast.bank.generative import pairwise_prefixes
@@ -42,6 +43,8 @@ class PrefixStore:
     def wanted(self, pairs) -> list[list[tuple]]:
         """Per pair, its prefixes not held yet that the budget has room for (run's keep); their bytes
         are set aside until `add`."""
+        if self.last:                      # no later call reads what this one would keep
+            return [[] for _ in pairs]
         out = []
         for ps in self._mine(pairs):
             mine = []
@@ -65,11 +68,12 @@ class PrefixStore:
         self._sync()
 
     def only(self, pairs) -> None:
-        """Hold the prefixes of these pairs only (a cascade's open pairs)."""
+        """Hold the prefixes of these pairs only (a cascade's open pairs), and keep no more: their stage is the last."""
         mine = {q for ps in self._mine(pairs) for q in ps} if self.kv else set()
         for q in [q for q in self.kv if q not in mine]:
             del self.kv[q]
             self.left += len(q) * self._per_token
+        self.last = True
         self._sync()
 
     def tokens(self) -> int:

@@ -101,3 +101,32 @@ def test_swapped_batch_mirrors_exactly_with_the_store(qwen_dir):
     s, t = j.score(q, a, b), j.score(q, b, a)
     assert (s == -t).all() and 0 < int((s != 0).sum())
     assert j.last_cascade["exited"] == 6
+
+
+def _stage_one(engine, loaded, pairs, room_for: int):
+    """Stage 1 (direct) through the store, with room for the first `room_for` pairs' prefixes."""
+    from baer_fast.bank.prompting import PromptEncoder
+    from baer_fast.bank.queries import build_all_queries, run_shared
+    store = engine.prefix_store
+    store.left = sum(len(p) for ps in store._mine(pairs[:room_for]) for p in ps) * loaded.kv_bytes_per_token
+    run_shared(engine, pairs, [q for q, _ in build_all_queries(PromptEncoder.of(loaded), pairs, ["direct"])],
+               store=store)
+    return store
+
+
+def test_the_last_stage_keeps_nothing(loaded):
+    """After `only` (stage 2's pairs) nothing reads a kept prefix again: stage 2 keeps none (before, it
+    kept the open pairs' prefixes stage 1 had no room for, to the end of the cascade)."""
+    from baer_fast.bank.prompting import PromptEncoder
+    from baer_fast.bank.queries import build_all_queries, run_shared
+    from baer_fast.runtime.prefill import PrefixEngine
+    from tests.fixtures.tiny_models import make_pairs
+    pairs, engine = make_pairs(3, seed=8), PrefixEngine(loaded)
+    with prefix_store.keeping(engine) as store:
+        _stage_one(engine, loaded, pairs, 1)
+        store.only(pairs[1:])                      # pair 0 exits; 1 and 2 are open, their prefixes not held
+        groups = [q for q, _ in build_all_queries(PromptEncoder.of(loaded), pairs[1:], ["score"])]
+        _, stats = run_shared(engine, pairs[1:], groups, store=store)
+        assert store.kv == {} and engine.held_outside == 0
+        assert stats.tokens_prefilled == sum(engine.plan_tokens(groups))
+
