@@ -93,5 +93,6 @@ def keeping(engine):
     engine.prefix_store = store
     try:
         yield store
-    finally:
+    finally:                 # an exception's traceback still holds the store: its KV goes now
+        store.kv.clear()
         engine.prefix_store, engine.held_outside = None, 0

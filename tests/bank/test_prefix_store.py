@@ -130,3 +130,17 @@ def test_the_last_stage_keeps_nothing(loaded):
         assert store.kv == {} and engine.held_outside == 0
         assert stats.tokens_prefilled == sum(engine.plan_tokens(groups))
 
+
+
+def test_an_error_inside_releases_the_kept_kv(loaded):
+    """A stage that raises: the kept KV goes with the store's context, not with the exception (whose
+    traceback still holds the store)."""
+    from baer_fast.runtime.prefill import PrefixEngine
+    from tests.fixtures.tiny_models import make_pairs
+    pairs, engine = make_pairs(2, seed=8), PrefixEngine(loaded)
+    with pytest.raises(RuntimeError):
+        with prefix_store.keeping(engine) as store:
+            _stage_one(engine, loaded, pairs, 2)
+            assert store.kv
+            raise RuntimeError("stage 2 failed")
+    assert store.kv == {} and engine.prefix_store is None and engine.held_outside == 0
