@@ -20,7 +20,9 @@ from baer_fast.runtime.queries import EngineResult, Query
 @runtime_checkable
 class Engine(Protocol):
     kind: str                 # what signals' meta "engine" says: "prefix", "naive" or "vllm"
-    takes_prefix_kv: bool     # run(groups, given=...) takes prefix KV computed elsewhere (the decoder's)
+    takes_prefix_kv: bool     # run(groups, given=..., keep=...) takes prefix KV computed elsewhere (the decoder's,
+                              # an earlier call's) and hands kept KV back; such an engine also has
+                              # `prefix_store` (None, or a cascade's bank/prefix_store.PrefixStore) and `held_outside`
     shares_prefixes: bool     # prompts of one call share their prefixes' prefill (not the naive reference)
     loaded: Any               # the model: tokenizer, name, context_len (and the torch model on hf)
 
