@@ -2,7 +2,7 @@
 
 Every pairwise prompt of one display order starts with the same [template][system][question]
 [A][B] (generative.pairwise_prefixes). A cascade runs stage 1's experts on every pair, then stage
-2's on the pairs stage 1 leaves open. `keeping(engine, pairs)` lends the prefix engine a
+2's on the pairs stage 1 leaves open. `keeping(engine)` lends the prefix engine a
 PrefixStore for both: stage 1's single-pass engine calls hand back each pair's two prefixes' KV
 (PrefixEngine.run(keep=...)) while the store's budget lasts (half the engine's KV budget; the
 engine's waves plan within what the store leaves), `only(open pairs)` frees the rest, and stage
@@ -68,7 +68,8 @@ class PrefixStore:
         self._sync()
 
     def only(self, pairs) -> None:
-        """Hold the prefixes of these pairs only (a cascade's open pairs), and keep no more: their stage is the last."""
+        """Hold the prefixes of these pairs only (a cascade's open pairs), and keep no more: their
+        stage is the last."""
         mine = {q for ps in self._mine(pairs) for q in ps} if self.kv else set()
         for q in [q for q in self.kv if q not in mine]:
             del self.kv[q]
