@@ -131,11 +131,6 @@ def tagged_prompts(engine, pairs, names, generation) -> list[list[tuple]]:
     return out
 
 
-def prefill_weights(engine, pairs, names, generation=None) -> list[dict]:
-    """Per pair {expert: tokens} by the node-splitting rule (module docstring)."""
-    return prefill_shares(engine, pairs, names, generation)[0]
-
-
 def prefill_shares(engine, pairs, names, generation=None) -> tuple[list[dict], list[dict]]:
     """-> per pair: {expert: tokens} by the node-splitting rule; {(experts, expert): tokens}: each
     expert's parts of the nodes several of the pair's experts pass through (experts: their sorted tuple)."""

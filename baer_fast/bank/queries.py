@@ -59,14 +59,13 @@ def run_shared(engine, pairs: list[Pair], groups: list[list[Query]], given=None,
     handed-in prefix KV for the engine (PrefixEngine.run), merged with the pairs. store: a
     PrefixStore (bank/prefix_store.py): its prefixes are handed in, and the ones it wants kept."""
     merged, spans = share_questions(pairs, groups)
-    keep = None
+    kw = {}
     if store is not None:
         given = [list(g or ()) + s for g, s in zip(given or [None] * len(pairs), store.given(pairs))]
-        keep = _merged(spans, len(merged), store.wanted(pairs))
+        kw["keep"] = _merged(spans, len(merged), store.wanted(pairs))
     if given is not None and any(given):
-        result = engine.run(merged, given=_merged(spans, len(merged), given), **({"keep": keep} if keep else {}))
-    else:
-        result = engine.run(merged, **({"keep": keep} if keep else {}))
+        kw["given"] = _merged(spans, len(merged), given)
+    result = engine.run(merged, **kw)
     if store is not None:
         store.add(result.kept)
     return [result.logprobs[g][lo:hi] for g, lo, hi in spans], result.stats

@@ -15,7 +15,7 @@ def _pairs(n):
 
 @pytest.mark.parametrize("naive", [False, True])
 def test_single_pass_shares_sum_to_engine_counter(qwen_dir, naive):
-    from baer_fast.bank.costs import prefill_weights
+    from baer_fast.bank.costs import prefill_shares
     from baer_fast.bank.runner import RunReport, run_experts
     from baer_fast.runtime.open import HfOptions, open_engine
     engine = open_engine(qwen_dir, options=HfOptions(naive=naive))
@@ -26,7 +26,7 @@ def test_single_pass_shares_sum_to_engine_counter(qwen_dir, naive):
     assert all(c["decoded"] == 0 for c in cells)
     assert all(c["prefilled"] > 0 for c in cells)
     # the shares come from the plan itself, not from the final rescaling to the counter
-    w = prefill_weights(engine, _pairs(5), names)
+    w = prefill_shares(engine, _pairs(5), names)[0]
     assert [{k: s.meta["expert_cost"][k]["prefilled"] for k in d} for s, d in zip(sig, w)] == w
     if naive:      # each prompt whole: the per-pair counter too
         assert [sum(c["prefilled"] for c in s.meta["expert_cost"].values()) for s in sig] == \
