@@ -16,8 +16,8 @@ import json
 import logging
 import os
 import sys
-import time
 
+from baer_fast.commands.stream import engine_kind, stream_signals
 from baer_fast.errors import InputError
 
 log = logging.getLogger("baer_fast")
@@ -109,7 +109,7 @@ def fingerprint(args, names: list[str], params_file: str | None) -> dict:
     return {"command": "experts", "model": os.path.abspath(args.model),
             "model_config_sha256": file_sha256(os.path.join(args.model, "config.json")),
             "weights": weights, "input_sha256": file_sha256(args.input), "experts": names,
-            "engine": _engine_kind(args), "dtype": args.dtype, **_runs_on(args),
+            "engine": engine_kind(args), "dtype": args.dtype, **_runs_on(args),
             "derived_params_sha256": file_sha256(params_file) if params_file else None,
             # only when on, so outputs written before the flags existed still resume
             **({"batch_invariant": True} if getattr(args, "batch_invariant", False) else {}),
@@ -123,15 +123,11 @@ def _runs_on(args) -> dict:
     dtype ("auto" is bf16 on CUDA) and resumed on another would mix runs of other precision. Absent
     for CPU fp32, so outputs written before the key existed still resume there."""
     from baer_fast.runtime.model.load import check_device, resolve_dtype
-    if _engine_kind(args) == "vllm":
+    if engine_kind(args) == "vllm":
         return {}
     device = check_device(args.device).split(":")[0]
     dtype = str(resolve_dtype(device, args.dtype)).removeprefix("torch.")
     return {} if (device, dtype) == ("cpu", "float32") else {"runs_on": f"{device}/{dtype}"}
-
-
-def _engine_kind(args) -> str:
-    return "vllm" if getattr(args, "backend", "hf") == "vllm" else ("naive" if args.naive else "prefix")
 
 
 def generation_config(args, names: list[str], recorded: dict | None = None):
@@ -167,15 +163,6 @@ def generation_config(args, names: list[str], recorded: dict | None = None):
     budgets = {**was, **budgets}
     # one memory budget: the decoder's slots and activations live within --memory-gb like the engine's KV
     return GenerationConfig(max_new_tokens=budgets, seed=seed, memory_budget_bytes=int(args.memory_gb * 2**30))
-
-
-def _open_writer(path: str, fingerprint: dict, overwrite: bool, args=None):
-    """The one place output durability is chosen: the shared resumable writer. The engine settings
-    that move only the last bits (batch shapes, kernels, attention) may change on a resume, warned."""
-    from baer_fast.io.resumable import ResumableWriter
-    settings = None if args is None else {k: getattr(args, k, None) for k in
-                                          ("chunk_pairs", "memory_gb", "batch_tokens", "kernels", "attn")}
-    return ResumableWriter(path, fingerprint=fingerprint, overwrite=overwrite, settings=settings)
 
 
 def _load_params(path: str | None) -> dict | None:
@@ -243,102 +230,6 @@ def _claim_final_out(args, raw: str) -> None:
         os.unlink(prog)
 
 
-def stream_signals(args, pairs, names, derived, params, target, fp, given: dict | None = None,
-                   shared=None) -> str:
-    """given: {pair id: runs already computed} (a cascade's first stage): the derived experts whose
-    source is there are applied to it, not run again (bank/runner.reusable). shared: a callable that
-    opens (once) an engine the caller closes (a cascade's stages share one); else the engine is
-    opened here, when there is work, and closed at the end."""
-    from baer_fast.progress import progress
-    from baer_fast.bank.costs import counted
-    from baer_fast.bank.runner import RunReport, apply_derived, expert_rows, no_rows, reusable, to_signals, with_given
-
-    reused = reusable(names, [given[pairs[0].id]] if given and pairs else None)
-    run_names = [n for n in names if n not in reused]
-    if reused:          # their cells say "from" the source: a file written recomputing it is not resumed
-        fp = {**fp, "reused": reused}
-    writer = _open_writer(target, fp, args.overwrite, args)
-    texts_path = args.out + ".texts.jsonl"
-    keep = bool(args.keep_texts and args.generation)
-    texts = _open_writer(texts_path, fp, args.overwrite, args) if keep and os.path.exists(texts_path) else None
-    done_texts = texts.done_ids if texts is not None else set()
-    if keep and not writer.done_ids <= done_texts:
-        for w in (writer, texts):
-            if w is not None:
-                w.close()
-        raise InputError(f"{len(writer.done_ids - done_texts)} pairs already in {target} were run without "
-                         "--keep-texts, and a resume cannot recover their texts: pass --overwrite to run every "
-                         "pair again with it, or resume without it", field="--keep-texts")
-    if keep and texts is None:
-        texts = _open_writer(texts_path, fp, args.overwrite, args)
-    from baer_fast.bank.canonical import chunks
-    # chunks of distinct contents in content order, fixed by the whole input (not by what a resumed
-    # run has left), so every pair's floats are those of the uninterrupted run
-    work = [c for c in chunks(pairs, args.chunk_pairs) if any(p.id not in writer.done_ids for p in c)]
-    todo = [p for c in work for p in c if p.id not in writer.done_ids]
-    engine, bar = None, None
-    try:
-        if todo and run_names:
-            engine = shared() if shared is not None else open_from_args(args)
-        report, t0 = RunReport(), time.perf_counter()       # throughput excludes model loading
-        bar = progress(len(todo), desc="experts", quiet=args.quiet or not todo)
-        for chunk in work:
-            # per-expert tokens into meta.expert_cost (bank/costs.py); no wall time: same bytes run to run
-            rows = counted(expert_rows, engine, chunk, run_names, report, args.generation, timed=False,
-                           batch_invariant=args.batch_invariant) if run_names else no_rows(len(chunk))
-            if given:
-                rows = with_given(rows, [given[p.id] for p in chunk], names, reused, timed=False)
-            if texts is not None:       # texts first: a kill between the two redoes the chunk, texts skip it
-                texts.append([{"id": p.id, "texts": r["texts"]} for p, r in zip(chunk, rows)
-                              if p.id not in texts.done_ids])
-            fresh = [(p, r) for p, r in zip(chunk, rows) if p.id not in writer.done_ids]
-            writer.append([to_signals(p, apply_derived(r["runs"], derived, params or {}), r, names,
-                                      _engine_kind(args)).to_json() for p, r in fresh])
-            chunk = [p for p, _ in fresh]
-            dt = max(time.perf_counter() - t0, 1e-9)
-            bar.set_postfix_str(f"{report.prefill_totals()[0] / dt:.0f} tok/s")
-            bar.update(len(chunk))
-        # computed in content order; written back in input order, atomically (same lines, same counts)
-        writer.reorder([p.id for p in pairs])
-        writer.finish()
-        if texts is not None:
-            texts.reorder([p.id for p in pairs])
-            texts.finish()
-    except BaseException:       # failed before any result (model load, engine options): leave no output
-        for w in (writer, texts):           # behind that would block the corrected command
-            if w is not None:
-                w.discard_if_unused()
-        raise
-    finally:
-        if bar is not None:
-            bar.close()
-        writer.close()
-        if texts is not None:
-            texts.close()
-        if shared is None:
-            close_engine(args, engine)
-    if report.generative is not None:
-        print("generative experts (cost per expert, this run):\n" + "\n".join(report.generative.lines()),
-              file=sys.stderr)
-    return _summary(len(pairs), len(todo), report, time.perf_counter() - t0)
-
-
-def open_from_args(args):
-    """The judge engine the flags describe (--backend, --memory-gb, --batch-tokens, --kernels, --naive, ...)."""
-    from baer_fast.runtime.config import EngineConfig
-    from baer_fast.runtime.open import HfOptions, engine_from_args, open_engine
-    config = EngineConfig(memory_budget_bytes=int(args.memory_gb * 2**30), batch_tokens=args.batch_tokens,
-                          kernels=args.kernels)
-    return engine_from_args(args, lambda: open_engine(args.model, options=HfOptions(
-        engine=config, naive=args.naive, device=args.device, dtype=args.dtype, attn=args.attn,
-        trust_remote_code=args.trust_remote_code)))
-
-
-def close_engine(args, engine) -> None:
-    if engine is not None and _engine_kind(args) == "vllm":
-        engine.close()          # vLLM's engine processes (data-parallel ranks too) stop now, not at exit
-
-
 def fit_context(args, pairs, names, rejects=None) -> list:
     """Pairs the judge's context holds, before any model work. --truncate: every pair cut to the room
     the longest prompt of `names` leaves (bank/truncation.py), once for the whole bank, so every
@@ -365,18 +256,6 @@ def fit_context(args, pairs, names, rejects=None) -> list:
         rejects.add(err, json.dumps(p.to_json(), ensure_ascii=False))
     dropped = {p.id for p, _ in long}
     return [p for p in pairs if p.id not in dropped]
-
-
-def _summary(total: int, new: int, report, seconds: float) -> str:
-    shared, naive = report.prefill_totals()
-    ratio = naive / shared if shared else 0.0
-    kv = f"KV peak {report.stats.kv_bytes_peak / 2**20:.1f} MiB"
-    g = report.generative
-    if g is not None and g.decode_kv_peak is not None:
-        kv += f" (engine), {g.decode_kv_peak / 2**20:.1f} MiB (decoder slots)"
-    return (f"experts: {total} pairs ({new} run, {total - new} already done) in {seconds:.1f}s: "
-            f"{new / max(seconds, 1e-9):.2f} pairs/s, {shared / max(seconds, 1e-9):.0f} tokens/s; "
-            f"prefilled {shared} tokens vs {naive} naive ({ratio:.2f}x fewer); {kv}")
 
 
 def _finish_derived(args, names, derived, raw_path) -> None:

@@ -139,8 +139,8 @@ def again(c: dict) -> str:
     """Where stage 2 shares prompt prefixes with stage 1: its cost when it prefills them again."""
     x = c.get("expected_cost_per_pair_prefilled_again")
     return "" if x is None or x <= c["expected_cost_per_pair"] + 1e-9 else (
-        f" ({x:.1f} where stage 2 prefills its shared prompt prefixes again: score --model, or a generative "
-        "stage 2; Judge hands single-pass stages stage 1's)")
+        f" ({x:.1f} where stage 2 prefills its shared prompt prefixes again: a generative stage 2, "
+        "--batch-invariant, --naive; single-pass stages otherwise read stage 1's)")
 
 
 def noise_lines(plan: dict) -> list[str]:

@@ -65,9 +65,9 @@ def _judge(args, art, pairs, rejects=None) -> list:
     """The head's experts on the pairs, through `experts`' resumable writer (<out>.signals.jsonl):
     a killed run resumes without redoing finished pairs. Derived experts (PriDe, CalibraEval) use
     the parameters frozen in the artifact, never refitted. A cascade head (early exit) runs its
-    cheap stage on every pair and the rest only on the pairs stage 1 leaves open, each stage
-    through its own resumable file (<out>.stage1/.stage2.signals.jsonl); stage 2 reuses stage 1's
-    runs (a derived expert's source is not prefilled again). A head pruned per subset
+    cheap stage on every pair and the rest only on the pairs stage 1 leaves open, chunk by chunk,
+    each stage through its own resumable file (<out>.stage1/.stage2.signals.jsonl); stage 2 reuses
+    stage 1's runs and prompt-prefix KV (commands/stream.stream_staged). A head pruned per subset
     runs each group of subsets with the same experts through <out>.subset<k>.signals.jsonl."""
     from baer_fast import protocols
     from baer_fast.errors import InputError
@@ -94,39 +94,31 @@ def _judge(args, art, pairs, rejects=None) -> list:
         return run_allocated(art, pairs, lambda some, names, k: _bank(args, art, some, names, f"subset{k}"))
     if not cascade:
         return _bank(args, art, pairs, art["experts"], "")
-    from baer_fast.bank.runner import free_sources
-    from baer_fast.selection.cascade import run_staged
-    # one engine for both stages (one model load). Stage 2 prefills the open pairs' prompt prefixes
-    # again: handing it stage 1's KV (as Judge does) would make a resumed run's bits differ from the
-    # uninterrupted run's (a resume has no stage 1 KV)
-    opened: list = []
-
-    def shared():
-        if not opened:
-            opened.append(experts.open_from_args(args))
-        return opened[0]
-    try:
-        return run_staged(art, pairs, lambda some, names, given=None: _bank(
-            args, art, some, names, "stage1" if given is None else "stage2", given, shared), free_sources)[0]
-    finally:
-        for engine in opened:
-            experts.close_engine(args, engine)
+    from baer_fast.commands.stream import stream_staged
+    return stream_staged(args, art, pairs, art.get("derived_params") or {}, lambda stage: signals_path(args.out, stage),
+                         lambda stage, names: _fingerprint(args, art, names, stage))
 
 
-def _bank(args, art, pairs, experts_, stage: str, given=None, shared=None) -> list:
+def _fingerprint(args, art, names, stage: str) -> dict:
+    from baer_fast.commands import experts
+    fp = experts.fingerprint(args, names, None)
+    fp.update(command="score", head=art["checksum"], stage=stage or None)
+    if stage == "stage2":       # run per stage-1 chunk, reading its prompt-prefix KV: not the older layout
+        fp["chunked"] = True
+    return fp
+
+
+def _bank(args, art, pairs, experts_, stage: str) -> list:
     from baer_fast import protocols
     from baer_fast.bank.runner import resolve_experts
-    from baer_fast.commands import experts
+    from baer_fast.commands.stream import stream_signals
     from baer_fast.io.records import read_signals
 
     names = resolve_experts(list(experts_))
     derived = [n for n in names if n in protocols.DERIVED_EXPERTS]
     target = signals_path(args.out, stage)
-    fp = experts.fingerprint(args, names, None)
-    fp.update(command="score", head=art["checksum"], stage=stage or None)
-    given = {p.id: g for p, g in zip(pairs, given)} if given is not None else None    # stage 1's runs
-    print(experts.stream_signals(args, pairs, names, derived, art.get("derived_params") or {}, target, fp, given,
-                                 shared), file=sys.stderr)
+    fp = _fingerprint(args, art, names, stage)
+    print(stream_signals(args, pairs, names, derived, art.get("derived_params") or {}, target, fp), file=sys.stderr)
     by_id = {s.id: s for s in read_signals(target)}
     return [by_id[p.id] for p in pairs]
 

@@ -102,7 +102,8 @@ def _fit_cascade(records: Sequence, full_art: dict, *, spec: SplitSpec, cascade:
     tau = choose_tau(nested.s_sub, nested.s_full, y, cascade.tolerance, cascade.noise_z, cascade.min_confidence)
     tau = {k: round(v, model.rounding) if isinstance(v, float) and math.isfinite(v) else v for k, v in tau.items()}
     c1, c_all, source = plan["cost_per_pair"], plan["full_cost_per_pair"], plan["cost_source"]   # the same rows
-    # stage 2 on its own, prefilling its prompts' shared prefixes again (score --model; a generative stage 2):
+    # stage 2 on its own, prefilling its prompts' shared prefixes again (a generative stage 2, a batch-invariant
+    # run, the naive engine):
     # given stage 1's runs, it runs neither the sources stage 1 keeps (free_sources) nor what is read from them
     sources = plan["expert_sources"]
     ran = set(stage1) | {sources[e] for e in stage1 if e in sources}
@@ -146,8 +147,19 @@ def merge(first, second):
     return replace(first, experts={**first.experts, **second.experts}, meta=meta)
 
 
+def stage1_head(art: dict) -> CascadeHead:
+    c = art["cascade"]
+    return CascadeHead(StackHead.from_json(c["stage1"]), None, float(c["tau"]))
+
+
+def stage1_run(art: dict, free: Callable | None = None) -> list[str]:
+    """The experts stage 1 runs: its own, and those free with them (free(experts)) that the full head uses."""
+    stage1 = list(art["cascade"]["stage1_experts"])
+    return [e for e in (free(stage1) if free else stage1) if e in stage1 or e in art["experts"]]
+
+
 def run_staged(art: dict, pairs: Sequence, run: Callable, free: Callable | None = None,
-               keep: Callable | None = None) -> tuple[list, dict]:
+               keep: Callable | None = None, *, report: bool = True) -> tuple[list, dict]:
     """run(pairs, experts, given=None) -> Signals per pair (the bank). Stage 1 on every pair, stage 2,
     batched, on the pairs that did not exit -> (records, report: pairs, exited, exit fraction, tokens per
     pair). Stage 2 runs only the experts stage 1's records lack (a native verdict came with its
@@ -155,12 +167,12 @@ def run_staged(art: dict, pairs: Sequence, run: Callable, free: Callable | None 
     free(experts): those plus the ones whose runs come free with them (bank/runner.free_sources): stage 1
     keeps the ones the full head uses, so stage 2 does not compute them again (direct after PriDe).
     keep(): a context manager around both stages that yields a store of prompt-prefix KV or None
-    (bank/prefix_store.keeping): stage 2's calls read the open pairs' prefixes stage 1 computed."""
+    (bank/prefix_store.keeping): stage 2's calls read the open pairs' prefixes stage 1 computed.
+    report=False: the report is returned, not logged (a caller running chunk by chunk logs its own)."""
     c = art["cascade"]
-    head = CascadeHead(StackHead.from_json(c["stage1"]), None, float(c["tau"]))
-    stage1 = list(c["stage1_experts"])
+    head = stage1_head(art)
     with keep() if keep else contextlib.nullcontext() as store:
-        first = run(list(pairs), [e for e in (free(stage1) if free else stage1) if e in stage1 or e in art["experts"]])
+        first = run(list(pairs), stage1_run(art, free))
         exits = head.exits(first) if first else np.zeros(0, bool)
         todo = [i for i, e in enumerate(exits) if not e]
         have = set.intersection(*(set(first[i].experts) for i in todo)) if todo else set()
@@ -171,11 +183,16 @@ def run_staged(art: dict, pairs: Sequence, run: Callable, free: Callable | None 
         if todo and rest:
             for i, rec in zip(todo, run([pairs[i] for i in todo], rest, given=[first[i].experts for i in todo])):
                 out[i] = merge(first[i], rec)
-    report = staged_report(out, exits)
+    stats = staged_report(out, exits)
+    if report:
+        log_staged(stats)
+    return out, stats
+
+
+def log_staged(report: dict) -> None:
     log.info("cascade: %d of %d pairs exited after stage 1 (%.1f%%); %.1f tokens decoded, %.1f prefilled "
              "per pair", report["exited"], report["pairs"], 100 * report["exit_fraction"],
              report["tokens_decoded_per_pair"], report["tokens_prefilled_per_pair"])
-    return out, report
 
 
 def staged_report(records: Sequence, exits: np.ndarray) -> dict:

@@ -130,9 +130,9 @@ def test_score_model_stage_two_reuses_stage_one_with_the_artifact_params(qwen_di
     from baer_fast import artifact
     from baer_fast.bank.runner import apply_derived
     from baer_fast.cli import main
-    from baer_fast.commands import experts
-    opens, real_open = [], experts.open_from_args
-    monkeypatch.setattr(experts, "open_from_args", lambda args: opens.append(1) or real_open(args))
+    from baer_fast.commands import stream
+    opens, real_open = [], stream.open_from_args
+    monkeypatch.setattr(stream, "open_from_args", lambda args: opens.append(1) or real_open(args))
     from baer_fast.io.records import read_signals, write_pairs
     from baer_fast.selection.cascade import merge
     path = str(tmp_path / "h.json")

@@ -130,14 +130,14 @@ def _labelled(n):
 
 
 def _record_stages(monkeypatch):
-    """Wrap `score --model`'s per-stage expert run: [(pairs, experts, records)] as each stage ran."""
-    from baer_fast.commands import score as score_cmd
-    real, made = score_cmd._bank, []
+    """Wrap `score --model`'s per-stage expert writes: [(pairs, experts, records)] as each stage's chunk ran."""
+    from baer_fast.commands.stream import SignalStream
+    real, made = SignalStream.write, []
 
-    def recording(args, art, ps, names, stage, given=None, shared=None):
-        made.append((list(ps), list(names), real(args, art, ps, names, stage, given, shared)))
+    def recording(self, chunk, rows):
+        made.append((list(chunk), list(self.names), real(self, chunk, rows)))
         return made[-1][2]
-    monkeypatch.setattr(score_cmd, "_bank", recording)
+    monkeypatch.setattr(SignalStream, "write", recording)
     return made
 
 
@@ -161,8 +161,8 @@ def test_score_model_runs_stage_two_only_where_the_cascade_needs_it(qwen_dir, tm
     assert [(len(ps), names) for ps, names, _ in made] == [(12, ["direct"]), (int((~exits).sum()), ["score"])]
     got = [json.loads(line)["score"] for line in open(tmp_path / "s.jsonl") if line.startswith("{\"id")]
     # the scores are the cascade's on exactly the runs the two stages produced
-    second = iter(made[1][2])
-    staged = [r if e else merge(r, next(second)) for r, e in zip(made[0][2], exits)]
+    first, second = ({r.id: r for r in recs} for _, _, recs in made)      # each in content order
+    staged = [merge(first[p.id], second[p.id]) if p.id in second else first[p.id] for p in pairs]
     assert got == [float(x) for x in head.score(staged)]
     assert [("score" in r.experts) for r in staged] == [not e for e in exits]
 
@@ -194,7 +194,7 @@ def test_score_model_truncate_cuts_a_pair_once_for_every_stage(qwen_dir, tmp_pat
     assert want.truncated
     assert [names for _, names, _ in made] == [["direct"], ["score"]]
     for ps, _, _ in made:
-        long = ps[1]
+        long = next(p for p in ps if p.id == pairs[1].id)
         assert (long.question, long.response_a, long.response_b) == \
             (want.question, want.response_a, want.response_b)
         assert long.meta.get("truncated") is True
