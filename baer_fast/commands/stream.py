@@ -219,7 +219,8 @@ def stream_staged(args, art, pairs, params, target, fp) -> list:
         for stream, was in zip((one, two), before):
             print(stream.summary(len(stream.done), len(stream.done) - was, seconds), file=sys.stderr)
     first = {s.id: s for s in read_signals(target("stage1"))}
-    second = {s.id: s for s in read_signals(target("stage2"))} if rest else {}
+    # every pair may exit: stage 2's file is then complete and empty, which read_signals refuses
+    second = {s.id: s for s in read_signals(target("stage2"))} if two is not None and two.done else {}
     out = [merge(first[p.id], second[p.id]) if p.id in second else first[p.id] for p in pairs]
     log_staged(staged_report(out, head.exits([first[p.id] for p in pairs])))
     return out

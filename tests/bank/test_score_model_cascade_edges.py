@@ -1,0 +1,135 @@
+"""`score --model` with a cascade head at its edges (commands/stream.stream_staged): every pair open or
+none, a stage 1 that holds every expert, generative stages, the naive engine, duplicates and swaps,
+one-pair and one-chunk runs, skipped input lines. Every run is checked against its own files: stage 2
+holds exactly the pairs the stage-1 file leaves open, and the scores are the deployed head's on the
+merged records, bit for bit."""
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+
+import pytest
+
+from tests.bank.test_cascade_reuse import PAIRS, PRIDE, _art
+
+
+@pytest.fixture(scope="module")
+def heads(qwen_dir, tmp_path_factory):
+    from baer_fast import artifact
+    from baer_fast.io.records import write_pairs
+    d = tmp_path_factory.mktemp("cascade_edges")
+    write_pairs(str(d / "p.jsonl"), PAIRS)
+    art = _art(qwen_dir, ["direct", "score", "pride"], ["direct"])
+    artifact.save(str(d / "h.json"), art)
+    for name, tau in (("all_exit", 0.0), ("all_open", 1e9)):
+        artifact.save(str(d / f"{name}.json"), {**art, "cascade": {**art["cascade"], "tau": tau}})
+    artifact.save(str(d / "no_rest.json"), _art(qwen_dir, ["direct", "pride"], ["pride"]))
+    return d
+
+
+def _score(model, d, out, *extra, head="h.json", pairs="p.jsonl", chunk="4"):
+    from baer_fast.cli import main
+    assert main(["-q", "score", "--model", model, "--input", str(d / pairs), "--head", str(d / head),
+                 "--out", str(out), "--chunk-pairs", chunk, "--kernels", "torch", *extra]) == 0
+
+
+def _checked(d, out, head="h.json"):
+    """(scores, stage-1 records, stage-2 records by id) of a finished run, after checking them together."""
+    from baer_fast import artifact
+    from baer_fast.bank.runner import apply_derived
+    from baer_fast.io.records import read_signals
+    from baer_fast.selection.cascade import merge, stage1_head
+    art = artifact.load(str(d / head))
+    first = read_signals(f"{out}.stage1.signals.jsonl")
+    exits = stage1_head(art).exits(first)
+    two = f"{out}.stage2.signals.jsonl"
+    second = {s.id: s for s in read_signals(two)} if os.path.exists(two) and os.path.getsize(two) else {}
+    needs = set(art["experts"]) - set(first[0].experts)        # what stage 2 runs, if anything
+    assert set(second) == ({s.id for s, e in zip(first, exits) if not e} if needs else set())   # the open pairs
+    merged = [merge(s, second[s.id]) if s.id in second else s for s in first]
+    for r in merged:
+        if r.id in second:
+            assert set(art["experts"]) <= set(r.experts)
+            if "pride" in r.experts:        # read from the file's direct runs, with the artifact's parameters
+                assert r.experts["pride"] == apply_derived(r.experts, ["pride"], PRIDE)["pride"]
+    scores = [json.loads(x) for x in open(out) if x.startswith('{"id"')]
+    assert [s["id"] for s in scores] == [s.id for s in first]
+    assert [s["score"] for s in scores] == [float(x) for x in artifact.deployed_head(art).score(merged)]
+    return scores, first, second
+
+
+def test_tau_zero_exits_every_pair_and_leaves_an_empty_complete_stage_two(qwen_dir, heads, tmp_path):
+    from tests.fixtures.kill_resume import progress
+    out = tmp_path / "s.jsonl"
+    _score(qwen_dir, heads, out, head="all_exit.json")
+    scores, first, second = _checked(heads, out, "all_exit.json")
+    assert len(scores) == len(PAIRS) and second == {}
+    assert progress(f"{out}.stage2.signals.jsonl")["complete"] is True
+    assert all(set(s.experts) == {"direct"} for s in first)
+
+
+def test_a_huge_tau_opens_every_pair(qwen_dir, heads, tmp_path):
+    out = tmp_path / "s.jsonl"
+    _score(qwen_dir, heads, out, head="all_open.json")
+    _, _, second = _checked(heads, out, "all_open.json")
+    assert len(second) == len(PAIRS)
+
+
+def test_a_stage_one_that_holds_every_expert_writes_no_stage_two(qwen_dir, heads, tmp_path):
+    out = tmp_path / "s.jsonl"
+    _score(qwen_dir, heads, out, head="no_rest.json")
+    _, first, second = _checked(heads, out, "no_rest.json")
+    assert second == {} and not os.path.exists(f"{out}.stage2.signals.jsonl")
+    assert all(set(s.experts) == {"direct", "pride"} for s in first)
+
+
+@pytest.mark.parametrize("extra", [["--naive"], ["--batch-invariant"], ["--chunk-pairs", "1"],
+                                   ["--chunk-pairs", "100"]], ids=["naive", "batch-invariant", "chunk1", "one-chunk"])
+def test_engine_options_and_chunk_sizes_keep_the_stages_together(qwen_dir, heads, tmp_path, extra):
+    out = tmp_path / "s.jsonl"
+    _score(qwen_dir, heads, out, *extra)
+    scores, _, second = _checked(heads, out)
+    assert len(scores) == len(PAIRS) and 0 < len(second) < len(PAIRS)
+
+
+def test_duplicates_and_swaps_share_a_chunk_and_a_verdict(qwen_dir, heads, tmp_path):
+    from baer_fast.io.records import write_pairs
+    c0, c1 = PAIRS[0], PAIRS[1]
+    more = [*PAIRS, dataclasses.replace(c0, id="dup0"),
+            dataclasses.replace(c1, id="swap1", response_a=c1.response_b, response_b=c1.response_a)]
+    write_pairs(str(heads / "dups.jsonl"), more)
+    out = tmp_path / "s.jsonl"
+    _score(qwen_dir, heads, out, pairs="dups.jsonl", chunk="3")
+    scores, _, second = _checked(heads, out)
+    by = {s["id"]: s["score"] for s in scores}
+    assert by["dup0"] == by["c0"] and by["swap1"] == -by["c1"]
+    assert ("dup0" in second) == ("c0" in second) and ("swap1" in second) == ("c1" in second)
+
+
+def test_a_skipped_bad_line_leaves_the_other_pairs_staged(qwen_dir, heads, tmp_path):
+    lines = [json.dumps(p.to_json()) for p in PAIRS[:5]]
+    (heads / "bad.jsonl").write_text("\n".join(lines[:2] + ['{"id": "x", "question": 3}'] + lines[2:]) + "\n")
+    out = tmp_path / "s.jsonl"
+    _score(qwen_dir, heads, out, "--on-error", "skip", pairs="bad.jsonl")
+    scores, _, _ = _checked(heads, out)
+    assert [s["id"] for s in scores] == [p.id for p in PAIRS[:5]]
+
+
+@pytest.mark.slow        # decodes
+@pytest.mark.parametrize("full,stage1", [(["direct", "cot"], ["direct"]), (["cot", "direct"], ["cot_native"])],
+                         ids=["generative-stage-2", "generative-stage-1"])
+def test_generative_stages(qwen_dir, tmp_path, full, stage1):
+    from baer_fast import artifact
+    from baer_fast.bank.generative import GenerationConfig
+    from baer_fast.io.records import write_pairs
+    art = _art(qwen_dir, full, stage1, GenerationConfig(max_new_tokens={"cot": 4}))
+    artifact.save(str(tmp_path / "h.json"), art)
+    write_pairs(str(tmp_path / "p.jsonl"), PAIRS)
+    out = tmp_path / "s.jsonl"
+    _score(qwen_dir, tmp_path, out, "--max-new-tokens", "cot=4")
+    _, first, second = _checked(tmp_path, out)
+    assert 0 < len(second) < len(PAIRS)
+    assert all(s.meta["generation"]["cot"]["max_new_tokens"] == 4 for s in [*first, *second.values()]
+               if "cot" in s.experts and "generation" in s.meta)
+
