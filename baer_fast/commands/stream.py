@@ -198,7 +198,10 @@ def stream_staged(args, art, pairs, params, target, fp) -> list:
             stream = one if given is None else two
             if resolve_experts(experts) != stream.names:
                 raise RuntimeError(f"cascade stage asked for {experts}; its file holds {stream.names}")
-            return stream.write(some, stream.rows(engine, some, given))
+            recs = stream.write(some, stream.rows(engine, some, given))
+            # a stage-1 rerun (for its KV) under other settings may move last bits: exits and stage 2's
+            # given runs are those of the file, which the merged output reads
+            return [old.get(r.id, r) for r in recs] if given is None else recs
 
         work = [c for c in chunks(pairs, args.chunk_pairs) if not finished(c)]
         try:

@@ -133,3 +133,30 @@ def test_generative_stages(qwen_dir, tmp_path, full, stage1):
     assert all(s.meta["generation"]["cot"]["max_new_tokens"] == 4 for s in [*first, *second.values()]
                if "cot" in s.experts and "generation" in s.meta)
 
+
+
+def test_a_resumed_chunk_goes_on_to_stage_two_as_its_stage_one_file_says(qwen_dir, heads, tmp_path, monkeypatch):
+    """A run stopped between a chunk's stages runs that chunk's stage 1 again (for its KV). Resumed with
+    other engine settings (--chunk-pairs, --memory-gb: warned by the writer), those runs may differ from
+    the file's in the last bits, and a pair near tau could exit one way and be scored the other (no stage
+    2 evidence: p = 0.5). Which pairs go on, and the runs stage 2 derives from, are the file's. Simulated
+    by a rerun of stage 1 whose direct runs are all confident: it would let every pair exit."""
+    from baer_fast.bank import runner
+    from tests.bank.test_score_model_cascade_kv import REAL, _spy
+    out = tmp_path / "s.jsonl"
+    _spy(monkeypatch, fail_at=3)                    # chunk 2's stage 2: its stage 1 is in the file
+    with pytest.raises(RuntimeError, match="between a chunk's stages"):
+        _score(qwen_dir, heads, out)
+    real, again = REAL, []
+
+    def confident(engine, pairs, names, report, generation=None, **kw):
+        rows = real(engine, pairs, names, report, generation, **kw)
+        if names == ["direct"]:
+            again.extend(p.id for p in pairs)
+            for r in rows:
+                r["runs"]["direct"] = [0.999 for _ in r["runs"]["direct"]]
+        return rows
+    monkeypatch.setattr(runner, "expert_rows", confident)
+    _score(qwen_dir, heads, out)
+    _, _, second = _checked(heads, out)
+    assert again and any(i in second for i in again)        # the file left some of them open
