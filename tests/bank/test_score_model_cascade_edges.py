@@ -160,3 +160,43 @@ def test_a_resumed_chunk_goes_on_to_stage_two_as_its_stage_one_file_says(qwen_di
     _score(qwen_dir, heads, out)
     _, _, second = _checked(heads, out)
     assert again and any(i in second for i in again)        # the file left some of them open
+
+
+def test_a_resume_with_other_chunks_is_warned_and_keeps_the_stages_together(qwen_dir, heads, tmp_path, monkeypatch,
+                                                                            caplog):
+    from baer_fast.bank import runner
+    from tests.bank.test_score_model_cascade_kv import REAL, _spy
+    out = tmp_path / "s.jsonl"
+    _spy(monkeypatch, fail_at=3)
+    with pytest.raises(RuntimeError, match="between a chunk's stages"):
+        _score(qwen_dir, heads, out)
+    monkeypatch.setattr(runner, "expert_rows", REAL)
+    with caplog.at_level("WARNING", logger="baer_fast"):
+        _score(qwen_dir, heads, out, chunk="3")
+    for stage in ("stage1", "stage2"):
+        assert f"{out}.{stage}.signals.jsonl: resuming with other engine settings" in caplog.text
+    assert "chunk_pairs 4 -> 3" in caplog.text
+    scores, _, _ = _checked(heads, out)
+    assert len(scores) == len(PAIRS)
+
+
+@pytest.mark.slow        # three judge processes
+def test_sigkill_resumes_to_the_uninterrupted_scores(qwen_dir, heads, tmp_path):
+    import subprocess
+    import sys
+
+    from tests.fixtures.kill_resume import durable, kill_after_first_batch, lines
+
+    def cmd(out):
+        return [sys.executable, "-m", "baer_fast.cli", "-q", "score", "--model", qwen_dir, "--input",
+                str(heads / "p.jsonl"), "--head", str(heads / "h.json"), "--out", str(out), "--kernels", "torch",
+                "--dtype", "float32", "--device", "cpu", "--chunk-pairs", "2"]
+    ref, out = tmp_path / "ref.jsonl", tmp_path / "killed.jsonl"
+    subprocess.run(cmd(ref), check=True, capture_output=True, timeout=600)
+    done = kill_after_first_batch(cmd(out), f"{out}.stage1.signals.jsonl", timeout_s=600)
+    assert 0 < done < len(PAIRS), done
+    run = subprocess.run(cmd(out), capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stderr
+    assert lines(out) == lines(ref)                 # every score, bit for bit, in input order
+    assert durable(f"{out}.stage1.signals.jsonl") == len(PAIRS)
+    _checked(heads, out)
