@@ -60,6 +60,7 @@ class SignalStream:
         if self.reused:         # their cells say "from" the source: a file written recomputing it is not resumed
             fp = {**fp, "reused": self.reused}
         self.report, self.target, self.texts = RunReport(), target, None
+        self.seconds, self.again = 0.0, 0      # in rows(); pairs the file held that a chunk ran again
         self.writer = open_writer(target, fp, args.overwrite, args)
         texts_path = args.out + ".texts.jsonl"
         keep = bool(args.keep_texts and args.generation)
@@ -83,8 +84,12 @@ class SignalStream:
         run); given: per pair, runs already computed that the reused experts read."""
         from baer_fast.bank.costs import counted
         from baer_fast.bank.runner import expert_rows, no_rows, with_given
+        t0 = time.perf_counter()
+        if self.run_names:
+            self.again += sum(p.id in self.done for p in chunk)
         rows = counted(expert_rows, engine, chunk, self.run_names, self.report, self.args.generation, timed=False,
                        batch_invariant=self.args.batch_invariant) if self.run_names else no_rows(len(chunk))
+        self.seconds += time.perf_counter() - t0
         return with_given(rows, given, self.names, self.reused, timed=False) if given else rows
 
     def write(self, chunk, rows) -> list:
@@ -122,7 +127,9 @@ class SignalStream:
             if w is not None:
                 w.close()
 
-    def summary(self, total: int, new: int, seconds: float) -> str:
+    def summary(self, total: int, new: int, seconds: float, label: str = "experts") -> str:
+        """The run's line: pairs (written now, held before; of those, run again with their chunk: the
+        floats of a chunk, or a cascade's stage-1 KV), rates over the pairs computed."""
         shared, naive = self.report.prefill_totals()
         ratio = naive / shared if shared else 0.0
         kv = f"KV peak {self.report.stats.kv_bytes_peak / 2**20:.1f} MiB"
@@ -131,8 +138,9 @@ class SignalStream:
             kv += f" (engine), {g.decode_kv_peak / 2**20:.1f} MiB (decoder slots)"
         if g is not None:
             print("generative experts (cost per expert, this run):\n" + "\n".join(g.lines()), file=sys.stderr)
-        return (f"experts: {total} pairs ({new} run, {total - new} already done) in {seconds:.1f}s: "
-                f"{new / max(seconds, 1e-9):.2f} pairs/s, {shared / max(seconds, 1e-9):.0f} tokens/s; "
+        again = f"; {self.again} of those run again with their chunk" if self.again else ""
+        return (f"{label}: {total} pairs ({new} run, {total - new} already done{again}) in {seconds:.1f}s: "
+                f"{(new + self.again) / max(seconds, 1e-9):.2f} pairs/s, {shared / max(seconds, 1e-9):.0f} tokens/s; "
                 f"prefilled {shared} tokens vs {naive} naive ({ratio:.2f}x fewer); {kv}")
 
 
@@ -207,7 +215,6 @@ def stream_staged(args, art, pairs, params, target, fp) -> list:
         try:
             if work:
                 engine = open_from_args(args)
-            t0 = time.perf_counter()         # throughput excludes model loading
             keep = None if args.batch_invariant else (lambda: keeping(engine))
             with progress(sum(map(len, work)), desc="cascade", quiet=args.quiet or not work) as bar:
                 for chunk in work:
@@ -218,9 +225,10 @@ def stream_staged(args, art, pairs, params, target, fp) -> list:
                     stream.finish(p.id for p in pairs)
         finally:
             close_engine(args, engine)
-        seconds = time.perf_counter() - t0
-        for stream, was in zip((one, two), before):
-            print(stream.summary(len(stream.done), len(stream.done) - was, seconds), file=sys.stderr)
+        for k, (stream, was) in enumerate(zip((one, two), before), start=1):
+            if stream.done:         # a stage 2 every pair skipped has nothing to say
+                print(stream.summary(len(stream.done), len(stream.done) - was, stream.seconds,
+                                     f"experts (stage {k})"), file=sys.stderr)
     first = {s.id: s for s in read_signals(target("stage1"))}
     # every pair may exit: stage 2's file is then complete and empty, which read_signals refuses
     second = {s.id: s for s in read_signals(target("stage2"))} if two is not None and two.done else {}

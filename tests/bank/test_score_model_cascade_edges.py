@@ -200,3 +200,28 @@ def test_sigkill_resumes_to_the_uninterrupted_scores(qwen_dir, heads, tmp_path):
     assert lines(out) == lines(ref)                 # every score, bit for bit, in input order
     assert durable(f"{out}.stage1.signals.jsonl") == len(PAIRS)
     _checked(heads, out)
+
+
+def test_the_report_after_a_resume_counts_what_ran_and_what_ran_again(qwen_dir, heads, tmp_path, monkeypatch,
+                                                                       capsys, caplog):
+    """Stopped at chunk 2's stage 2 (chunks of 4): the resume writes stage 1 for chunk 3 and runs chunk 2's
+    again for its KV; stage 2 writes chunks 2 and 3's open pairs. The cascade line is over every pair."""
+    from baer_fast.bank import runner
+    from tests.bank.test_score_model_cascade_kv import REAL, _spy
+    caplog.set_level("INFO", logger="baer_fast")
+    _score(qwen_dir, heads, tmp_path / "whole.jsonl")
+    whole = [x for x in caplog.messages if x.startswith("cascade:")]
+    out = tmp_path / "s.jsonl"
+    calls = _spy(monkeypatch, fail_at=3)
+    with pytest.raises(RuntimeError, match="between a chunk's stages"):
+        _score(qwen_dir, heads, out)
+    open1 = len(calls[1][0])                        # chunk 1's open pairs, in stage 2's file
+    monkeypatch.setattr(runner, "expert_rows", REAL)
+    capsys.readouterr()
+    caplog.clear()
+    _score(qwen_dir, heads, out)
+    err = capsys.readouterr().err
+    _, _, second = _checked(heads, out)
+    assert "experts (stage 1): 12 pairs (4 run, 8 already done; 4 of those run again with their chunk)" in err
+    assert f"experts (stage 2): {len(second)} pairs ({len(second) - open1} run, {open1} already done) in" in err
+    assert [x for x in caplog.messages if x.startswith("cascade:")] == whole
