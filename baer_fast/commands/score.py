@@ -105,7 +105,33 @@ def _fingerprint(args, art, names, stage: str) -> dict:
     fp.update(command="score", head=art["checksum"], stage=stage or None)
     if stage == "stage2":       # run per stage-1 chunk, reading its prompt-prefix KV: not the older layout
         fp["chunked"] = True
+        return _older_stage2(args, fp)
     return fp
+
+
+def _older_stage2(args, fp: dict) -> dict:
+    """fp, or the fingerprint of a stage-2 file written before the stages ran chunk by chunk (no
+    "chunked"): complete, it is read as it is (nothing is left to run, nothing is mixed); in
+    progress, it is refused, saying which file to delete."""
+    import json
+
+    from baer_fast.errors import InputError
+    from baer_fast.io.resumable import progress_path
+    path = signals_path(args.out, "stage2")
+    try:
+        with open(progress_path(path), encoding="utf-8") as fh:
+            prog = json.load(fh)
+        old = {k: v for k, v in prog["fingerprint"].items() if k != "reused"}   # SignalStream adds it again
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return fp                   # none, or unreadable: the writer says what is wrong
+    if args.overwrite or "chunked" in old or old != {k: v for k, v in fp.items() if k != "chunked"}:
+        return fp
+    if prog.get("complete"):
+        return old
+    raise InputError(f"stage 2 of this run was written by an older baer-fast (in one batch after stage 1), "
+                     f"which this version (stage 2 chunk by chunk, reading stage 1's prompt KV) does not resume "
+                     f"into: delete it and {progress_path(path)} to run stage 2 again (stage 1's file is kept), "
+                     f"or pass --overwrite to run every stage again", path=path)
 
 
 def _bank(args, art, pairs, experts_, stage: str) -> list:

@@ -225,3 +225,36 @@ def test_the_report_after_a_resume_counts_what_ran_and_what_ran_again(qwen_dir, 
     assert "experts (stage 1): 12 pairs (4 run, 8 already done; 4 of those run again with their chunk)" in err
     assert f"experts (stage 2): {len(second)} pairs ({len(second) - open1} run, {open1} already done) in" in err
     assert [x for x in caplog.messages if x.startswith("cascade:")] == whole
+
+
+def test_an_older_stage_two_file_is_read_when_complete_and_refused_in_progress(qwen_dir, heads, tmp_path, capsys):
+    """Written before the stages ran chunk by chunk (its fingerprint lacks "chunked"): a finished run
+    run again reads it as it is; one in progress is refused, naming the file to delete."""
+    from baer_fast.cli import main
+    from tests.fixtures.kill_resume import lines, progress
+    out = tmp_path / "s.jsonl"
+    _score(qwen_dir, heads, out)
+    want = lines(out)
+    two = f"{out}.stage2.signals.jsonl"
+    prog = progress(two)
+    del prog["fingerprint"]["chunked"]
+    with open(two + ".progress.json", "w") as fh:
+        json.dump(prog, fh)
+    _score(qwen_dir, heads, out)
+    assert lines(out) == want
+    with open(two + ".progress.json", "w") as fh:
+        json.dump({**prog, "complete": False}, fh)
+    os.unlink(out)
+    os.unlink(f"{out}.progress.json")
+    capsys.readouterr()
+    argv = ["-q", "score", "--model", qwen_dir, "--input", str(heads / "p.jsonl"), "--head", str(heads / "h.json"),
+            "--out", str(out), "--chunk-pairs", "4", "--kernels", "torch"]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert f"{two}: stage 2 of this run was written by an older baer-fast" in err
+    assert f"delete it and {two}.progress.json to run stage 2 again" in err
+    assert os.path.exists(f"{out}.stage1.signals.jsonl") and not os.path.exists(out)
+    os.unlink(two)
+    os.unlink(two + ".progress.json")
+    _score(qwen_dir, heads, out)                    # stage 2 run again, from stage 1's file
+    assert lines(out) == want
