@@ -27,7 +27,9 @@ def add_arguments(p) -> None:
     src.add_argument("--signals", help="signals JSONL of the head's condition")
     src.add_argument("--input", help="pairs JSONL, judged with --model first (needs the engine)")
     p.add_argument("--model", help="local judge model folder (with --input)")
-    p.add_argument("--chunk-pairs", type=int, default=16, help="pairs per durable append of <out>.signals.jsonl (default: %(default)s)")
+    p.add_argument("--chunk-pairs", type=int, default=16,
+                   help="pairs (distinct contents) per durable append of <out>.signals.jsonl; with a cascade head, "
+                        "per round of stage 1 then stage 2 on that chunk's open pairs (default: %(default)s)")
     p.add_argument("--overwrite", action="store_true", help="discard an existing --out instead of resuming")
     add_on_error_argument(p)
     from baer_fast.commands.experts import add_engine_arguments

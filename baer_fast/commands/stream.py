@@ -215,7 +215,8 @@ def stream_staged(args, art, pairs, params, target, fp) -> list:
         try:
             if work:
                 engine = open_from_args(args)
-            keep = None if args.batch_invariant else (lambda: keeping(engine))
+            # no store where no stage 2 would read it (stage 1 holds every expert)
+            keep = None if args.batch_invariant or two is None else (lambda: keeping(engine))
             with progress(sum(map(len, work)), desc="cascade", quiet=args.quiet or not work) as bar:
                 for chunk in work:
                     run_staged(art, chunk, run, free_sources, keep, report=False)

@@ -76,9 +76,14 @@ def test_a_huge_tau_opens_every_pair(qwen_dir, heads, tmp_path):
     assert len(second) == len(PAIRS)
 
 
-def test_a_stage_one_that_holds_every_expert_writes_no_stage_two(qwen_dir, heads, tmp_path):
+def test_a_stage_one_that_holds_every_expert_writes_no_stage_two_and_keeps_no_kv(qwen_dir, heads, tmp_path,
+                                                                                  monkeypatch):
+    from baer_fast.bank import prefix_store
+    kept, real = [], prefix_store.keeping
+    monkeypatch.setattr(prefix_store, "keeping", lambda engine: kept.append(1) or real(engine))
     out = tmp_path / "s.jsonl"
     _score(qwen_dir, heads, out, head="no_rest.json")
+    assert kept == []                               # no stage 2 reads it
     _, first, second = _checked(heads, out, "no_rest.json")
     assert second == {} and not os.path.exists(f"{out}.stage2.signals.jsonl")
     assert all(set(s.experts) == {"direct", "pride"} for s in first)
