@@ -124,8 +124,12 @@ def test_a_skipped_bad_line_leaves_the_other_pairs_staged(qwen_dir, heads, tmp_p
 @pytest.mark.slow        # decodes
 @pytest.mark.parametrize("full,stage1", [(["direct", "cot"], ["direct"]), (["cot", "direct"], ["cot_native"])],
                          ids=["generative-stage-2", "generative-stage-1"])
-def test_generative_stages(qwen_dir, tmp_path, full, stage1):
+def test_generative_stages(qwen_dir, tmp_path, monkeypatch, full, stage1):
+    """Each stage's files agree, and a run stopped at its fourth bank call resumes to the same scores."""
+    from tests.bank.test_score_model_cascade_kv import REAL, _spy
+    from tests.fixtures.kill_resume import lines
     from baer_fast import artifact
+    from baer_fast.bank import runner
     from baer_fast.bank.generative import GenerationConfig
     from baer_fast.io.records import write_pairs
     art = _art(qwen_dir, full, stage1, GenerationConfig(max_new_tokens={"cot": 4}))
@@ -137,6 +141,13 @@ def test_generative_stages(qwen_dir, tmp_path, full, stage1):
     assert 0 < len(second) < len(PAIRS)
     assert all(s.meta["generation"]["cot"]["max_new_tokens"] == 4 for s in [*first, *second.values()]
                if "cot" in s.experts and "generation" in s.meta)
+    stopped = tmp_path / "stopped.jsonl"
+    _spy(monkeypatch, fail_at=3)
+    with pytest.raises(RuntimeError, match="between a chunk's stages"):
+        _score(qwen_dir, tmp_path, stopped, "--max-new-tokens", "cot=4")
+    monkeypatch.setattr(runner, "expert_rows", REAL)
+    _score(qwen_dir, tmp_path, stopped, "--max-new-tokens", "cot=4")
+    assert lines(stopped) == lines(out)
 
 
 
