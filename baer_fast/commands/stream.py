@@ -109,7 +109,7 @@ class SignalStream:
         ids = list(ids)
         for w in (self.writer, self.texts):
             if w is not None:
-                w.reorder(list(ids))
+                w.reorder(ids)
                 w.finish()
 
     def __enter__(self):
@@ -128,7 +128,7 @@ class SignalStream:
                 w.close()
 
     def summary(self, total: int, new: int, seconds: float, label: str = "experts") -> str:
-        """The run's line: pairs (written now, held before; of those, run again with their chunk: the
+        """The generative experts' cost lines (if any ran), then the run's line: pairs (written now, held before; of those, run again with their chunk: the
         floats of a chunk, or a cascade's stage-1 KV), rates over the pairs computed."""
         shared, naive = self.report.prefill_totals()
         ratio = naive / shared if shared else 0.0
@@ -136,12 +136,12 @@ class SignalStream:
         g = self.report.generative
         if g is not None and g.decode_kv_peak is not None:
             kv += f" (engine), {g.decode_kv_peak / 2**20:.1f} MiB (decoder slots)"
-        if g is not None:
-            print("generative experts (cost per expert, this run):\n" + "\n".join(g.lines()), file=sys.stderr)
+        costs = "" if g is None else "generative experts (cost per expert, this run):\n" + "\n".join(g.lines()) + "\n"
         again = f"; {self.again} of those run again with their chunk" if self.again else ""
-        return (f"{label}: {total} pairs ({new} run, {total - new} already done{again}) in {seconds:.1f}s: "
-                f"{(new + self.again) / max(seconds, 1e-9):.2f} pairs/s, {shared / max(seconds, 1e-9):.0f} tokens/s; "
-                f"prefilled {shared} tokens vs {naive} naive ({ratio:.2f}x fewer); {kv}")
+        return costs + (
+            f"{label}: {total} pairs ({new} run, {total - new} already done{again}) in {seconds:.1f}s: "
+            f"{(new + self.again) / max(seconds, 1e-9):.2f} pairs/s, {shared / max(seconds, 1e-9):.0f} tokens/s; "
+            f"prefilled {shared} tokens vs {naive} naive ({ratio:.2f}x fewer); {kv}")
 
 
 def stream_signals(args, pairs, names, derived, params, target, fp) -> str:
