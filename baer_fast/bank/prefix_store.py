@@ -4,10 +4,10 @@ Every pairwise prompt of one display order starts with the same [template][syste
 [A][B] (generative.pairwise_prefixes). A cascade runs stage 1's experts on every pair, then stage
 2's on the pairs stage 1 leaves open. `keeping(engine)` lends the prefix engine a
 PrefixStore for both: stage 1's single-pass engine calls hand back each pair's two prefixes' KV
-(PrefixEngine.run(keep=...)) while the store's budget lasts (half the engine's KV budget; the
+(PrefixEngine.run(keep=...)) within the store's budget (half the engine's KV budget; the
 engine's waves plan within what the store leaves), `only(open pairs)` frees the rest, and stage
 2's calls take it as handed-in prefix KV (run(given=...)), so an open pair's prefix is prefilled
-once. Not used where a stage has generative experts (the decoder prefills their prompts), on the
+once. Pairs whose prefixes exceed the budget together run both stages in parts (`parts`). Not used where a stage has generative experts (the decoder prefills their prompts), on the
 naive or vLLM engines (vLLM caches prefixes itself), or for batch-invariant runs (a handed-in
 prefix's last bits are those of another call's shapes).
 """
@@ -20,7 +20,7 @@ from baer_fast.bank.canonical import content_key
 
 class PrefixStore:
     def __init__(self, engine, budget: int):
-        self.engine, self.left = engine, budget
+        self.engine, self.left, self.budget = engine, budget, budget
         self._per_token = engine.loaded.kv_bytes_per_token
         self._of: dict = {}                # content key -> its two prefixes (tokenized when first asked)
         self.kv: dict = {}                 # prefix ids -> (K, V) [layers, kvh, len, hd]
@@ -75,6 +75,35 @@ class PrefixStore:
             del self.kv[q]
             self.left += len(q) * self._per_token
         self.last = True
+        self._sync()
+
+    def parts(self, pairs) -> list[list[int]]:
+        """Indices of `pairs` cut into runs whose distinct prefixes the store holds together, a
+        question's pairs kept in one run where they fit (the engine prefills a question once per
+        call: bank/queries.share_questions); a pair that does not fit alone is a run of its own. A
+        cascade runs both stages per run."""
+        mine, by_question = self._mine(pairs), {}
+        for i, p in enumerate(pairs):
+            by_question.setdefault(p.question, []).append(i)
+        out, seen, room = [[]], set(), self.budget
+
+        def need(qs) -> int:
+            return sum(len(q) for q in set(qs) - seen) * self._per_token
+        for group in by_question.values():
+            if out[-1] and room < need([q for i in group for q in mine[i]]) <= self.budget:
+                out, seen, room = out + [[]], set(), self.budget        # the question's pairs in a run of their own
+            for i in group:
+                if out[-1] and need(mine[i]) > room:
+                    out, seen, room = out + [[]], set(), self.budget
+                room -= need(mine[i])
+                out[-1].append(i)
+                seen.update(mine[i])
+        return out
+
+    def reset(self) -> None:
+        """Hold nothing and keep again, within the whole budget (a cascade's next run of pairs)."""
+        self.kv.clear()
+        self._asked, self.left, self.last = {}, self.budget, False
         self._sync()
 
     def tokens(self) -> int:

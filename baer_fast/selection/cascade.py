@@ -168,25 +168,40 @@ def run_staged(art: dict, pairs: Sequence, run: Callable, free: Callable | None 
     keeps the ones the full head uses, so stage 2 does not compute them again (direct after PriDe).
     keep(): a context manager around both stages that yields a store of prompt-prefix KV or None
     (bank/prefix_store.keeping): stage 2's calls read the open pairs' prefixes stage 1 computed.
+    The pairs run in parts whose prefixes the store holds together (PrefixStore.parts: one part
+    when everything fits or there is no store), both stages per part, so no open pair's prefix was
+    dropped for want of room before stage 2 reads it.
     report=False: the report is returned, not logged (a caller running chunk by chunk logs its own)."""
-    c = art["cascade"]
-    head = stage1_head(art)
+    pairs, head = list(pairs), stage1_head(art)
+    out, exits = [None] * len(pairs), np.zeros(len(pairs), bool)
     with keep() if keep else contextlib.nullcontext() as store:
-        first = run(list(pairs), stage1_run(art, free))
-        exits = head.exits(first) if first else np.zeros(0, bool)
-        todo = [i for i, e in enumerate(exits) if not e]
-        have = set.intersection(*(set(first[i].experts) for i in todo)) if todo else set()
-        rest = [e for e in art["experts"] if e not in c["stage1_experts"] and e not in have]
-        out = list(first)
-        if store is not None:
-            store.only([pairs[i] for i in todo] if rest else [])
-        if todo and rest:
-            for i, rec in zip(todo, run([pairs[i] for i in todo], rest, given=[first[i].experts for i in todo])):
-                out[i] = merge(first[i], rec)
+        for k, part in enumerate(store.parts(pairs) if store is not None else [range(len(pairs))]):
+            if k:
+                store.reset()
+            recs, ex = _stages(art, head, [pairs[i] for i in part], run, free, store)
+            for i, r, e in zip(part, recs, ex):
+                out[i], exits[i] = r, e
     stats = staged_report(out, exits)
     if report:
         log_staged(stats)
     return out, stats
+
+
+def _stages(art: dict, head: CascadeHead, pairs: list, run: Callable, free, store) -> tuple[list, np.ndarray]:
+    """Stage 1 on the pairs, stage 2 on those that did not exit -> (records, exits)."""
+    c = art["cascade"]
+    first = run(pairs, stage1_run(art, free))
+    exits = head.exits(first) if first else np.zeros(0, bool)
+    todo = [i for i, e in enumerate(exits) if not e]
+    have = set.intersection(*(set(first[i].experts) for i in todo)) if todo else set()
+    rest = [e for e in art["experts"] if e not in c["stage1_experts"] and e not in have]
+    out = list(first)
+    if store is not None:
+        store.only([pairs[i] for i in todo] if rest else [])
+    if todo and rest:
+        for i, rec in zip(todo, run([pairs[i] for i in todo], rest, given=[first[i].experts for i in todo])):
+            out[i] = merge(first[i], rec)
+    return out, exits
 
 
 def log_staged(report: dict) -> None:

@@ -144,3 +144,79 @@ def test_an_error_inside_releases_the_kept_kv(loaded):
             assert store.kv
             raise RuntimeError("stage 2 failed")
     assert store.kv == {} and engine.prefix_store is None and engine.held_outside == 0
+
+
+def test_parts_hold_together_within_the_budget(loaded):
+    """PrefixStore.parts cuts the pairs into runs whose distinct prefixes fit the budget, a question's
+    pairs together; a duplicate content adds nothing, a pair too long for the budget is a run of its own."""
+    import dataclasses
+
+    from baer_fast.runtime.prefill import PrefixEngine
+    from tests.fixtures.tiny_models import make_pairs
+    p = make_pairs(4, seed=8)
+    a, c = p[0], p[2]
+    b, d = (dataclasses.replace(x, question=a.question) for x in (p[1], p[3]))
+    engine = PrefixEngine(loaded)
+    with prefix_store.keeping(engine) as store:
+        size = {x.id: sum(len(q) for q in ps) * store._per_token
+                for x, ps in zip([a, b, c, d], store._mine([a, b, c, d]))}
+        store.budget = size[a.id] + size[b.id] + size[d.id]
+        assert store.parts([a, c, b, d]) == [[0, 2, 3], [1]]           # a's question's pairs run together
+        store.budget = size[a.id]
+        assert store.parts([a, a]) == [[0, 1]]                         # the same content holds no more
+        store.budget = min(size.values()) - 1
+        assert store.parts([a, c, b, d]) == [[0], [2], [3], [1]]
+
+
+def _room(store, pairs, n: int) -> int:
+    return sum(len(q) for ps in store._mine(pairs[:n]) for q in ps) * store._per_token
+
+
+def test_pairs_beyond_the_budget_run_in_parts_and_read_every_open_prefix(qwen_dir, monkeypatch):
+    """With room for four pairs' prefixes, the 12 pairs run both stages in parts: stage 2 reads every
+    open pair's prefixes from stage 1 (the same calls keeping nothing prefill exactly those tokens
+    more), where one part would drop most of them for want of room and prefill them again."""
+    from baer_fast.bank import runner
+    from tests.fixtures.checks import max_run_diff
+    from tests.fixtures.tolerances import naive_run_error, paths_tol
+    art, real, real_rows, calls = _art(qwen_dir, ["direct", "score", "pride"], ["direct"]), prefix_store.keeping, \
+        runner.expert_rows, []
+
+    def spy(engine, pairs, names, report, generation=None, **kw):
+        before = report.stats.tokens_prefilled
+        rows = real_rows(engine, pairs, names, report, generation, **kw)
+        calls.append(([p.id for p in pairs], list(names), report.stats.tokens_prefilled - before))
+        return rows
+    monkeypatch.setattr(runner, "expert_rows", spy)
+
+    def judged(keep: bool = True, parts: bool = True):
+        @contextlib.contextmanager
+        def small(engine):
+            with real(engine) as store:
+                store.budget = store.left = _room(store, PAIRS, 4)
+                if not keep:
+                    store.wanted = lambda pairs: [[] for _ in pairs]
+                if not parts:
+                    store.parts = lambda pairs: [list(range(len(pairs)))]
+                yield store
+        monkeypatch.setattr(prefix_store, "keeping", small)
+        calls.clear()
+        j, recs = _judge(qwen_dir, art)
+        return j, recs, list(calls)
+
+    j, recs, kept = judged()
+    _, plain, again = judged(keep=False)
+    _, _, one = judged(parts=False)
+    assert [c[:2] for c in kept] == [c[:2] for c in again]
+    first, second = [c for c in kept if c[1] == ["direct"]], [c for c in kept if c[1] == ["score"]]
+    assert len(first) > 1 and sorted(i for c in first for i in c[0]) == sorted(f"judge-{i}" for i in range(12))
+    by_id = {f"judge-{i}": p for i, p in enumerate(PAIRS)}          # Judge names pair i judge-i
+    for (ids, names, k), (_, _, a) in zip(kept, again):
+        if names == ["score"]:                                                              # each open prefix read
+            assert a - k == _prefix_tokens(j.engine.loaded, [by_id[i] for i in ids]) > 0
+    assert len(one) == 2 and one[1][2] > sum(c[2] for c in second)                      # one part saves less
+    open_ = [i for i, r in enumerate(recs) if "score" in r.experts]
+    assert sorted(i for c in second for i in c[0]) == sorted(f"judge-{i}" for i in open_)
+    tol = paths_tol(naive_run_error(j.engine.loaded, PAIRS, ["direct", "score"]))
+    assert max_run_diff([recs[i] for i in open_], [plain[i] for i in open_], ["direct", "score", "pride"]) <= tol
+    assert j.engine.prefix_store is None and j.engine.held_outside == 0
