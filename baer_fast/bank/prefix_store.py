@@ -80,11 +80,12 @@ class PrefixStore:
     def parts(self, pairs) -> list[list[int]]:
         """Indices of `pairs` cut into runs whose distinct prefixes the store holds together, a
         question's pairs kept in one run where they fit (the engine prefills a question once per
-        call: bank/queries.share_questions); a pair that does not fit alone is a run of its own. A
+        call: bank/queries.share_questions); a pair that does not fit alone is a run of its own.
+        Cut in content order, so the batch's order, ids and orientations do not move the cuts. A
         cascade runs both stages per run."""
-        mine, by_question = self._mine(pairs), {}
-        for i, p in enumerate(pairs):
-            by_question.setdefault(p.question, []).append(i)
+        mine, by_question, keys = self._mine(pairs), {}, [content_key(p) for p in pairs]
+        for i in sorted(range(len(pairs)), key=keys.__getitem__):      # content order: positions change nothing
+            by_question.setdefault(pairs[i].question, []).append(i)
         out, seen, room = [[]], set(), self.budget
 
         def need(qs) -> int:
