@@ -7,9 +7,10 @@ PrefixStore for both: stage 1's single-pass engine calls hand back each pair's t
 (PrefixEngine.run(keep=...)) within the store's budget (half the engine's KV budget; the
 engine's waves plan within what the store leaves), `only(open pairs)` frees the rest, and stage
 2's calls take it as handed-in prefix KV (run(given=...)), so an open pair's prefix is prefilled
-once. Pairs whose prefixes exceed the budget together run both stages in parts (`parts`). Not used where a stage has generative experts (the decoder prefills their prompts), on the
-naive or vLLM engines (vLLM caches prefixes itself), or for batch-invariant runs (a handed-in
-prefix's last bits are those of another call's shapes).
+once. Pairs whose prefixes exceed the budget together run both stages in parts (`parts`). Not
+used where a stage has generative experts (the decoder prefills their prompts), on the naive or
+vLLM engines (vLLM caches prefixes itself), or for batch-invariant runs (a handed-in prefix's
+last bits are those of another call's shapes).
 """
 from __future__ import annotations
 

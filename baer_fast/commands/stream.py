@@ -128,8 +128,9 @@ class SignalStream:
                 w.close()
 
     def summary(self, total: int, new: int, seconds: float, label: str = "experts") -> str:
-        """The generative experts' cost lines (if any ran), then the run's line: pairs (written now, held before; of those, run again with their chunk: the
-        floats of a chunk, or a cascade's stage-1 KV), rates over the pairs computed."""
+        """The generative experts' cost lines (if any ran), then the run's line: pairs (written now,
+        held before; of those, run again with their chunk: the floats of a chunk, or a cascade's
+        stage-1 KV), rates over the pairs computed."""
         shared, naive = self.report.prefill_totals()
         ratio = naive / shared if shared else 0.0
         kv = f"KV peak {self.report.stats.kv_bytes_peak / 2**20:.1f} MiB"
