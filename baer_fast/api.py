@@ -190,13 +190,15 @@ class Judge:
             self._warn_unpruned(pairs)
             return run_allocated(self.art, pairs, lambda some, names, _k: bank(some, names))
         if self.art.get("cascade"):      # early exit: stage 2 only for the pairs stage 1 leaves open
-            from baer_fast.bank.runner import free_sources
-            from baer_fast.selection.cascade import run_staged
-            from baer_fast.bank.prefix_store import keeping
+            from baer_fast.bank.prefix_store import keeping, worth_keeping
+            from baer_fast.bank.runner import free_sources, stage_experts
+            from baer_fast.selection.cascade import run_staged, stage1_run
+            first, _, second = stage_experts(stage1_run(self.art, free_sources), self.experts,
+                                             self.art["cascade"]["stage1_experts"])
             # stage 2 reads the open pairs' prompt prefixes stage 1 computed (not batch-invariant:
-            # their last bits are stage 1's call's)
-            records, self.last_cascade = run_staged(self.art, pairs, bank, free_sources,
-                                                    None if self.invariant else lambda: keeping(self.engine))
+            # their last bits are stage 1's call's), where both stages run through the prefix engine
+            keep = None if self.invariant or not worth_keeping(first, second) else lambda: keeping(self.engine)
+            records, self.last_cascade = run_staged(self.art, pairs, bank, free_sources, keep)
             return records
         return bank(pairs, self.experts)
 

@@ -6,8 +6,10 @@ the --exit quantile of |s1|, so that fraction of pairs exits) is run through the
 it, with the prefix store (the default) and without it (bank/prefix_store.keeping replaced by a
 no-op: what `score --model` did before stage 2 read the KV), rounds interleaved. Reports tokens
 prefilled per stage (exact counts) and wall time per run (model load included), and the largest
-|u| difference of stage 2's runs between the two (fp32 rounding). Never asserts; ends with ONE
-JSON line.
+|u| difference of stage 2's runs between the two (fp32 rounding). Then `Judge` on all the pairs in
+one call under a KV budget too small for their prefixes together (--judge-memory-gb): in parts
+that fit (PrefixStore.parts, the default), in one part (the store keeps what fits, stage 2
+prefills the rest again), and with no store. Never asserts; ends with ONE JSON line.
 
     python benchmarks/bench_cascade.py [--pairs 48] [--chunk-pairs 16] [--rounds 3] [--exit 0.5]
 """
@@ -74,12 +76,50 @@ def run_once(model, pairs_path, head_path, out, chunk_pairs: int, keep: bool) ->
     return {"seconds": seconds, "tokens": tokens, "stage2": read_signals(out + ".stage2.signals.jsonl")}
 
 
+def judge_once(model, head_path, pairs, memory_gb: float, mode: str) -> dict:
+    """Judge.signals on every pair in one call; mode: parts (default), one (one part), none (no store)."""
+    from baer_fast import artifact
+    from baer_fast.api import Judge, JudgeOptions
+    from baer_fast.bank import prefix_store, runner
+    from baer_fast.runtime.config import EngineConfig
+    from baer_fast.runtime.open import HfOptions, open_engine
+    engine = open_engine(model, options=HfOptions(engine=EngineConfig(memory_budget_bytes=int(memory_gb * 2**30)),
+                                                  device="cpu", dtype="float32"))
+    judge = Judge(engine, artifact.load(head_path), options=JudgeOptions(batch_invariant=False))
+    real_rows, real_keeping, tokens, calls = runner.expert_rows, prefix_store.keeping, {"stage1": 0, "stage2": 0}, []
+
+    def counted(engine, chunk, names, report, generation=None, **kw):
+        before = report.stats.tokens_prefilled
+        rows = real_rows(engine, chunk, names, report, generation, **kw)
+        tokens["stage1" if list(names) == STAGE1 else "stage2"] += report.stats.tokens_prefilled - before
+        calls.append(list(names) == STAGE1)
+        return rows
+
+    @contextlib.contextmanager
+    def one_part(engine):
+        with real_keeping(engine) as store:
+            if store is not None:
+                store.parts = lambda pairs: [list(range(len(pairs)))]
+            yield store
+    runner.expert_rows = counted
+    prefix_store.keeping = {"parts": real_keeping, "one": one_part,
+                            "none": lambda engine: contextlib.nullcontext()}[mode]
+    try:
+        t0 = time.perf_counter()
+        judge.signals([p.question for p in pairs], [p.response_a for p in pairs], [p.response_b for p in pairs])
+        seconds = time.perf_counter() - t0
+    finally:
+        runner.expert_rows, prefix_store.keeping = real_rows, real_keeping
+    return {"seconds": seconds, "tokens": tokens, "parts": sum(calls)}      # stage-1 calls
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--pairs", type=int, default=48)
     ap.add_argument("--chunk-pairs", type=int, default=16)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--exit", type=float, default=0.5, help="share of pairs that exit after stage 1 (tau's quantile)")
+    ap.add_argument("--judge-memory-gb", type=float, default=0.5, help="the Judge runs' memory budget (0: skip them)")
     args = ap.parse_args(argv)
     from baer_fast.commands.demo import sample_pairs
     from baer_fast.io.records import write_pairs
@@ -94,6 +134,10 @@ def main(argv=None) -> int:
             for keep in (True, False):
                 runs[keep].append(run_once(model, pairs_path, head_path, os.path.join(tmp, f"s{r}{keep}.jsonl"),
                                            args.chunk_pairs, keep))
+        judged: dict = {m: [] for m in ("parts", "one", "none")}
+        for r in range(args.rounds if args.judge_memory_gb > 0 else 0):
+            for mode in judged:
+                judged[mode].append(judge_once(model, head_path, pairs, args.judge_memory_gb, mode))
     kv, plain = runs[True][-1], runs[False][-1]
     open_ = len(kv["stage2"])
     du = max((abs(a - b) for x, y in zip(kv["stage2"], plain["stage2"], strict=True) for n in x.experts
@@ -109,6 +153,14 @@ def main(argv=None) -> int:
            "runs_s_kv": [round(x["seconds"], 2) for x in runs[True]],
            "runs_s_again": [round(x["seconds"], 2) for x in runs[False]],
            "max_abs_u_diff_stage2": du, "rounds": args.rounds, "load_avg_1m": os.getloadavg()[0]}
+    if args.judge_memory_gb > 0:
+        row["judge"] = {m: {"memory_gb": args.judge_memory_gb, **judged[m][-1]["tokens"],
+                            "parts": judged[m][-1]["parts"],
+                            "seconds": statistics.median(x["seconds"] for x in judged[m]),
+                            "runs_s": [round(x["seconds"], 2) for x in judged[m]]} for m in judged}
+        for m, v in row["judge"].items():
+            print(f"Judge, {args.judge_memory_gb} GB, {m}: stage 1 {v['stage1']} + stage 2 {v['stage2']} tokens "
+                  f"({v['parts']} part(s)), {v['seconds']:.2f}s", file=sys.stderr)
     print(f"{len(pairs)} LLMBar pairs, {open_} open; stage 2 prefilled {row['stage2_tokens_kv']} tokens with stage 1's "
           f"prefix KV vs {row['stage2_tokens_again']} again; per pair {row['tokens_per_pair_kv']:.0f} vs "
           f"{row['tokens_per_pair_again']:.0f}; run {row['seconds_kv']:.2f}s vs {row['seconds_again']:.2f}s "

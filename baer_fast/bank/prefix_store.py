@@ -115,6 +115,15 @@ class PrefixStore:
         self.engine.held_outside = self.tokens() * self._per_token
 
 
+def worth_keeping(first, second) -> bool:
+    """Whether a cascade's stage 2 reads what stage 1 would keep: neither stage has a generative
+    expert (the decoder neither keeps nor takes prefix KV), and stage 2 computes prompts of its own
+    (`second`: its experts less those derived from stage 1's runs)."""
+    from baer_fast import protocols
+    gen = set(protocols.GENERATIVE) | set(protocols.NATIVE)
+    return not gen & (set(first) | set(second)) and bool(protocols.prompt_experts_for(list(second)))
+
+
 @contextmanager
 def keeping(engine):
     """A PrefixStore lent to `engine` for the calls inside (None where the engine takes no prefix KV)."""

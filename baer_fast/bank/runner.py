@@ -166,6 +166,15 @@ def reusable(names, given) -> list[str]:
     return [n for n in names if n in protocols.DERIVED_EXPERTS and given and source_of(n) in given[0]]
 
 
+def stage_experts(stage1, experts, own) -> tuple[list, list, list]:
+    """A cascade's banks: stage 1's (`stage1`, resolved), stage 2's (the head's `experts` neither in
+    stage 1's `own` nor run by it), and those of stage 2's it computes (not derived from stage 1's runs)."""
+    first = resolve_experts(stage1)
+    rest = resolve_experts([e for e in experts if e not in own and e not in first])
+    reused = reusable(rest, [dict.fromkeys(first)])
+    return first, rest, [n for n in rest if n not in reused]
+
+
 def free_sources(names) -> list[str]:
     """`names`, then the sources of its derived experts (PriDe's direct): their prompts run for the
     derived expert anyway, so keeping their runs costs nothing (a cascade's stage 1 keeps them)."""

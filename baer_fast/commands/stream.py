@@ -179,21 +179,20 @@ def stream_staged(args, art, pairs, params, target, fp) -> list:
     input order. target(stage), fp(stage, names): each stage's file and fingerprint."""
     from baer_fast import protocols
     from baer_fast.bank.canonical import chunks
-    from baer_fast.bank.prefix_store import keeping
-    from baer_fast.bank.runner import free_sources, resolve_experts, reusable
+    from baer_fast.bank.prefix_store import keeping, worth_keeping
+    from baer_fast.bank.runner import free_sources, resolve_experts, stage_experts
     from baer_fast.io.records import read_signals
     from baer_fast.progress import progress
     from baer_fast.selection.cascade import log_staged, merge, run_staged, stage1_head, stage1_run, staged_report
 
-    names = resolve_experts(stage1_run(art, free_sources))
-    rest = resolve_experts([e for e in art["experts"] if e not in art["cascade"]["stage1_experts"] and e not in names])
+    names, rest, second = stage_experts(stage1_run(art, free_sources), art["experts"], art["cascade"]["stage1_experts"])
     head, engine = stage1_head(art), None
     with contextlib.ExitStack() as stack:
         one = stack.enter_context(SignalStream(args, names, [n for n in names if n in protocols.DERIVED_EXPERTS],
                                                params, target("stage1"), fp("stage1", names)))
         two = stack.enter_context(SignalStream(
             args, rest, [n for n in rest if n in protocols.DERIVED_EXPERTS], params, target("stage2"),
-            fp("stage2", rest), reusable(rest, [dict.fromkeys(names)]))) if rest else None
+            fp("stage2", rest), [n for n in rest if n not in second])) if rest else None
         old = {s.id: s for s in read_signals(one.target)} if one.done else {}
         before = [len(s.done) for s in (one, two) if s is not None]
 
@@ -216,8 +215,8 @@ def stream_staged(args, art, pairs, params, target, fp) -> list:
         try:
             if work:
                 engine = open_from_args(args)
-            # no store where no stage 2 would read it (stage 1 holds every expert)
-            keep = None if args.batch_invariant or two is None else (lambda: keeping(engine))
+            # no store where no stage 2 would read it (stage 1 holds every expert, a generative stage)
+            keep = None if args.batch_invariant or not worth_keeping(names, second) else (lambda: keeping(engine))
             with progress(sum(map(len, work)), desc="cascade", quiet=args.quiet or not work) as bar:
                 for chunk in work:
                     run_staged(art, chunk, run, free_sources, keep, report=False)

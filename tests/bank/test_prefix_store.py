@@ -242,3 +242,28 @@ def test_parts_do_not_depend_on_the_batch_order_or_orientation(qwen_dir, monkeyp
     s = j.score(q, a, b)
     assert (j.score(q[::-1], a[::-1], b[::-1]).flip(0) == s).all()
     assert (j.score(q, b, a) == -s).all() and 0 < int((s != 0).sum())
+
+
+def test_worth_keeping_only_where_stage_two_reads_it():
+    assert prefix_store.worth_keeping(["direct"], ["score"])
+    assert not prefix_store.worth_keeping(["direct"], [])                      # pride from direct: no prompts
+    assert not prefix_store.worth_keeping(["direct"], ["cot"])                 # the decoder takes no prefix KV
+    assert not prefix_store.worth_keeping(["cot", "cot_native"], ["direct"])   # nor keeps any
+
+
+@pytest.mark.parametrize("full, stage1", [(["direct", "cot"], ["direct"]), (["cot", "direct"], ["cot_native"])])
+def test_a_generative_stage_keeps_no_prefix(qwen_dir, monkeypatch, full, stage1):
+    """A stage with a generative expert runs through the decoder, which neither keeps nor takes prefix
+    KV: no store is held (nor are the pairs cut into parts for it)."""
+    from baer_fast.api import Judge, JudgeOptions
+    from baer_fast.bank.generative import GenerationConfig
+    from baer_fast.runtime.open import open_engine
+    gen = GenerationConfig(max_new_tokens={"cot": 6})
+    art = _art(qwen_dir, full, stage1, gen)
+
+    def refuse(engine):
+        raise AssertionError("keeping used with a generative stage")
+    monkeypatch.setattr(prefix_store, "keeping", refuse)
+    j = Judge(open_engine(qwen_dir), art, options=JudgeOptions(batch_invariant=False, generation=gen))
+    recs = j.signals([p.question for p in PAIRS], [p.response_a for p in PAIRS], [p.response_b for p in PAIRS])
+    assert len(recs) == 12 and 0 < j.last_cascade["exited"] < 12
