@@ -105,21 +105,22 @@ def _fingerprint(args, art, names, stage: str) -> dict:
     from baer_fast.commands import experts
     fp = experts.fingerprint(args, names, None)
     fp.update(command="score", head=art["checksum"], stage=stage or None)
-    if stage == "stage2":       # run per stage-1 chunk, reading its prompt-prefix KV: not the older layout
+    if stage in ("stage1", "stage2"):       # chunk by chunk, stage 1 keeping the prompt KV stage 2 reads
         fp["chunked"] = True
-        return _older_stage2(args, fp)
+        return _older(args, fp, stage)
     return fp
 
 
-def _older_stage2(args, fp: dict) -> dict:
-    """fp, or the fingerprint of a stage-2 file written before the stages ran chunk by chunk (no
+def _older(args, fp: dict, stage: str) -> dict:
+    """fp, or the fingerprint of a stage's file written before the stages ran chunk by chunk (no
     "chunked"): complete, it is read as it is (nothing is left to run, nothing is mixed); in
-    progress, it is refused, saying which file to delete."""
+    progress, it is refused, saying what to do (its floats need not be this version's: stage 1 now
+    keeps prompt KV, which moves its waves under a tight --memory-gb; stage 2 reads it)."""
     import json
 
     from baer_fast.errors import InputError
     from baer_fast.io.resumable import progress_path
-    path = signals_path(args.out, "stage2")
+    path = signals_path(args.out, stage)
     try:
         with open(progress_path(path), encoding="utf-8") as fh:
             prog = json.load(fh)
@@ -130,6 +131,9 @@ def _older_stage2(args, fp: dict) -> dict:
         return fp
     if prog.get("complete"):
         return old
+    if stage == "stage1":
+        raise InputError("stage 1 of this run was written by an older baer-fast (keeping no prompt KV), which "
+                         "this version does not resume into: pass --overwrite to run every stage again", path=path)
     raise InputError(f"stage 2 of this run was written by an older baer-fast (in one batch after stage 1), "
                      f"which this version (stage 2 chunk by chunk, reading stage 1's prompt KV) does not resume "
                      f"into: delete it and {progress_path(path)} to run stage 2 again (stage 1's file is kept), "

@@ -274,3 +274,31 @@ def test_an_older_stage_two_file_is_read_when_complete_and_refused_in_progress(q
     os.unlink(two + ".progress.json")
     _score(qwen_dir, heads, out)                    # stage 2 run again, from stage 1's file
     assert lines(out) == want
+
+
+def test_an_older_stage_one_file_is_read_when_complete_and_refused_in_progress(qwen_dir, heads, tmp_path, capsys):
+    """Stage 1 now keeps the prompt KV stage 2 reads, which moves its waves under a tight budget: a
+    stage-1 file of the older layout is read as it is when complete, and refused in progress."""
+    from baer_fast.cli import main
+    from tests.fixtures.kill_resume import lines, progress
+    out = tmp_path / "s.jsonl"
+    _score(qwen_dir, heads, out)
+    want = lines(out)
+    one = f"{out}.stage1.signals.jsonl"
+    prog = progress(one)
+    del prog["fingerprint"]["chunked"]
+    with open(one + ".progress.json", "w") as fh:
+        json.dump(prog, fh)
+    _score(qwen_dir, heads, out)
+    assert lines(out) == want
+    with open(one + ".progress.json", "w") as fh:
+        json.dump({**prog, "complete": False}, fh)
+    os.unlink(out)
+    os.unlink(f"{out}.progress.json")
+    capsys.readouterr()
+    argv = ["-q", "score", "--model", qwen_dir, "--input", str(heads / "p.jsonl"), "--head", str(heads / "h.json"),
+            "--out", str(out), "--chunk-pairs", "4", "--kernels", "torch"]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert f"{one}: stage 1 of this run was written by an older baer-fast" in err and "--overwrite" in err
+    assert main(argv + ["--overwrite"]) == 0 and lines(out) == want
