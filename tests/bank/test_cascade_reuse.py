@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from baer_fast.bank import runner
 from baer_fast.io.records import Pair
 
 QS = ["Which is prime, 7 or 8?", "Explain why the sum is even.", "Which is prime, 7 or 8?"]
@@ -44,6 +45,25 @@ def _calls(monkeypatch):
         calls.append((len(pairs), list(names), after[0] - before[0], after[1] - before[1]))
         return rows
     monkeypatch.setattr(runner, "expert_rows", counted)
+    return calls
+
+
+REAL_ROWS = runner.expert_rows       # the unwrapped bank, for spies set up more than once in a test
+
+
+def _pair_calls(monkeypatch, fail_at=None):
+    """Every bank computation (runner.expert_rows): (its pairs, experts, tokens prefilled); the call
+    numbered fail_at raises instead (a run stopped there)."""
+    calls = []
+
+    def spy(engine, pairs, names, report, generation=None, **kw):
+        if len(calls) == fail_at:
+            raise RuntimeError("stopped between a chunk's stages")
+        before = report.stats.tokens_prefilled
+        rows = REAL_ROWS(engine, pairs, names, report, generation, **kw)
+        calls.append((list(pairs), list(names), report.stats.tokens_prefilled - before))
+        return rows
+    monkeypatch.setattr(runner, "expert_rows", spy)
     return calls
 
 

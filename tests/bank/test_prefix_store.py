@@ -177,18 +177,11 @@ def test_pairs_beyond_the_budget_run_in_parts_and_read_every_open_prefix(qwen_di
     """With room for four pairs' prefixes, the 12 pairs run both stages in parts: stage 2 reads every
     open pair's prefixes from stage 1 (the same calls keeping nothing prefill exactly those tokens
     more), where one part would drop most of them for want of room and prefill them again."""
-    from baer_fast.bank import runner
+    from tests.bank.test_cascade_reuse import _pair_calls
     from tests.fixtures.checks import max_run_diff
     from tests.fixtures.tolerances import naive_run_error, paths_tol
-    art, real, real_rows, calls = _art(qwen_dir, ["direct", "score", "pride"], ["direct"]), prefix_store.keeping, \
-        runner.expert_rows, []
-
-    def spy(engine, pairs, names, report, generation=None, **kw):
-        before = report.stats.tokens_prefilled
-        rows = real_rows(engine, pairs, names, report, generation, **kw)
-        calls.append(([p.id for p in pairs], list(names), report.stats.tokens_prefilled - before))
-        return rows
-    monkeypatch.setattr(runner, "expert_rows", spy)
+    art, real = _art(qwen_dir, ["direct", "score", "pride"], ["direct"]), prefix_store.keeping
+    calls = _pair_calls(monkeypatch)
 
     def judged(keep: bool = True, parts: bool = True):
         @contextlib.contextmanager
@@ -203,7 +196,7 @@ def test_pairs_beyond_the_budget_run_in_parts_and_read_every_open_prefix(qwen_di
         monkeypatch.setattr(prefix_store, "keeping", small)
         calls.clear()
         j, recs = _judge(qwen_dir, art)
-        return j, recs, list(calls)
+        return j, recs, [([p.id for p in ps], names, n) for ps, names, n in calls]   # Judge names pair i judge-i
 
     j, recs, kept = judged()
     _, plain, again = judged(keep=False)
@@ -211,7 +204,7 @@ def test_pairs_beyond_the_budget_run_in_parts_and_read_every_open_prefix(qwen_di
     assert [c[:2] for c in kept] == [c[:2] for c in again]
     first, second = [c for c in kept if c[1] == ["direct"]], [c for c in kept if c[1] == ["score"]]
     assert len(first) > 1 and sorted(i for c in first for i in c[0]) == sorted(f"judge-{i}" for i in range(12))
-    by_id = {f"judge-{i}": p for i, p in enumerate(PAIRS)}          # Judge names pair i judge-i
+    by_id = {f"judge-{i}": p for i, p in enumerate(PAIRS)}
     for (ids, names, k), (_, _, a) in zip(kept, again):
         if names == ["score"]:                                                              # each open prefix read
             assert a - k == _prefix_tokens(j.engine.loaded, [by_id[i] for i in ids]) > 0

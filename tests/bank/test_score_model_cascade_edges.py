@@ -28,10 +28,14 @@ def heads(qwen_dir, tmp_path_factory):
     return d
 
 
-def _score(model, d, out, *extra, head="h.json", pairs="p.jsonl", chunk="4"):
+def _argv(model, d, out, *extra, head="h.json", pairs="p.jsonl", chunk="4") -> list[str]:
+    return ["-q", "score", "--model", model, "--input", str(d / pairs), "--head", str(d / head),
+            "--out", str(out), "--chunk-pairs", chunk, "--kernels", "torch", *extra]
+
+
+def _score(model, d, out, *extra, **kw):
     from baer_fast.cli import main
-    assert main(["-q", "score", "--model", model, "--input", str(d / pairs), "--head", str(d / head),
-                 "--out", str(out), "--chunk-pairs", chunk, "--kernels", "torch", *extra]) == 0
+    assert main(_argv(model, d, out, *extra, **kw)) == 0
 
 
 def _checked(d, out, head="h.json"):
@@ -126,7 +130,7 @@ def test_a_skipped_bad_line_leaves_the_other_pairs_staged(qwen_dir, heads, tmp_p
                          ids=["generative-stage-2", "generative-stage-1"])
 def test_generative_stages(qwen_dir, tmp_path, monkeypatch, full, stage1):
     """Each stage's files agree, and a run stopped at its fourth bank call resumes to the same scores."""
-    from tests.bank.test_score_model_cascade_kv import REAL, _spy
+    from tests.bank.test_cascade_reuse import REAL_ROWS, _pair_calls
     from tests.fixtures.kill_resume import lines
     from baer_fast import artifact
     from baer_fast.bank import runner
@@ -142,10 +146,10 @@ def test_generative_stages(qwen_dir, tmp_path, monkeypatch, full, stage1):
     assert all(s.meta["generation"]["cot"]["max_new_tokens"] == 4 for s in [*first, *second.values()]
                if "cot" in s.experts and "generation" in s.meta)
     stopped = tmp_path / "stopped.jsonl"
-    _spy(monkeypatch, fail_at=3)
+    _pair_calls(monkeypatch, fail_at=3)
     with pytest.raises(RuntimeError, match="between a chunk's stages"):
         _score(qwen_dir, tmp_path, stopped, "--max-new-tokens", "cot=4")
-    monkeypatch.setattr(runner, "expert_rows", REAL)
+    monkeypatch.setattr(runner, "expert_rows", REAL_ROWS)
     _score(qwen_dir, tmp_path, stopped, "--max-new-tokens", "cot=4")
     assert lines(stopped) == lines(out)
 
@@ -158,12 +162,12 @@ def test_a_resumed_chunk_goes_on_to_stage_two_as_its_stage_one_file_says(qwen_di
     2 evidence: p = 0.5). Which pairs go on, and the runs stage 2 derives from, are the file's. Simulated
     by a rerun of stage 1 whose direct runs are all confident: it would let every pair exit."""
     from baer_fast.bank import runner
-    from tests.bank.test_score_model_cascade_kv import REAL, _spy
+    from tests.bank.test_cascade_reuse import REAL_ROWS, _pair_calls
     out = tmp_path / "s.jsonl"
-    _spy(monkeypatch, fail_at=3)                    # chunk 2's stage 2: its stage 1 is in the file
+    _pair_calls(monkeypatch, fail_at=3)                    # chunk 2's stage 2: its stage 1 is in the file
     with pytest.raises(RuntimeError, match="between a chunk's stages"):
         _score(qwen_dir, heads, out)
-    real, again = REAL, []
+    real, again = REAL_ROWS, []
 
     def confident(engine, pairs, names, report, generation=None, **kw):
         rows = real(engine, pairs, names, report, generation, **kw)
@@ -181,12 +185,12 @@ def test_a_resumed_chunk_goes_on_to_stage_two_as_its_stage_one_file_says(qwen_di
 def test_a_resume_with_other_chunks_is_warned_and_keeps_the_stages_together(qwen_dir, heads, tmp_path, monkeypatch,
                                                                             caplog):
     from baer_fast.bank import runner
-    from tests.bank.test_score_model_cascade_kv import REAL, _spy
+    from tests.bank.test_cascade_reuse import REAL_ROWS, _pair_calls
     out = tmp_path / "s.jsonl"
-    _spy(monkeypatch, fail_at=3)
+    _pair_calls(monkeypatch, fail_at=3)
     with pytest.raises(RuntimeError, match="between a chunk's stages"):
         _score(qwen_dir, heads, out)
-    monkeypatch.setattr(runner, "expert_rows", REAL)
+    monkeypatch.setattr(runner, "expert_rows", REAL_ROWS)
     with caplog.at_level("WARNING", logger="baer_fast"):
         _score(qwen_dir, heads, out, chunk="3")
     for stage in ("stage1", "stage2"):
@@ -223,16 +227,16 @@ def test_the_report_after_a_resume_counts_what_ran_and_what_ran_again(qwen_dir, 
     """Stopped at chunk 2's stage 2 (chunks of 4): the resume writes stage 1 for chunk 3 and runs chunk 2's
     again for its KV; stage 2 writes chunks 2 and 3's open pairs. The cascade line is over every pair."""
     from baer_fast.bank import runner
-    from tests.bank.test_score_model_cascade_kv import REAL, _spy
+    from tests.bank.test_cascade_reuse import REAL_ROWS, _pair_calls
     caplog.set_level("INFO", logger="baer_fast")
     _score(qwen_dir, heads, tmp_path / "whole.jsonl")
     whole = [x for x in caplog.messages if x.startswith("cascade:")]
     out = tmp_path / "s.jsonl"
-    calls = _spy(monkeypatch, fail_at=3)
+    calls = _pair_calls(monkeypatch, fail_at=3)
     with pytest.raises(RuntimeError, match="between a chunk's stages"):
         _score(qwen_dir, heads, out)
     open1 = len(calls[1][0])                        # chunk 1's open pairs, in stage 2's file
-    monkeypatch.setattr(runner, "expert_rows", REAL)
+    monkeypatch.setattr(runner, "expert_rows", REAL_ROWS)
     capsys.readouterr()
     caplog.clear()
     _score(qwen_dir, heads, out)
@@ -243,30 +247,37 @@ def test_the_report_after_a_resume_counts_what_ran_and_what_ran_again(qwen_dir, 
     assert [x for x in caplog.messages if x.startswith("cascade:")] == whole
 
 
-def test_an_older_stage_two_file_is_read_when_complete_and_refused_in_progress(qwen_dir, heads, tmp_path, capsys):
-    """Written before the stages ran chunk by chunk (its fingerprint lacks "chunked"): a finished run
-    run again reads it as it is; one in progress is refused, naming the file to delete."""
+def _older_in_progress(model, d, out, stage: str, capsys) -> tuple[list, str]:
+    """A finished run whose `stage` file is made one of the older layout (no "chunked"): run again,
+    it is read as it is (the same scores); then marked in progress, with --out gone, the run is
+    refused -> (the finished run's score lines, the refusal's stderr)."""
     from baer_fast.cli import main
     from tests.fixtures.kill_resume import lines, progress
-    out = tmp_path / "s.jsonl"
-    _score(qwen_dir, heads, out)
+    _score(model, d, out)
     want = lines(out)
-    two = f"{out}.stage2.signals.jsonl"
-    prog = progress(two)
+    path = f"{out}.{stage}.signals.jsonl"
+    prog = progress(path)
     del prog["fingerprint"]["chunked"]
-    with open(two + ".progress.json", "w") as fh:
+    with open(path + ".progress.json", "w") as fh:
         json.dump(prog, fh)
-    _score(qwen_dir, heads, out)
+    _score(model, d, out)
     assert lines(out) == want
-    with open(two + ".progress.json", "w") as fh:
+    with open(path + ".progress.json", "w") as fh:
         json.dump({**prog, "complete": False}, fh)
     os.unlink(out)
     os.unlink(f"{out}.progress.json")
     capsys.readouterr()
-    argv = ["-q", "score", "--model", qwen_dir, "--input", str(heads / "p.jsonl"), "--head", str(heads / "h.json"),
-            "--out", str(out), "--chunk-pairs", "4", "--kernels", "torch"]
-    assert main(argv) == 2
-    err = capsys.readouterr().err
+    assert main(_argv(model, d, out)) == 2
+    return want, capsys.readouterr().err
+
+
+def test_an_older_stage_two_file_is_read_when_complete_and_refused_in_progress(qwen_dir, heads, tmp_path, capsys):
+    """Written before the stages ran chunk by chunk (its fingerprint lacks "chunked"): a finished run
+    run again reads it as it is; one in progress is refused, naming the file to delete."""
+    from tests.fixtures.kill_resume import lines
+    out = tmp_path / "s.jsonl"
+    want, err = _older_in_progress(qwen_dir, heads, out, "stage2", capsys)
+    two = f"{out}.stage2.signals.jsonl"
     assert f"{two}: stage 2 of this run was written by an older baer-fast" in err
     assert f"delete it and {two}.progress.json to run stage 2 again" in err
     assert os.path.exists(f"{out}.stage1.signals.jsonl") and not os.path.exists(out)
@@ -280,25 +291,9 @@ def test_an_older_stage_one_file_is_read_when_complete_and_refused_in_progress(q
     """Stage 1 now keeps the prompt KV stage 2 reads, which moves its waves under a tight budget: a
     stage-1 file of the older layout is read as it is when complete, and refused in progress."""
     from baer_fast.cli import main
-    from tests.fixtures.kill_resume import lines, progress
+    from tests.fixtures.kill_resume import lines
     out = tmp_path / "s.jsonl"
-    _score(qwen_dir, heads, out)
-    want = lines(out)
-    one = f"{out}.stage1.signals.jsonl"
-    prog = progress(one)
-    del prog["fingerprint"]["chunked"]
-    with open(one + ".progress.json", "w") as fh:
-        json.dump(prog, fh)
-    _score(qwen_dir, heads, out)
-    assert lines(out) == want
-    with open(one + ".progress.json", "w") as fh:
-        json.dump({**prog, "complete": False}, fh)
-    os.unlink(out)
-    os.unlink(f"{out}.progress.json")
-    capsys.readouterr()
-    argv = ["-q", "score", "--model", qwen_dir, "--input", str(heads / "p.jsonl"), "--head", str(heads / "h.json"),
-            "--out", str(out), "--chunk-pairs", "4", "--kernels", "torch"]
-    assert main(argv) == 2
-    err = capsys.readouterr().err
-    assert f"{one}: stage 1 of this run was written by an older baer-fast" in err and "--overwrite" in err
-    assert main(argv + ["--overwrite"]) == 0 and lines(out) == want
+    want, err = _older_in_progress(qwen_dir, heads, out, "stage1", capsys)
+    assert f"{out}.stage1.signals.jsonl: stage 1 of this run was written by an older baer-fast" in err
+    assert "--overwrite" in err
+    assert main(_argv(qwen_dir, heads, out, "--overwrite")) == 0 and lines(out) == want

@@ -9,11 +9,9 @@ import json
 
 import pytest
 
-from baer_fast.bank import prefix_store, runner
-from tests.bank.test_cascade_reuse import PAIRS, _art
+from baer_fast.bank import prefix_store
+from tests.bank.test_cascade_reuse import PAIRS, _art, _pair_calls
 from tests.bank.test_prefix_store import _prefix_tokens
-
-REAL = runner.expert_rows
 
 
 @pytest.fixture(scope="module")
@@ -24,21 +22,6 @@ def head(qwen_dir, tmp_path_factory):
     write_pairs(str(d / "p.jsonl"), PAIRS)
     artifact.save(str(d / "h.json"), _art(qwen_dir, ["direct", "score", "pride"], ["direct"]))
     return d
-
-
-def _spy(monkeypatch, fail_at=None):
-    """Every bank computation: (its pairs, experts, tokens prefilled); the call numbered fail_at raises."""
-    real, calls = REAL, []
-
-    def spy(engine, pairs, names, report, generation=None, **kw):
-        if len(calls) == fail_at:
-            raise RuntimeError("stopped between a chunk's stages")
-        before = report.stats.tokens_prefilled
-        rows = real(engine, pairs, names, report, generation, **kw)
-        calls.append((list(pairs), list(names), report.stats.tokens_prefilled - before))
-        return rows
-    monkeypatch.setattr(runner, "expert_rows", spy)
-    return calls
 
 
 def _score(model, d, out):
@@ -54,7 +37,7 @@ def test_stage_two_reads_each_chunks_prefixes_and_equals_the_uncached_run(qwen_d
     from baer_fast.runtime.open import open_engine
     from tests.fixtures.checks import max_run_diff
     from tests.fixtures.tolerances import naive_run_error, paths_tol
-    calls = _spy(monkeypatch)
+    calls = _pair_calls(monkeypatch)
     scores, first, second = _score(qwen_dir, head, head / "kv.jsonl")
     kv_calls = list(calls)
     calls.clear()
@@ -76,7 +59,7 @@ def test_stage_two_reads_each_chunks_prefixes_and_equals_the_uncached_run(qwen_d
 
 def test_a_run_stopped_between_a_chunks_stages_resumes_to_the_same_bits(qwen_dir, head, monkeypatch):
     whole, _, _ = _score(qwen_dir, head, head / "whole.jsonl")
-    calls = _spy(monkeypatch, fail_at=3)            # chunk 2's stage 2: its stage 1 is already in the file
+    calls = _pair_calls(monkeypatch, fail_at=3)            # chunk 2's stage 2: its stage 1 is already in the file
     with pytest.raises(RuntimeError, match="between a chunk's stages"):
         _score(qwen_dir, head, head / "stopped.jsonl")
     assert [n for _, n, _ in calls] == [["direct"], ["score"], ["direct"]]
@@ -84,7 +67,7 @@ def test_a_run_stopped_between_a_chunks_stages_resumes_to_the_same_bits(qwen_dir
     assert len(stage1) == 8                         # chunks 1 and 2 of stage 1 were written
     chunk2 = {p.id for p in calls[2][0]}
     assert chunk2 <= set(stage1)
-    calls = _spy(monkeypatch)
+    calls = _pair_calls(monkeypatch)
     resumed, _, _ = _score(qwen_dir, head, head / "stopped.jsonl")
     assert resumed == whole                         # every score, bit for bit
     # chunk 1 is not run again; chunk 2's stage 1 runs again (for its KV), then its stage 2, then chunk 3
