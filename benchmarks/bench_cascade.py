@@ -49,50 +49,20 @@ def cascade_head(model: str, pairs, path: str, exit_share: float) -> None:
                          "cascade": {"stage1": s1.to_json(), "stage1_experts": STAGE1, "tau": tau}})
 
 
-def run_once(model, pairs_path, head_path, out, chunk_pairs: int, keep: bool) -> dict:
+@contextlib.contextmanager
+def measured(mode: str):
+    """Inside: the bank's prefill counted per stage -> {"stage1", "stage2": tokens, "parts": stage-1
+    calls}; and the prefix store as `mode` says: parts (as shipped), one (one part: the store keeps
+    what fits), none (no store)."""
     from baer_fast.bank import prefix_store, runner
-    from baer_fast.cli import main
-    from baer_fast.io.records import read_signals
-    real_rows, real_keeping, tokens = runner.expert_rows, prefix_store.keeping, {"stage1": 0, "stage2": 0}
+    real_rows, real_keeping, counts = runner.expert_rows, prefix_store.keeping, {"stage1": 0, "stage2": 0, "parts": 0}
 
     def counted(engine, chunk, names, report, generation=None, **kw):
         before = report.stats.tokens_prefilled
         rows = real_rows(engine, chunk, names, report, generation, **kw)
-        tokens["stage1" if list(names) == STAGE1 else "stage2"] += report.stats.tokens_prefilled - before
-        return rows
-    runner.expert_rows = counted
-    if not keep:
-        prefix_store.keeping = lambda engine: contextlib.nullcontext()
-    try:
-        t0 = time.perf_counter()
-        with contextlib.redirect_stdout(sys.stderr):        # stdout: the one JSON line
-            rc = main(["-q", "score", "--model", model, "--input", pairs_path, "--head", head_path, "--out", out,
-                       "--chunk-pairs", str(chunk_pairs), "--device", "cpu", "--dtype", "float32"])
-        seconds = time.perf_counter() - t0
-    finally:
-        runner.expert_rows, prefix_store.keeping = real_rows, real_keeping
-    if rc != 0:
-        raise SystemExit(f"score --model failed (exit {rc})")
-    return {"seconds": seconds, "tokens": tokens, "stage2": read_signals(out + ".stage2.signals.jsonl")}
-
-
-def judge_once(model, head_path, pairs, memory_gb: float, mode: str) -> dict:
-    """Judge.signals on every pair in one call; mode: parts (default), one (one part), none (no store)."""
-    from baer_fast import artifact
-    from baer_fast.api import Judge, JudgeOptions
-    from baer_fast.bank import prefix_store, runner
-    from baer_fast.runtime.config import EngineConfig
-    from baer_fast.runtime.open import HfOptions, open_engine
-    engine = open_engine(model, options=HfOptions(engine=EngineConfig(memory_budget_bytes=int(memory_gb * 2**30)),
-                                                  device="cpu", dtype="float32"))
-    judge = Judge(engine, artifact.load(head_path), options=JudgeOptions(batch_invariant=False))
-    real_rows, real_keeping, tokens, calls = runner.expert_rows, prefix_store.keeping, {"stage1": 0, "stage2": 0}, []
-
-    def counted(engine, chunk, names, report, generation=None, **kw):
-        before = report.stats.tokens_prefilled
-        rows = real_rows(engine, chunk, names, report, generation, **kw)
-        tokens["stage1" if list(names) == STAGE1 else "stage2"] += report.stats.tokens_prefilled - before
-        calls.append(list(names) == STAGE1)
+        stage = "stage1" if list(names) == STAGE1 else "stage2"
+        counts[stage] += report.stats.tokens_prefilled - before
+        counts["parts"] += stage == "stage1"
         return rows
 
     @contextlib.contextmanager
@@ -105,12 +75,40 @@ def judge_once(model, head_path, pairs, memory_gb: float, mode: str) -> dict:
     prefix_store.keeping = {"parts": real_keeping, "one": one_part,
                             "none": lambda engine: contextlib.nullcontext()}[mode]
     try:
+        yield counts
+    finally:
+        runner.expert_rows, prefix_store.keeping = real_rows, real_keeping
+
+
+def run_once(model, pairs_path, head_path, out, chunk_pairs: int, keep: bool) -> dict:
+    from baer_fast.cli import main
+    from baer_fast.io.records import read_signals
+    with measured("parts" if keep else "none") as counts:
+        t0 = time.perf_counter()
+        with contextlib.redirect_stdout(sys.stderr):        # stdout: the one JSON line
+            rc = main(["-q", "score", "--model", model, "--input", pairs_path, "--head", head_path, "--out", out,
+                       "--chunk-pairs", str(chunk_pairs), "--device", "cpu", "--dtype", "float32"])
+        seconds = time.perf_counter() - t0
+    if rc != 0:
+        raise SystemExit(f"score --model failed (exit {rc})")
+    tokens = {k: counts[k] for k in ("stage1", "stage2")}
+    return {"seconds": seconds, "tokens": tokens, "stage2": read_signals(out + ".stage2.signals.jsonl")}
+
+
+def judge_once(model, head_path, pairs, memory_gb: float, mode: str) -> dict:
+    """Judge.signals on every pair in one call, the store as `mode` says (`measured`)."""
+    from baer_fast import artifact
+    from baer_fast.api import Judge, JudgeOptions
+    from baer_fast.runtime.config import EngineConfig
+    from baer_fast.runtime.open import HfOptions, open_engine
+    engine = open_engine(model, options=HfOptions(engine=EngineConfig(memory_budget_bytes=int(memory_gb * 2**30)),
+                                                  device="cpu", dtype="float32"))
+    judge = Judge(engine, artifact.load(head_path), options=JudgeOptions(batch_invariant=False))
+    with measured(mode) as counts:
         t0 = time.perf_counter()
         judge.signals([p.question for p in pairs], [p.response_a for p in pairs], [p.response_b for p in pairs])
         seconds = time.perf_counter() - t0
-    finally:
-        runner.expert_rows, prefix_store.keeping = real_rows, real_keeping
-    return {"seconds": seconds, "tokens": tokens, "parts": sum(calls)}      # stage-1 calls
+    return {"seconds": seconds, "tokens": {k: counts[k] for k in ("stage1", "stage2")}, "parts": counts["parts"]}
 
 
 def main(argv=None) -> int:
