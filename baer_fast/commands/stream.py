@@ -104,28 +104,28 @@ class SignalStream:
         self.writer.append([s.to_json() for s in recs if s.id not in self.writer.done_ids])
         return recs
 
+    def _writers(self) -> list:
+        return [w for w in (self.writer, self.texts) if w is not None]
+
     def finish(self, ids) -> None:
         """Put the file(s) back in input order (atomically: the same lines) and mark them complete."""
         ids = list(ids)
-        for w in (self.writer, self.texts):
-            if w is not None:
-                w.reorder(ids)
-                w.finish()
+        for w in self._writers():
+            w.reorder(ids)
+            w.finish()
 
     def __enter__(self):
         return self
 
     def __exit__(self, kind, *_):
         if kind is not None:        # failed before any result (model load, engine options): leave no
-            for w in (self.writer, self.texts):     # output behind that would block the corrected command
-                if w is not None:
-                    w.discard_if_unused()
+            for w in self._writers():               # output behind that would block the corrected command
+                w.discard_if_unused()
         self.close()
 
     def close(self) -> None:
-        for w in (self.writer, self.texts):
-            if w is not None:
-                w.close()
+        for w in self._writers():
+            w.close()
 
     def summary(self, total: int, new: int, seconds: float, label: str = "experts") -> str:
         """The generative experts' cost lines (if any ran), then the run's line: pairs (written now,
