@@ -3,8 +3,8 @@
 Data go to `path` (plain JSONL, no header); a sidecar `path + ".progress.json"` holds the run's
 fingerprint and the byte length of the last complete batch, rewritten atomically after each
 fsync'd batch. On restart the data file is cut back to that length, ids already written are
-skipped, and a different fingerprint (other model, head or input) is refused instead of mixed
-in; two runs writing one output at once are refused (an exclusive lock, where `fcntl` exists).
+skipped, a different fingerprint (other model, head or input) is refused instead of mixed in, and
+so is a second run on one output, --overwrite too (a lock on `path + ".lock"`, where fcntl exists).
 
     fp = {"command": "experts", "input_sha256": file_sha256(inp), "model": ...}
     with ResumableWriter(out, fingerprint=fp, overwrite=args.overwrite) as w:
@@ -19,6 +19,7 @@ import hashlib
 import json
 import logging
 import os
+import socket
 
 from baer_fast.errors import InputError
 from baer_fast.io.jsonl import atomic_open, check_output, dumps, fsync_dir
@@ -34,6 +35,58 @@ _FIX = "pass --overwrite to start again, or choose another --out"
 
 def progress_path(path: str) -> str:
     return path + ".progress.json"
+
+
+def lock_path(path: str) -> str:
+    return path + ".lock"
+
+
+def _holder(fd: int) -> str:
+    """' (pid N on HOST)' as the lock's holder wrote it, or '' (not written yet)."""
+    try:
+        pid, host = os.pread(fd, 200, 0).decode("utf-8").split()
+        return f" (pid {int(pid)} on {host})"
+    except (OSError, ValueError, UnicodeDecodeError):
+        return ""
+
+
+def _acquire(path: str) -> int | None:
+    """An exclusive lock on `path`'s lock file -> its fd. A holder removes the file before it lets go,
+    so a lock taken on a file no longer at that path is let go and taken again on the one there."""
+    if fcntl is None:
+        return None
+    lock = lock_path(path)
+    while True:
+        try:
+            fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o666)
+        except OSError as e:
+            raise InputError(f"cannot write here: {e.strerror or e}", path=lock) from None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            holder = _holder(fd)
+            os.close(fd)
+            raise InputError(f"another baer-fast run{holder} is writing this output right now: wait for it to "
+                             f"end (or stop it), then run again", path=path) from None
+        try:
+            st, here = os.fstat(fd), os.stat(lock)
+            if (st.st_dev, st.st_ino) == (here.st_dev, here.st_ino):
+                os.ftruncate(fd, 0)
+                os.write(fd, f"{os.getpid()} {socket.gethostname()}\n".encode("utf-8"))
+                return fd
+        except FileNotFoundError:
+            pass
+        os.close(fd)
+
+
+def _release(path: str, fd: int | None) -> None:
+    if fd is None:
+        return
+    try:
+        os.unlink(lock_path(path))       # before letting go: see _acquire
+    except FileNotFoundError:
+        pass
+    os.close(fd)
 
 
 def file_sha256(path: str) -> str:
@@ -66,6 +119,15 @@ class ResumableWriter:
         self.done_ids: set[str] = set()
         self.resumed = False
         check_output(path)
+        self._lock_fd = _acquire(path)      # before an --overwrite removes, or a resume cuts, anything
+        try:
+            self._open(overwrite)
+        except BaseException:
+            _release(path, self._lock_fd)
+            raise
+
+    def _open(self, overwrite: bool) -> None:
+        path = self.path
         if overwrite:
             for p in (path, progress_path(path)):
                 if os.path.exists(p):
@@ -75,7 +137,6 @@ class ResumableWriter:
         if not existed:
             self._start()
         self._fh = open(path, "ab")
-        self._lock()                      # before a resume cuts the file back
         if existed:
             try:
                 self._resume()
@@ -92,16 +153,6 @@ class ResumableWriter:
             raise InputError(f"cannot write here: {e.strerror or e}", path=self.path) from None
         open(self.path, "wb").close()
         fsync_dir(os.path.dirname(os.path.abspath(self.path)))
-
-    def _lock(self) -> None:
-        if fcntl is None:
-            return
-        try:
-            fcntl.flock(self._fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            self._fh.close()
-            raise InputError("another baer-fast run is writing this output right now",
-                             path=self.path) from None
 
     def _read_progress(self) -> dict:
         prog_file = progress_path(self.path)
@@ -201,9 +252,8 @@ class ResumableWriter:
             return                                            # already in that order
         with atomic_open(self.path, "wb") as fh:
             fh.writelines(raw for _, _, raw in sorted(keyed))
-        self._fh.close()                                      # the old inode: append and lock the new one
+        self._fh.close()                                      # the old inode: append to the new one
         self._fh = open(self.path, "ab")
-        self._lock()
 
     def finish(self) -> None:
         """Mark the output complete (every input record has its result)."""
@@ -213,16 +263,20 @@ class ResumableWriter:
     def close(self) -> None:
         if not self._fh.closed:
             self._fh.close()
+        _release(self.path, self._lock_fd)
+        self._lock_fd = None
 
     def discard_if_unused(self) -> None:
         """Close; and if this writer created the output and nothing was appended, remove it and its
         progress record: a run that fails before its first result (a model that does not load, a
         flag the engine refuses) leaves nothing that would block the corrected command."""
-        self.close()
+        if not self._fh.closed:
+            self._fh.close()
         if self._created and self._records == 0:
             for p in (self.path, progress_path(self.path)):
                 if os.path.exists(p):
                     os.unlink(p)
+        self.close()                 # the lock last: no other run starts on files about to go
 
     def __enter__(self):
         return self
