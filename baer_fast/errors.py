@@ -46,6 +46,11 @@ class PromptTooLong(InputError):
         return PromptTooLong(self.what, pair_id=self.pair_id, fix=fix, where=where or self.where, field=self.field)
 
 
+class OutputError(InputError):
+    """An output that could not be written (disk full, quota): located like an input, and saying what
+    of the output is kept."""
+
+
 class ArtifactError(BaerError):
     """A head artifact that cannot be trusted: wrong schema, tampered, or unpicklable format."""
 

@@ -9,6 +9,7 @@ and fsync'd.
 """
 from __future__ import annotations
 
+import errno
 import gzip
 import json
 import math
@@ -18,7 +19,7 @@ import zlib
 from contextlib import contextmanager
 from typing import Any, Iterator, Protocol
 
-from baer_fast.errors import InputError
+from baer_fast.errors import InputError, OutputError
 
 
 class RejectSink(Protocol):
@@ -256,10 +257,15 @@ def atomic_open(path: str, mode: str = "w", *, sync_dir: bool = True):
         os.replace(tmp, path)
         if sync_dir:
             fsync_dir(folder)
-    except BaseException:
+    except BaseException as e:
         if os.path.exists(tmp):
             os.unlink(tmp)
+        if isinstance(e, OSError) and e.errno in NO_ROOM:
+            raise OutputError(f"cannot write: {e.strerror}; nothing was replaced", path=path) from e
         raise
+
+
+NO_ROOM = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)     # a full disk or quota, a file-size limit
 
 
 def _umask() -> int:

@@ -15,13 +15,14 @@ so is a second run on one output, --overwrite too (a lock on `path + ".lock"`, w
 """
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import logging
 import os
 import socket
 
-from baer_fast.errors import InputError
+from baer_fast.errors import InputError, OutputError
 from baer_fast.io.jsonl import atomic_open, check_output, dumps, fsync_dir
 
 try:
@@ -232,13 +233,27 @@ class ResumableWriter:
         if len(set(ids)) != len(ids) or not self.done_ids.isdisjoint(ids):
             raise ValueError("ResumableWriter.append: an id was already written (caller must skip done_ids)")
         data = "".join(dumps(r) + "\n" for r in records).encode("utf-8")
-        self._fh.write(data)
-        self._fh.flush()
-        os.fsync(self._fh.fileno())
-        self._bytes += len(data)
-        self._records += len(records)
-        self.done_ids.update(ids)
-        self._write_progress(sync_dir=False)
+        with self._writing():
+            self._fh.write(data)
+            self._fh.flush()
+            os.fsync(self._fh.fileno())
+            self._bytes += len(data)
+            self._records += len(records)
+            self.done_ids.update(ids)
+            self._write_progress(sync_dir=False)
+
+    @contextlib.contextmanager
+    def _writing(self):
+        """A write that fails (disk full, quota, I/O error) -> one located error saying what is kept: the
+        records of the last progress record; a rerun cuts anything after them and resumes."""
+        kept = self._records
+        try:
+            yield
+        except (OSError, OutputError) as e:
+            os_err = e.__cause__ if isinstance(e, OutputError) else e      # atomic_open's keeps the OSError
+            why = getattr(os_err, "strerror", None) or str(os_err)
+            raise OutputError(f"cannot write: {why}; the {kept} records written before are kept, and rerunning "
+                              "the same command resumes from them once there is room", path=self.path) from None
 
     def reorder(self, ids: list[str]) -> None:
         """Rewrite the data file with its records in the order of `ids` (records with other ids
@@ -250,7 +265,7 @@ class ResumableWriter:
         keyed = [(rank.get(json.loads(raw)["id"], len(rank)), k, raw) for k, raw in enumerate(lines)]
         if [k for _, k, _ in sorted(keyed)] == list(range(len(lines))):
             return                                            # already in that order
-        with atomic_open(self.path, "wb") as fh:
+        with self._writing(), atomic_open(self.path, "wb") as fh:
             fh.writelines(raw for _, _, raw in sorted(keyed))
         self._fh.close()                                      # the old inode: append to the new one
         self._fh = open(self.path, "ab")
@@ -258,10 +273,11 @@ class ResumableWriter:
     def finish(self) -> None:
         """Mark the output complete (every input record has its result)."""
         self.complete = True
-        self._write_progress()
+        with self._writing():
+            self._write_progress()
 
     def close(self) -> None:
-        if not self._fh.closed:
+        with contextlib.suppress(OSError):      # a flush of a failed append's rest: cut on resume anyway
             self._fh.close()
         _release(self.path, self._lock_fd)
         self._lock_fd = None

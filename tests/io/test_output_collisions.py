@@ -2,6 +2,8 @@
 second run is refused naming the first, and whatever was written stays resumable."""
 from __future__ import annotations
 
+import contextlib
+import errno
 import json
 import os
 import subprocess
@@ -73,3 +75,78 @@ def test_score_overwrite_refuses_an_output_another_process_writes(tmp_path, caps
     assert holder.returncode == 0 and not os.path.exists(lock_path(out))
     assert main(["--quiet", "score", "--signals", sig, "--out", out, "--overwrite"]) == 0
     assert [json.loads(x)["id"] for x in _data(out).decode().splitlines()] == ["p0", "p1", "p2"]
+
+
+class _FullDisk:
+    """The data file of a writer on a disk that fills up: half the bytes land, then ENOSPC."""
+
+    def __init__(self, real):
+        self.real = real
+
+    def write(self, data):
+        self.real.write(data[:len(data) // 2])
+        self.real.flush()
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    def __getattr__(self, name):
+        return getattr(self.real, name)
+
+
+def _fill_disk_at(monkeypatch, call: int, where: str) -> None:
+    """From the `call`-th append of any writer on, the disk is full: for its data ('data') or for the
+    progress record written after them ('progress', through the real atomic_open)."""
+    from baer_fast.io import resumable
+    append, calls, real_open = ResumableWriter.append, [], resumable.atomic_open
+
+    @contextlib.contextmanager
+    def full_open(path, *a, **k):
+        with real_open(path, *a, **k) as fh:
+            yield _FullDisk(fh)
+
+    def failing(self, records):
+        calls.append(1)
+        if len(calls) == call:
+            if where == "data":
+                self._fh = _FullDisk(self._fh)
+            else:
+                monkeypatch.setattr(resumable, "atomic_open", full_open)
+        return append(self, records)
+    monkeypatch.setattr(resumable.ResumableWriter, "append", failing)
+
+
+@pytest.mark.parametrize("where", ["data", "progress"])
+def test_a_full_disk_is_one_clear_error_and_the_rerun_resumes_to_the_same_bytes(tmp_path, monkeypatch, capsys,
+                                                                                 where):
+    """A full disk mid-run was a traceback (OSError); now: exit 2, the output named, what is kept, how to go on."""
+    from baer_fast.cli import main
+    from baer_fast.io.records import Signals, write_signals
+
+    sig, ref, out = (str(tmp_path / n) for n in ("s.jsonl", "ref.jsonl", "o.jsonl"))
+    write_signals(sig, [Signals(f"p{i}", {"direct": [(i % 7) / 7, 0.3], "score": [0.6, (i % 5) / 5]}) for i in range(40)])
+    monkeypatch.setenv("BAER_FAST_SCORE_BATCH", "4")
+    assert main(["--quiet", "score", "--signals", sig, "--out", ref]) == 0
+    capsys.readouterr()
+    with monkeypatch.context() as m:
+        _fill_disk_at(m, 3, where)
+        assert main(["--quiet", "score", "--signals", sig, "--out", out]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [f"error: {out}: cannot write: {os.strerror(errno.ENOSPC)}; the 8 records written before are "
+                   "kept, and rerunning the same command resumes from them once there is room"]
+    with open(progress_path(out), encoding="utf-8") as fh:
+        assert json.load(fh)["records"] == 8
+    assert not os.path.exists(lock_path(out)) and not [f for f in os.listdir(tmp_path) if f.endswith(".tmp")]
+    assert main(["--quiet", "score", "--signals", sig, "--out", out]) == 0
+    assert _data(out) == _data(ref)
+
+
+def test_a_full_disk_in_an_atomic_write_names_the_file_and_replaces_nothing(tmp_path):
+    from baer_fast.errors import OutputError
+    from baer_fast.io.jsonl import atomic_open
+
+    path = tmp_path / "head.json"
+    path.write_text("old\n")
+    with pytest.raises(OutputError, match=rf"{path}: cannot write: .*; nothing was replaced"):
+        with atomic_open(str(path)) as fh:
+            fh.write("new")
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+    assert path.read_text() == "old\n" and os.listdir(tmp_path) == ["head.json"]
