@@ -10,8 +10,11 @@ from __future__ import annotations
 import argparse
 import importlib
 import importlib.util
+import contextlib
 import logging
+import signal
 import sys
+import threading
 
 # name -> module under baer_fast.commands (imported only when that command runs, except for
 # --help of the command itself, which needs its arguments)
@@ -29,6 +32,40 @@ COMMANDS = {
 
 EXIT_INPUT = 2      # bad input, bad artifact, bad arguments
 EXIT_INTERNAL = 1   # a bug: the traceback is printed
+
+
+RESUMABLE = ("experts", "score")   # their outputs are kept as they go: a rerun resumes
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM (a cluster's time limit, `kill`), raised where Python is, like Ctrl-C: open outputs are
+    closed, engines stopped and the lock files let go, and the run says it was stopped."""
+
+
+def _terminate(signum, frame):
+    raise Terminated
+
+
+@contextlib.contextmanager
+def _sigterm_raises(command: str):
+    """SIGTERM -> Terminated while a command runs; not for serve (its server handles SIGTERM) nor where
+    a caller of main() set a handler of its own (or off the main thread, where none can be set)."""
+    own = (command != "serve" and threading.current_thread() is threading.main_thread()
+           and signal.getsignal(signal.SIGTERM) is signal.SIG_DFL)
+    if own:
+        signal.signal(signal.SIGTERM, _terminate)
+    try:
+        yield
+    finally:
+        if own:
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
+def _stopped(command: str, e: KeyboardInterrupt) -> int:
+    what, code = ("terminated (SIGTERM)", 143) if isinstance(e, Terminated) else ("interrupted", 130)
+    hint = ": what was written is kept, and rerunning the same command resumes from it" if command in RESUMABLE else ""
+    print(what + hint, file=sys.stderr)
+    return code
 
 
 def _load(name: str):
@@ -84,13 +121,13 @@ def main(argv: list[str] | None = None) -> int:
     try:
         from baer_fast.io.jsonl import check_not_an_input
         check_not_an_input(args)
-        return int(_load(args.command).run(args) or 0)
+        with _sigterm_raises(args.command):
+            return int(_load(args.command).run(args) or 0)
     except BaerError as e:
         print(f"error: {e}", file=sys.stderr)
         return EXIT_INPUT
-    except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
-        return 130
+    except KeyboardInterrupt as e:
+        return _stopped(args.command, e)
     except BrokenPipeError:         # stdout closed early (e.g. `| head`): not an error of ours
         sys.stderr.close()
         return 0

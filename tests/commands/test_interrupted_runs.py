@@ -1,0 +1,65 @@
+"""Ctrl-C (SIGINT) and SIGTERM (a cluster's time limit, `kill`) mid-run: the exit code and the one line
+that says so, no lock file left behind, and the rerun resumes to the bytes of an uninterrupted run."""
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from baer_fast.io.records import Signals, write_signals
+from tests.fixtures.kill_resume import durable, progress
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def _signals(n: int) -> list:
+    return [Signals(f"p{i:05d}", {"direct": [(i % 7) / 7, (i % 3) / 3], "score": [(i % 11) / 11, 0.5]})
+            for i in range(n)]
+
+
+def _score(sig, out):
+    return [sys.executable, "-m", "baer_fast.cli", "--quiet", "score", "--signals", sig, "--out", out]
+
+
+@pytest.mark.parametrize("sig,code,said", [(signal.SIGINT, 130, "interrupted"),
+                                           (signal.SIGTERM, 143, "terminated (SIGTERM)")])
+def test_a_stopped_score_says_so_and_the_rerun_resumes(tmp_path, sig, code, said):
+    src, ref, out = (str(tmp_path / n) for n in ("s.jsonl", "ref.jsonl", "o.jsonl"))
+    write_signals(src, _signals(4000))
+    env = dict(os.environ, PYTHONPATH=ROOT)
+    subprocess.run(_score(src, ref), env=env, check=True, capture_output=True, timeout=300)
+    small = dict(env, BAER_FAST_SCORE_BATCH="4")     # many small durable batches: the signal lands mid-run
+    proc = subprocess.Popen(_score(src, out), env=small, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    while proc.poll() is None and durable(out) < 40:
+        time.sleep(0.005)
+    proc.send_signal(sig)
+    err = proc.communicate(timeout=120)[1]
+    assert not progress(out)["complete"], "the run ended before the signal"
+    assert proc.returncode == code, err
+    assert err.strip().splitlines()[-1] == (f"{said}: what was written is kept, and rerunning the same command "
+                                            "resumes from it")
+    assert not os.path.exists(out + ".lock")          # closed on the way out, its lock let go
+    done = subprocess.run(_score(src, out), env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    with open(out, "rb") as a, open(ref, "rb") as b:
+        assert a.read() == b.read()
+
+
+def test_sigterm_is_default_again_after_main_returns(tmp_path):
+    """main() sets its SIGTERM handler for the command's run only (a caller's own handler is left alone)."""
+    from baer_fast.cli import main
+    src = str(tmp_path / "s.jsonl")
+    write_signals(src, _signals(3))
+    assert main(["--quiet", "score", "--signals", src, "--out", str(tmp_path / "o.jsonl")]) == 0
+    assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL
+    mine = signal.signal(signal.SIGTERM, lambda *_: None)
+    try:
+        mine = signal.getsignal(signal.SIGTERM)
+        assert main(["--quiet", "score", "--signals", src, "--out", str(tmp_path / "o2.jsonl")]) == 0
+        assert signal.getsignal(signal.SIGTERM) is mine
+    finally:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
