@@ -121,6 +121,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         from baer_fast.io.jsonl import check_not_an_input
         check_not_an_input(args)
+        from baer_fast.io.resumable import warn_unfinished_inputs
+        warn_unfinished_inputs(args)
         with _sigterm_raises(args.command):
             return int(_load(args.command).run(args) or 0)
     except BaerError as e:

@@ -90,6 +90,51 @@ def _release(path: str, fd: int | None) -> None:
     os.close(fd)
 
 
+def _being_written(path: str) -> str | None:
+    """' (pid N on HOST)' or '' when a run holds `path`'s lock now; None when none does."""
+    if fcntl is None:
+        return None
+    try:
+        fd = os.open(lock_path(path), os.O_RDONLY)
+    except OSError:
+        return None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        return None                      # a file a killed run left: no one holds it
+    except OSError:
+        return _holder(fd)
+    finally:
+        os.close(fd)
+
+
+def unfinished_note(path: str) -> str | None:
+    """For a file given as an input: why it is no finished output, where its progress record says the
+    run writing it has not finished (stopped, or still running) -> one line; else None."""
+    try:
+        with open(progress_path(path), encoding="utf-8") as fh:
+            prog = json.load(fh)
+        if prog["complete"] is not False:
+            return None
+        n = int(prog["records"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    who = _being_written(path)
+    state = (f"is being written right now by another baer-fast run{who}" if who is not None else
+             "is the output of a run that stopped before it finished")
+    return (f"{path}: {state} ({n} records so far, per {progress_path(path)}); this run reads only those: "
+            "rerun the command that writes it to complete it first")
+
+
+def warn_unfinished_inputs(args, inputs=("signals", "scores", "input")) -> None:
+    """A warning per input flag naming a resumable output that is not finished (fit, score or eval on an
+    interrupted run's signals would otherwise work on part of the pairs without a word)."""
+    for name in inputs:
+        vals = getattr(args, name, None)
+        for v in vals if isinstance(vals, list) else [vals]:
+            if isinstance(v, str) and (note := unfinished_note(v)) is not None:
+                log.warning("%s", note)
+
+
 def file_sha256(path: str) -> str:
     """Hash of an input file (the fingerprint's 'same input' test)."""
     h = hashlib.sha256()

@@ -63,3 +63,34 @@ def test_sigterm_is_default_again_after_main_returns(tmp_path):
         assert signal.getsignal(signal.SIGTERM) is mine
     finally:
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
+def test_an_unfinished_output_given_as_an_input_is_named_in_a_warning(tmp_path, caplog):
+    """fit, score and eval on the signals of an experts run that was stopped (or is still running) worked
+    on part of the pairs without a word; now a warning says so, and how many records it holds."""
+    import logging
+
+    from baer_fast.cli import main
+    from baer_fast.io.resumable import ResumableWriter
+
+    part, out = str(tmp_path / "signals.jsonl"), str(tmp_path / "scores.jsonl")
+    cmd = ["--quiet", "score", "--signals", part, "--out", out, "--overwrite"]
+
+    def warned() -> list[str]:
+        return [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING and part in r.getMessage()]
+
+    w = ResumableWriter(part, fingerprint={"command": "experts"})
+    w.append([s.to_json() for s in _signals(5)])
+    with caplog.at_level(logging.WARNING, logger="baer_fast"):
+        assert main(cmd) == 0                                          # still held by its writer
+        assert warned() == [f"{part}: is being written right now by another baer-fast run (pid {os.getpid()} on "
+                             f"{os.uname().nodename}) (5 records so far, per {part}.progress.json); this run reads "
+                             "only those: rerun the command that writes it to complete it first"]
+        w.close()
+        caplog.clear()
+        assert main(cmd) == 0                                          # stopped
+        assert len(warned()) == 1 and "is the output of a run that stopped before it finished (5 records" in warned()[0]
+        with ResumableWriter(part, fingerprint={"command": "experts"}) as w:
+            w.finish()
+        caplog.clear()
+        assert main(cmd) == 0 and warned() == []                       # finished: nothing to say
