@@ -107,22 +107,34 @@ def _being_written(path: str) -> str | None:
         os.close(fd)
 
 
-def unfinished_note(path: str) -> str | None:
-    """For a file given as an input: why it is no finished output, where its progress record says the
-    run writing it has not finished (stopped, or still running) -> one line; else None."""
+def _records_so_far(path: str) -> int | None:
+    """The records of `path` per its progress record when that says the run has not finished; else None."""
     try:
         with open(progress_path(path), encoding="utf-8") as fh:
             prog = json.load(fh)
-        if prog["complete"] is not False:
-            return None
-        n = int(prog["records"])
+        return None if prog["complete"] is not False else int(prog["records"])
     except (OSError, ValueError, KeyError, TypeError):
         return None
-    who = _being_written(path)
-    state = (f"is being written right now by another baer-fast run{who}" if who is not None else
-             "is the output of a run that stopped before it finished")
-    return (f"{path}: {state} ({n} records so far, per {progress_path(path)}); this run reads only those: "
-            "rerun the command that writes it to complete it first")
+
+
+def unfinished_note(path: str) -> str | None:
+    """For a file given as an input: why it is no finished output -> one line, else None. Its progress
+    record says the run writing it has not finished (stopped, or still running); or it is an experts
+    --out whose <out>.raw.jsonl a run (--overwrite) is writing anew: it holds the earlier run's pairs."""
+    raw = path + ".raw.jsonl"
+    for src in (path, raw):
+        n = _records_so_far(src)
+        if n is None or src == raw and not os.path.exists(path):
+            continue
+        who = _being_written(src)
+        state = (f"being written right now by another baer-fast run{who}" if who is not None else
+                 "left by a run that stopped before it finished")
+        if src == path:
+            return (f"{path}: is {state} ({n} records so far, per {progress_path(path)}); this run reads only "
+                    "those: rerun the command that writes it to complete it first")
+        return (f"{path}: is the output of an earlier run: {raw}, which replaces it when complete, is {state} "
+                f"({n} records so far): rerun the command that writes it to complete it first")
+    return None
 
 
 def warn_unfinished_inputs(args, inputs=("signals", "scores", "input")) -> None:

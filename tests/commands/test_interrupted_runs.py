@@ -25,23 +25,24 @@ def _score(sig, out):
     return [sys.executable, "-m", "baer_fast.cli", "--quiet", "score", "--signals", sig, "--out", out]
 
 
-@pytest.mark.parametrize("sig,code,said", [(signal.SIGINT, 130, "interrupted"),
-                                           (signal.SIGTERM, 143, "terminated (SIGTERM)")])
-def test_a_stopped_score_says_so_and_the_rerun_resumes(tmp_path, sig, code, said):
+@pytest.mark.parametrize("sig,code,said,extra", [(signal.SIGINT, 130, "interrupted", ()),
+                                                 (signal.SIGTERM, 143, "terminated (SIGTERM)", ())])
+def test_a_stopped_score_says_so_and_the_rerun_resumes(tmp_path, sig, code, said, extra):
+    """With --overwrite in the command, rerunning it as it is would start over: the line says so."""
     src, ref, out = (str(tmp_path / n) for n in ("s.jsonl", "ref.jsonl", "o.jsonl"))
     write_signals(src, _signals(4000))
     env = dict(os.environ, PYTHONPATH=ROOT)
     subprocess.run(_score(src, ref), env=env, check=True, capture_output=True, timeout=300)
     small = dict(env, BAER_FAST_SCORE_BATCH="4")     # many small durable batches: the signal lands mid-run
-    proc = subprocess.Popen(_score(src, out), env=small, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(_score(src, out) + list(extra), env=small, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     while proc.poll() is None and durable(out) < 40:
         time.sleep(0.005)
     proc.send_signal(sig)
     err = proc.communicate(timeout=120)[1]
     assert not progress(out)["complete"], "the run ended before the signal"
     assert proc.returncode == code, err
-    assert err.strip().splitlines()[-1] == (f"{said}: what was written is kept, and rerunning the same command "
-                                            "resumes from it")
+    again = "it without --overwrite" if extra else "the same command"
+    assert err.strip().splitlines()[-1] == f"{said}: what was written is kept, and rerunning {again} resumes from it"
     assert not os.path.exists(out + ".lock")          # closed on the way out, its lock let go
     done = subprocess.run(_score(src, out), env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
@@ -89,8 +90,28 @@ def test_an_unfinished_output_given_as_an_input_is_named_in_a_warning(tmp_path, 
         w.close()
         caplog.clear()
         assert main(cmd) == 0                                          # stopped
-        assert len(warned()) == 1 and "is the output of a run that stopped before it finished (5 records" in warned()[0]
+        assert len(warned()) == 1 and "is left by a run that stopped before it finished (5 records" in warned()[0]
         with ResumableWriter(part, fingerprint={"command": "experts"}) as w:
             w.finish()
         caplog.clear()
         assert main(cmd) == 0 and warned() == []                       # finished: nothing to say
+
+
+def test_an_experts_out_that_an_overwriting_run_has_not_replaced_yet_is_named(tmp_path, caplog):
+    """experts --overwrite with derived experts writes <out>.raw.jsonl anew and replaces --out only when
+    complete: stopped half way, --out is the earlier run's output, which fit would read as this one's."""
+    import logging
+
+    from baer_fast.cli import main
+    from baer_fast.io.resumable import ResumableWriter
+
+    out = str(tmp_path / "signals.jsonl")
+    write_signals(out, _signals(6))
+    with ResumableWriter(out + ".raw.jsonl", fingerprint={"command": "experts"}) as w:
+        w.append([s.to_json() for s in _signals(2)])
+    with caplog.at_level(logging.WARNING, logger="baer_fast"):
+        assert main(["--quiet", "score", "--signals", out, "--out", str(tmp_path / "scores.jsonl")]) == 0
+    notes = [r.getMessage() for r in caplog.records if r.getMessage().startswith(out)]
+    assert notes == [f"{out}: is the output of an earlier run: {out}.raw.jsonl, which replaces it when complete, is "
+                     "left by a run that stopped before it finished (2 records so far): rerun the command that "
+                     "writes it to complete it first"]
