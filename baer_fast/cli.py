@@ -61,9 +61,10 @@ def _sigterm_raises(command: str):
             signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
 
-def _stopped(command: str, e: KeyboardInterrupt) -> int:
+def _stopped(args, e: KeyboardInterrupt) -> int:
     what, code = ("terminated (SIGTERM)", 143) if isinstance(e, Terminated) else ("interrupted", 130)
-    hint = ": what was written is kept, and rerunning the same command resumes from it" if command in RESUMABLE else ""
+    again = "it without --overwrite" if getattr(args, "overwrite", False) else "the same command"
+    hint = f": what was written is kept, and rerunning {again} resumes from it" if args.command in RESUMABLE else ""
     print(what + hint, file=sys.stderr)
     return code
 
@@ -129,7 +130,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {e}", file=sys.stderr)
         return EXIT_INPUT
     except KeyboardInterrupt as e:
-        return _stopped(args.command, e)
+        return _stopped(args, e)
     except BrokenPipeError:         # stdout closed early (e.g. `| head`): not an error of ours
         sys.stderr.close()
         return 0

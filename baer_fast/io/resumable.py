@@ -175,7 +175,7 @@ class ResumableWriter:
         self.path, self.fingerprint = path, json.loads(json.dumps(fingerprint))
         self.settings = json.loads(json.dumps(settings)) if settings is not None else None
         self.done_ids: set[str] = set()
-        self.resumed = False
+        self.resumed, self._overwrite = False, overwrite
         check_output(path)
         self._lock_fd = _acquire(path)      # before an --overwrite removes, or a resume cuts, anything
         try:
@@ -309,8 +309,9 @@ class ResumableWriter:
         except (OSError, OutputError) as e:
             os_err = e.__cause__ if isinstance(e, OutputError) else e      # atomic_open's keeps the OSError
             why = getattr(os_err, "strerror", None) or str(os_err)
+            again = "it without --overwrite" if self._overwrite else "the same command"
             raise OutputError(f"cannot write: {why}; the {kept} records written before are kept, and rerunning "
-                              "the same command resumes from them once there is room", path=self.path) from None
+                              f"{again} resumes from them once there is room", path=self.path) from None
 
     def reorder(self, ids: list[str]) -> None:
         """Rewrite the data file with its records in the order of `ids` (records with other ids

@@ -26,7 +26,8 @@ def _score(sig, out):
 
 
 @pytest.mark.parametrize("sig,code,said,extra", [(signal.SIGINT, 130, "interrupted", ()),
-                                                 (signal.SIGTERM, 143, "terminated (SIGTERM)", ())])
+                                                 (signal.SIGTERM, 143, "terminated (SIGTERM)", ()),
+                                                 (signal.SIGTERM, 143, "terminated (SIGTERM)", ("--overwrite",))])
 def test_a_stopped_score_says_so_and_the_rerun_resumes(tmp_path, sig, code, said, extra):
     """With --overwrite in the command, rerunning it as it is would start over: the line says so."""
     src, ref, out = (str(tmp_path / n) for n in ("s.jsonl", "ref.jsonl", "o.jsonl"))

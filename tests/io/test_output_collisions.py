@@ -114,9 +114,9 @@ def _fill_disk_at(monkeypatch, call: int, where: str) -> None:
     monkeypatch.setattr(resumable.ResumableWriter, "append", failing)
 
 
-@pytest.mark.parametrize("where", ["data", "progress"])
+@pytest.mark.parametrize("where,extra", [("data", []), ("progress", []), ("data", ["--overwrite"])])
 def test_a_full_disk_is_one_clear_error_and_the_rerun_resumes_to_the_same_bytes(tmp_path, monkeypatch, capsys,
-                                                                                 where):
+                                                                                 where, extra):
     """A full disk mid-run was a traceback (OSError); now: exit 2, the output named, what is kept, how to go on."""
     from baer_fast.cli import main
     from baer_fast.io.records import Signals, write_signals
@@ -128,10 +128,11 @@ def test_a_full_disk_is_one_clear_error_and_the_rerun_resumes_to_the_same_bytes(
     capsys.readouterr()
     with monkeypatch.context() as m:
         _fill_disk_at(m, 3, where)
-        assert main(["--quiet", "score", "--signals", sig, "--out", out]) == 2
+        assert main(["--quiet", "score", "--signals", sig, "--out", out, *extra]) == 2
     err = capsys.readouterr().err.strip().splitlines()
+    again = "it without --overwrite" if extra else "the same command"
     assert err == [f"error: {out}: cannot write: {os.strerror(errno.ENOSPC)}; the 8 records written before are "
-                   "kept, and rerunning the same command resumes from them once there is room"]
+                   f"kept, and rerunning {again} resumes from them once there is room"]
     with open(progress_path(out), encoding="utf-8") as fh:
         assert json.load(fh)["records"] == 8
     assert not os.path.exists(lock_path(out)) and not [f for f in os.listdir(tmp_path) if f.endswith(".tmp")]
