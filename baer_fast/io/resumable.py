@@ -64,11 +64,18 @@ def _acquire(path: str) -> int | None:
             raise InputError(f"cannot write here: {e.strerror or e}", path=lock) from None
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
+        except BlockingIOError:
             holder = _holder(fd)
             os.close(fd)
             raise InputError(f"another baer-fast run{holder} is writing this output right now: wait for it to "
                              f"end (or stop it), then run again", path=path) from None
+        except OSError as e:        # no flock on this filesystem (Lustre without -o flock, some FUSE mounts)
+            os.close(fd)
+            with contextlib.suppress(OSError):
+                os.unlink(lock)
+            log.warning("%s: this filesystem cannot lock %s (%s): a second run on this output at the same time "
+                        "would not be refused", path, lock, e.strerror or e)
+            return None
         try:
             st, here = os.fstat(fd), os.stat(lock)
             if (st.st_dev, st.st_ino) == (here.st_dev, here.st_ino):
@@ -101,8 +108,10 @@ def _being_written(path: str) -> str | None:
     try:
         fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
         return None                      # a file a killed run left: no one holds it
-    except OSError:
+    except BlockingIOError:
         return _holder(fd)
+    except OSError:                      # no flock here: nothing to tell
+        return None
     finally:
         os.close(fd)
 

@@ -151,3 +151,27 @@ def test_a_full_disk_in_an_atomic_write_names_the_file_and_replaces_nothing(tmp_
             fh.write("new")
             raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
     assert path.read_text() == "old\n" and os.listdir(tmp_path) == ["head.json"]
+
+
+def test_a_filesystem_without_flock_runs_with_a_warning(tmp_path, monkeypatch, caplog):
+    """Lustre mounted without -o flock answers ENOSYS: every run was refused as 'another baer-fast run is
+    writing this output', though none was; now it runs unlocked and says so."""
+    import fcntl
+    import logging
+
+    from baer_fast.io import resumable
+
+    def no_flock(fd, op):
+        raise OSError(errno.ENOSYS, os.strerror(errno.ENOSYS))
+    monkeypatch.setattr(resumable.fcntl, "flock", no_flock)
+    assert resumable.fcntl is fcntl
+    out = str(tmp_path / "o.jsonl")
+    with caplog.at_level(logging.WARNING, logger="baer_fast"):
+        with ResumableWriter(out, fingerprint=FP) as w:
+            w.append([{"id": "a"}])
+            w.finish()
+        assert resumable.unfinished_note(out) is None
+    assert [r.getMessage() for r in caplog.records] == [
+        f"{out}: this filesystem cannot lock {out}.lock ({os.strerror(errno.ENOSYS)}): a second run on this output "
+        "at the same time would not be refused"]
+    assert _data(out) == b'{"id":"a"}\n' and sorted(os.listdir(tmp_path)) == ["o.jsonl", "o.jsonl.progress.json"]
