@@ -31,10 +31,10 @@ def _score(sig, out):
 def test_a_stopped_score_says_so_and_the_rerun_resumes(tmp_path, sig, code, said, extra):
     """With --overwrite in the command, rerunning it as it is would start over: the line says so."""
     src, ref, out = (str(tmp_path / n) for n in ("s.jsonl", "ref.jsonl", "o.jsonl"))
-    write_signals(src, _signals(4000))
+    write_signals(src, _signals(20000))
     env = dict(os.environ, PYTHONPATH=ROOT)
     subprocess.run(_score(src, ref), env=env, check=True, capture_output=True, timeout=300)
-    small = dict(env, BAER_FAST_SCORE_BATCH="4")     # many small durable batches: the signal lands mid-run
+    small = dict(env, BAER_FAST_SCORE_BATCH="1")     # many small durable batches: the signal lands mid-run
     proc = subprocess.Popen(_score(src, out) + list(extra), env=small, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     while proc.poll() is None and durable(out) < 40:
         time.sleep(0.005)
