@@ -182,7 +182,10 @@ def _load_params(path: str | None) -> dict | None:
 
 
 def run(args) -> int:
+    import contextlib
+
     from baer_fast import protocols
+    from baer_fast.io.resumable import holding
     from baer_fast.io.records import read_pairs
     from baer_fast.runtime.model.load import check_device, check_model_dir
 
@@ -202,14 +205,17 @@ def run(args) -> int:
     stream_names = (protocols.prompt_experts_for(names) + [n for n in names if n in protocols.GENERATIVE + protocols.NATIVE]
                     if two_phase else names)
     target = args.out + ".raw.jsonl" if two_phase else args.out
-    if two_phase:
-        _claim_final_out(args, target)
-    args.generation = generation_config(args, names)
-    fp = fingerprint(args, stream_names, args.derived_params)
-    pairs = fit_context(args, pairs, names)      # cut (--truncate), or an over-long pair stops the run here
-    stats = stream_signals(args, pairs, stream_names, derived if not two_phase else [], params, target, fp)
-    if two_phase:
-        _finish_derived(args, names, derived, target)
+    # two phases: --out is locked for the whole run, as its own writer would lock it, before --overwrite
+    # removes anything there (another run on it, derived experts or not, is refused)
+    with holding(args.out) if two_phase else contextlib.nullcontext():
+        if two_phase:
+            _claim_final_out(args, target)
+        args.generation = generation_config(args, names)
+        fp = fingerprint(args, stream_names, args.derived_params)
+        pairs = fit_context(args, pairs, names)      # cut (--truncate), or an over-long pair stops the run here
+        stats = stream_signals(args, pairs, stream_names, derived if not two_phase else [], params, target, fp)
+        if two_phase:
+            _finish_derived(args, names, derived, target)
     print(stats, file=sys.stderr)
     return 0
 

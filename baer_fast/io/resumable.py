@@ -97,6 +97,18 @@ def _release(path: str, fd: int | None) -> None:
     os.close(fd)
 
 
+@contextlib.contextmanager
+def holding(path: str):
+    """`path`'s lock, held for a block that writes it other than through a ResumableWriter (experts' --out,
+    written whole at the end of a run whose resumable file is <out>.raw.jsonl)."""
+    check_output(path)
+    fd = _acquire(path)
+    try:
+        yield
+    finally:
+        _release(path, fd)
+
+
 def _being_written(path: str) -> str | None:
     """' (pid N on HOST)' or '' when a run holds `path`'s lock now; None when none does."""
     if fcntl is None:

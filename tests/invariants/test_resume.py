@@ -100,3 +100,19 @@ def test_keep_texts_added_on_resume_is_refused_not_left_incomplete(tmp_path, qwe
     assert not (tmp_path / "s.jsonl.texts.jsonl").exists()
     assert main([*run, "--keep-texts", "--overwrite"]) == 0
     assert len(_lines(str(tmp_path / "s.jsonl.texts.jsonl"))) == 3
+
+
+def test_an_overwrite_with_derived_experts_is_refused_while_another_run_writes_out(tmp_path, qwen_dir, capsys):
+    """experts --overwrite with derived experts removed --out's progress record before taking any lock: a
+    run writing --out itself (--experts without derived ones) went on with its record gone, and the
+    overwriting run replaced its file at the end. --out is now locked for the whole two-phase run."""
+    from baer_fast.io.resumable import ResumableWriter
+    pairs, out = str(tmp_path / "pairs.jsonl"), str(tmp_path / "out.jsonl")
+    write_pairs(pairs, make_pairs(2, seed=5))
+    with ResumableWriter(out, fingerprint={"command": "experts"}) as w:       # the other run, mid-way
+        w.append([{"id": "x"}])
+        before = (open(out, "rb").read(), open(out + ".progress.json", "rb").read())
+        assert _run_here(_cmd(qwen_dir, pairs, out, "--overwrite")) == 2
+        assert f"{out}: another baer-fast run (pid {os.getpid()} on " in capsys.readouterr().err
+        assert (open(out, "rb").read(), open(out + ".progress.json", "rb").read()) == before
+    assert not os.path.exists(out + ".raw.jsonl")
