@@ -88,6 +88,7 @@ def _inputs(args):
     if art is not None:
         inputs.check_against_head(sc, art, head_path=args.head, records=records, signals_path=args.signals)
     spec, source = inputs.split_spec(art, args.split_seed, head_path=args.head, scores_path=args.scores)
+    records = sorted(records, key=lambda r: r.id)  # id order: sums and bootstrap resamples ignore file order
     records, row_roles, scores, left = inputs.align(sc, records, roles(records, spec), skip=rejects is not None,
                                                     split_rows=lambda r: split_mask(r, args.split))
     records = MemoRecords(records)         # each expert list's runs tensor built once, not in every figure
