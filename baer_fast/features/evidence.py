@@ -9,7 +9,8 @@ Runs in, features out; knows nothing about files, heads or labels.
 
 Clipping is symmetric and hard 0/1 decisions stay finite (|z| <= logit(1 - EPS) = 6.9068).
 The mean is taken of the centred runs u - 1/2, each display-order pair summed first: on runs
-snapped to 2^-53 (protocols.base.snap) a swap negates every centred run exactly and only
+snapped to 2^-53 (protocols.base.snap; runs_tensor snaps runs from elsewhere, as a published
+judge's 0.190333, whose swap 1 - u rounds) a swap negates every centred run exactly and only
 exchanges the two members of a pair, so z, zt and phi negate bit for bit and delta is unchanged.
 """
 from __future__ import annotations
@@ -31,8 +32,11 @@ class MemoRecords(list):
         self.runs_memo: dict = {}
 
 
+GRID = float(1 << 53)     # runs on multiples of 2^-53, where 1 - u is exact (as protocols.base.snap)
+
+
 def runs_tensor(records: Sequence, experts: Sequence[str]) -> np.ndarray:
-    """Stack the runs of `experts` into u [N, K, M] float64, NaN where missing or absent."""
+    """Stack the runs of `experts` into u [N, K, M] float64 on the 2^-53 grid, NaN where missing or absent."""
     return _runs(records, experts)[0]
 
 
@@ -72,7 +76,8 @@ def _build_runs(records: Sequence, experts: Sequence[str]) -> tuple[np.ndarray, 
             for j, val in enumerate(runs):
                 if val is not None:
                     u[i, k, j] = val
-    return u, counts
+    # snapped (half to even, as snap): a file's u and its swap's fl(1 - u) land on u' and 1 - u' exactly
+    return np.round(u * GRID) / GRID, counts
 
 
 def evidence(u: np.ndarray, eps: float = EPS, *, kernels: str = "torch") -> tuple[np.ndarray, ...]:

@@ -18,6 +18,7 @@ from baer_fast.features.evidence import MemoRecords, group_block, run_counts, ru
 from baer_fast.heads.single import native_credit
 from baer_fast.io.records import Signals, read_signals
 from baer_fast.io.splits import roles
+from baer_fast.protocols.base import snap
 
 EXPERTS = ["e0", "e1", "e2", "odd"]
 
@@ -46,7 +47,7 @@ def runs_ref(records, experts) -> np.ndarray:
         for k, name in enumerate(experts):
             for j, val in enumerate(rec.experts.get(name, ())):
                 if val is not None:
-                    u[i, k, j] = val
+                    u[i, k, j] = snap(val)          # runs_tensor puts runs on the swap-exact grid
     return u
 
 
