@@ -56,3 +56,23 @@ def test_fit_score_eval_bytes_do_not_depend_on_threads_or_hash_seed(tmp_path):
     assert len(got["default"].split()) == 6
     assert got["threads4"] == got["default"] and got["threads1"] == got["default"]
     assert hashlib.sha256(b"").hexdigest() not in got["default"]
+
+
+def test_model_runs_are_the_same_bits_in_another_process_and_hash_seed(qwen_dir, tmp_path):
+    """experts in two fresh processes (PYTHONHASHSEED 1 and 2, one thread each): the same signals bytes,
+    sampled self_consistency included (the bank orders contents by their text, never by a hash)."""
+    from baer_fast.io.records import write_pairs
+    from tests.fixtures.prompts import pairs as make_pairs
+    write_pairs(str(tmp_path / "pairs.jsonl"), make_pairs(4, seed=6))
+    got = []
+    for seed in ("1", "2"):
+        out = tmp_path / f"signals.{seed}.jsonl"
+        env = {k: v for k, v in os.environ.items() if k not in ("OMP_NUM_THREADS", "PYTHONHASHSEED")}
+        run = subprocess.run([sys.executable, "-m", "baer_fast.cli", "-q", "experts", "--model", qwen_dir,
+                              "--input", str(tmp_path / "pairs.jsonl"), "--out", str(out), "--experts",
+                              "direct,score,cot,self_consistency", "--max-new-tokens", "4", "--seed", "7",
+                              "--kernels", "torch"], cwd=ROOT, capture_output=True, text=True, timeout=300,
+                             env={**env, "PYTHONHASHSEED": seed, "OMP_NUM_THREADS": "1"})
+        assert run.returncode == 0, run.stderr[-3000:]
+        got.append(out.read_bytes())
+    assert got[0] == got[1] and got[0].count(b"\n") == 4 and b"self_consistency" in got[0]
