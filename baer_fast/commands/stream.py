@@ -40,11 +40,17 @@ def close_engine(args, engine) -> None:
 
 def open_writer(path: str, fingerprint: dict, overwrite: bool, args=None):
     """The one place output durability is chosen: the shared resumable writer. The engine settings
-    that move only the last bits (batch shapes, kernels, attention) may change on a resume, warned."""
+    that move only the last bits (batch shapes, kernels, attention, torch's CPU thread count: another
+    machine's core count) may change on a resume, warned."""
     from baer_fast.io.resumable import ResumableWriter
-    settings = None if args is None else {k: getattr(args, k, None) for k in
-                                          ("chunk_pairs", "memory_gb", "batch_tokens", "kernels", "attn")}
+    settings = None if args is None else _settings(args)
     return ResumableWriter(path, fingerprint=fingerprint, overwrite=overwrite, settings=settings)
+
+
+def _settings(args) -> dict:
+    import torch            # loaded already: the model runs in this process
+    out = {k: getattr(args, k, None) for k in ("chunk_pairs", "memory_gb", "batch_tokens", "kernels", "attn")}
+    return {**out, "cpu_threads": torch.get_num_threads()}
 
 
 class SignalStream:

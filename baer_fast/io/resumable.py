@@ -254,8 +254,9 @@ class ResumableWriter:
             raise InputError(f"output was written by a different run (differs in: {', '.join(diff)}); "
                              f"refusing to mix results — {_FIX}", path=self.path)
         was = prog.get("settings")
-        if self.settings is not None and was is not None and was != self.settings:
-            diff = _differing(was, self.settings)
+        # a setting the starting run did not record (a file from an older version) is not known to differ
+        diff = [k for k in _differing(was, self.settings) if k in was] if self.settings and was else []
+        if diff:
             log.warning("%s: resuming with other engine settings than the run that started it (%s): the pairs "
                         "left may differ from an uninterrupted run's in the last bits", self.path,
                         ", ".join(f"{k} {was.get(k)} -> {self.settings.get(k)}" for k in diff))

@@ -57,3 +57,36 @@ def test_each_thread_count_repeats_and_mirrors_exactly(own_engine, batch, invari
         for one, other in zip(got[1], got[threads]):
             for e in SINGLE:
                 assert max(abs(x - y) for x, y in zip(one[e], other[e])) <= tol, (threads, e)
+
+
+def test_a_resume_under_another_thread_count_is_warned(own_model_dir, batch, tmp_path, monkeypatch, caplog):
+    """Another machine's core count is another torch thread count: the pairs left round differently
+    from the file's, so the resume says so, as for the other settings that move only the last bits."""
+    import torch
+
+    from baer_fast.bank import runner
+    from baer_fast.cli import main
+    from baer_fast.io.records import write_pairs
+    real, calls = runner.expert_rows, []
+
+    def stop_second(*args, **kwargs):
+        calls.append(1)
+        if len(calls) == 2:
+            raise RuntimeError("killed")
+        return real(*args, **kwargs)
+    write_pairs(str(tmp_path / "pairs.jsonl"), batch[:3])
+    argv = ["-q", "experts", "--model", own_model_dir, "--input", str(tmp_path / "pairs.jsonl"), "--out",
+            str(tmp_path / "s.jsonl"), "--experts", "direct", "--chunk-pairs", "1", "--kernels", "torch"]
+    before = torch.get_num_threads()
+    try:
+        torch.set_num_threads(1)
+        monkeypatch.setattr(runner, "expert_rows", stop_second)
+        with pytest.raises(RuntimeError, match="killed"):
+            main(argv)
+        monkeypatch.setattr(runner, "expert_rows", real)
+        torch.set_num_threads(2)
+        with caplog.at_level("WARNING", logger="baer_fast"):
+            assert main(argv) == 0
+    finally:
+        torch.set_num_threads(before)
+    assert "resuming with other engine settings" in caplog.text and "cpu_threads 1 -> 2" in caplog.text

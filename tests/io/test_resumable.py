@@ -154,3 +154,17 @@ def test_a_run_on_another_device_or_dtype_does_not_resume(monkeypatch):
     assert experts._runs_on(args) == {"runs_on": "cuda/bfloat16"}
     args.dtype = "float32"
     assert experts._runs_on(args) == {"runs_on": "cuda/float32"}
+
+
+def test_settings_are_warned_when_they_differ_and_not_when_the_old_record_lacks_them(tmp_path, caplog):
+    """A setting added since the file was started (its record lacks the key) is not known to differ."""
+    out = str(tmp_path / "o.jsonl")
+    with ResumableWriter(out, fingerprint=FP, settings={"chunk_pairs": 4}) as w:
+        w.append(_recs(0, 2))
+    with caplog.at_level("WARNING", logger="baer_fast"):
+        with ResumableWriter(out, fingerprint=FP, settings={"chunk_pairs": 4, "cpu_threads": 8}) as w:
+            assert w.resumed
+        assert "other engine settings" not in caplog.text
+        with ResumableWriter(out, fingerprint=FP, settings={"chunk_pairs": 2, "cpu_threads": 8}) as w:
+            assert w.resumed
+    assert "chunk_pairs 4 -> 2" in caplog.text and "cpu_threads" not in caplog.text
