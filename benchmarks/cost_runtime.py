@@ -19,8 +19,9 @@ NAME = "Runtime-anchor"          # the source's name in cost_accuracy.py (select
 
 
 def cache_path(cache_dir: str, *, n_pairs: int, max_new_tokens: int, experts: str) -> str:
-    # v2: records carry meta.prefill_shared (a subset pays its shared prompt prefixes whole); older caches are not read
-    tag = f"v2-n{n_pairs}-t{max_new_tokens}-{experts.replace(',', '+')}"
+    # v2: records carry meta.prefill_shared (a subset pays its shared prompt prefixes whole); v3: each call's
+    # prompt trees priced, the verdict reads after the generations included; older caches are not read
+    tag = f"v3-n{n_pairs}-t{max_new_tokens}-{experts.replace(',', '+')}"
     return os.path.join(cache_dir, tag, "signals.jsonl")
 
 

@@ -1,16 +1,17 @@
 """Per-expert cost of one bank run: what each pair's experts prefilled, decoded and took.
 
 Hooked around the runner's `expert_rows` (`counted`); writes row["expert_cost"] = {expert:
-{"prefilled", "decoded", "seconds"}} (-> `meta.expert_cost`). Rule (docs/cost.md): prefill — the
-engine's prompt trees (pairs of one question merged) are rebuilt from the same ids, each node's
-tokens split equally (integer split, remainder to the first in (pair, expert) order) among the
-(pair, expert)s with a prompt through it (the naive engine charges each prompt whole), then fitted
-to the run's counters by largest remainder, so they sum to them exactly. decoded — each expert's
-own generated tokens. seconds — wall time in proportion to both. A derived expert costs nothing
-beyond its source; where the source is in the bank its cell names it ("from"). row["prefill_shared"]
-= [[tokens, [experts]], ...]: the pair's part of the nodes several of its experts pass through, by
-expert set, and each cell's "shared": its parts of them (a subset keeping some of a set's experts
-still prefills all of it: selection/costs.subset_cost).
+{"prefilled", "decoded", "seconds"}} (-> `meta.expert_cost`). Rule (docs/cost.md): prefill — each
+call's prompt trees are rebuilt from the same ids (the engine's: pairs of one question merged; the
+decoder's: one over the call, the single-pass prompts riding in it; the engine's verdict reads after
+the generations), each node's tokens split equally (integer split, remainder to the first in (pair,
+expert) order) among the (pair, expert)s with a prompt through it (the naive engine charges each
+prompt whole), then fitted to the run's counters by largest remainder, so they sum to them exactly.
+decoded — each expert's own generated tokens. seconds — wall time in proportion to both. A derived
+expert costs nothing beyond its source; where the source is in the bank its cell names it ("from").
+row["prefill_shared"] = [[tokens, [experts]], ...]: the pair's part of the nodes several of its experts
+pass through, by expert set, and each cell's "shared": its parts of them (a subset keeping some of a
+set's experts still prefills all of it: selection/costs.subset_cost).
 """
 from __future__ import annotations
 
@@ -26,7 +27,8 @@ def counted(expert_rows, engine, pairs, names, report, generation=None, *, timed
     t0, before = time.perf_counter(), _prefilled(report)
     rows = expert_rows(engine, pairs, names, report, generation, **kw)
     seconds, spent = time.perf_counter() - t0, _prefilled(report) - before
-    weights, shared = prefill_shares(engine, pairs, names, generation)
+    reads = [row.pop("verdict_prompts", ()) for row in rows]
+    weights, shared = prefill_shares(engine, pairs, names, generation, reads)
     prefilled = fit_to_total(weights, spent)
     scale = spent / max(sum(v for d in weights for v in d.values()), 1)      # 1 where the shares are the counts
     sets, parts = _shared_cells(shared, scale)
@@ -114,46 +116,67 @@ def owners(names) -> dict:
     return out
 
 
-def tagged_prompts(engine, pairs, names, generation) -> list[list[tuple]]:
-    """Per pair, (token ids, expert charged) of every prompt the bank prefills for it."""
+def tagged_prompts(engine, pairs, names, generation, reads=None) -> list[list[tuple]]:
+    """Per pair, (token ids, expert charged, call, leading tokens computed in another call) of every
+    prompt the bank prefills for it: call 1 the engine's or decoder's first call (the single-pass prompts
+    ride in the decoder's tree), call 2 the engine's read of the verdicts after the generations. reads:
+    per pair, (ids, expert, covered) of those verdict prompts (they embed the generated text: only the
+    run knows them); their first `covered` tokens come as KV the decoder prefilled, so they join call 1."""
     from baer_fast.bank.prompting import PromptEncoder
     from baer_fast.bank.queries import build_all_queries
     enc = PromptEncoder.of(engine.loaded)
     who = owners(names)
     built = build_all_queries(enc, pairs, list(who))
-    out = [[(q.ids, who[name]) for q, (name, _) in zip(qs, where)] for qs, where in built]
+    out = [[(q.ids, who[name], 1, 0) for q, (name, _) in zip(qs, where)] for qs, where in built]
     gen = [n for n in names if n in protocols.GENERATIVE]
     if gen:
         from baer_fast.bank.generative import GenerationConfig, _requests
         reqs, _ = _requests(enc, pairs, gen, generation or GenerationConfig())
         for r in reqs:
-            out[r.pair].append((r.ids, r.name))
+            out[r.pair].append((r.ids, r.name, 1, 0))
+    for mine, verdicts in zip(out, reads or ()):
+        for ids, name, covered in verdicts:
+            if covered:
+                mine.append((tuple(ids[:covered]), name, 1, 0))
+            mine.append((tuple(ids), name, 2, covered))
     return out
 
 
-def prefill_shares(engine, pairs, names, generation=None) -> tuple[list[dict], list[dict]]:
+def prefill_shares(engine, pairs, names, generation=None, reads=None) -> tuple[list[dict], list[dict]]:
     """-> per pair: {expert: tokens} by the node-splitting rule; {(experts, expert): tokens}: each
-    expert's parts of the nodes several of the pair's experts pass through (experts: their sorted tuple)."""
+    expert's parts of the nodes several of the pair's experts pass through (experts: their sorted tuple).
+    reads: per pair, the generative experts' verdict prompts (tagged_prompts)."""
     from baer_fast.runtime.plan.prefix_tree import ancestors, build_tree
     from baer_fast.bank.queries import share_questions
-    tagged = tagged_prompts(engine, pairs, names, generation)
+    tagged = tagged_prompts(engine, pairs, names, generation, reads)
     out, shared = [dict() for _ in pairs], [dict() for _ in pairs]
     if not getattr(engine, "shares_prefixes", True):
         for i, items in enumerate(tagged):
-            for ids, name in items:
-                out[i][name] = out[i].get(name, 0) + len(ids)
+            for ids, name, call, covered in items:
+                out[i][name] = out[i].get(name, 0) + len(ids) - covered
         return out, shared
-    merged, spans = share_questions(pairs, [[(i, t) for t in items] for i, items in enumerate(tagged)])
-    for group in merged:
-        nodes = build_tree([ids for _, (ids, _) in group])
+    items = [[(i, t) for t in mine] for i, mine in enumerate(tagged)]
+    merged, _ = share_questions(pairs, items)
+    # call 1 is the decoder's where a generative expert runs: one prompt tree over the call's prompts
+    # (the template's start is shared across questions); the engine's calls merge pairs per question
+    calls = [[x for mine in items for x in mine if x[1][2] == 1]] if any(n in protocols.GENERATIVE for n in names) \
+        else [[x for x in m if x[1][2] == 1] for m in merged]
+    for group in filter(None, calls + [[x for x in m if x[1][2] == 2] for m in merged]):
+        nodes = build_tree([ids for _, (ids, *_) in group])
         through: dict[int, set] = {}
+        covered: dict[int, int] = {}          # node -> leading tokens of its prompts computed in call 1
         for x, nd in enumerate(nodes):
             for j in nd.ends:
-                i, (_, name) = group[j]
+                i, (_, name, _, c) = group[j]
                 for a in ancestors(nodes, x) + [x]:
                     through.setdefault(a, set()).add((i, name))
+                    covered[a] = min(covered.get(a, c), c)
         for a, who in through.items():
-            share, extra = divmod(len(nodes[a].tokens), len(who))
+            nd = nodes[a]
+            tokens = len(nd.tokens) - min(max(covered[a] - nd.past, 0), len(nd.tokens))
+            if not tokens:
+                continue
+            share, extra = divmod(tokens, len(who))
             mine: dict[int, list] = {}
             for k, (i, name) in enumerate(sorted(who)):
                 out[i][name] = out[i].get(name, 0) + share + (k < extra)

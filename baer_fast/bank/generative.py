@@ -189,9 +189,20 @@ def run_generative(engine, pairs, names: list[str], *, config: GenerationConfig 
                     (read_s, read_tokens, sharing), report)
     if extra_lps is None:
         extra_lps = [lp[:len(e)] for e, lp in zip(extra, lps)]
-    for row, lp in zip(out, extra_lps):
+    for i, (row, lp) in enumerate(zip(out, extra_lps)):
         row["extra"] = lp
+        row["verdict_prompts"] = _verdict_prompts(groups[i], where[i], given[i] if given else ())
     return out
+
+
+def _verdict_prompts(group, where, given) -> list[tuple]:
+    """(ids, expert, leading tokens the decoder's handed-over prefix KV covers) of a pair's verdict
+    prompts the engine read, for bank/costs.py (the generated text they embed is known only now). The
+    engine uses a handed prefix that one of the prompts extends, for every prompt sharing its start."""
+    from baer_fast.runtime.plan.prefix_tree import common_prefix
+    ids = [q.ids for q in group]
+    used = [p for p, *_ in given if any(len(q) > len(p) and q[:len(p)] == p for q in ids)]
+    return [(q, name, max((common_prefix(q, p) for p in used), default=0)) for q, (name, _) in zip(ids, where)]
 
 
 def pairwise_prefixes(enc, pairs) -> list[list[tuple[int, ...]]]:

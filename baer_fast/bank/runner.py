@@ -120,7 +120,7 @@ def _content_rows(engine, pairs: list[Pair], names, report: RunReport, generatio
         rows.append({"runs": runs, "tokens_prefilled": shared, "tokens_naive": plain})
     for row, g in zip(rows, out or ()):
         row["runs"].update(g["runs"])
-        row["generation"], row["texts"] = g["meta"], g["texts"]
+        row["generation"], row["texts"], row["verdict_prompts"] = g["meta"], g["texts"], g["verdict_prompts"]
     check_finite(engine.loaded, pairs, rows)
     return rows
 

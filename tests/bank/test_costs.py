@@ -224,6 +224,43 @@ def test_a_subset_costs_what_running_it_alone_prefills(qwen_dir, naive):
         assert subset_cost(costs, sub, sources, shared) == pytest.approx(spent), sub
 
 
+def test_a_generative_bank_is_priced_call_by_call(qwen_dir, monkeypatch):
+    """With generative experts the single-pass prompts ride in the decoder's prompt tree (one over the
+    call, across questions), and the engine then reads the verdicts that follow the generations (the
+    reference's, rubric's and PRePair's; the last two from the [system][question][A][B] KV the decoder
+    hands over). Each call's tree is priced, so the shares are the counters before any rescaling (one
+    wave here), and a subset costs what running it alone prefills and decodes, token for token. Before,
+    one tree per question without the verdict reads came to 3,335 tokens of the 4,512 counted here, the
+    rest spread in proportion. Not exact (docs/cost.md): a subset whose verdicts lose the handed-over KV
+    (reference or rubric without an expert whose prompt holds the pair), or of single-pass experts only
+    (the engine alone, one tree per question)."""
+    from baer_fast.bank import costs as bank_costs
+    from baer_fast.bank.generative import GenerationConfig
+    from baer_fast.bank.runner import run_experts
+    from baer_fast.runtime.open import open_engine
+    from baer_fast.selection.costs import expert_costs, expert_sources, shared_costs, subset_cost
+    engine = open_engine(qwen_dir)
+    pairs = [Pair(f"g{i}", q, f"answer {i} is seven", f"response {i * 3} is eight because", label="a")
+             for i, q in enumerate(["Which is prime, 7 or 8?", "Explain why the sum is even.", "Name a colour."])]
+    gen = GenerationConfig(max_new_tokens={n: 4 for n in ("cot", "rubric", "prepair", "deliberate", "reference")})
+    names = ["direct", "score", "cot", "deliberate", "rubric", "prepair", "reference"]
+    fitted = []
+    real = bank_costs.fit_to_total
+    monkeypatch.setattr(bank_costs, "fit_to_total",
+                        lambda w, total: fitted.append((sum(v for d in w for v in d.values()), total)) or real(w, total))
+    full = run_experts(engine, pairs, experts=names, generation=gen)
+    assert fitted[0][0] == fitted[0][1]
+    costs, _ = expert_costs(full, names)
+    sources, shared = expert_sources(full, names), shared_costs(full)
+    assert subset_cost(costs, names, sources, shared) == pytest.approx(sum(costs.values()))
+    for sub in (["cot"], ["direct", "cot"], ["score", "cot", "deliberate"], ["cot", "rubric"], ["direct", "prepair"],
+                ["cot", "rubric", "reference"]):
+        alone = run_experts(engine, pairs, experts=sub, generation=gen)
+        spent = sum(c["prefilled"] + c["decoded"] for r in alone for c in r.meta["expert_cost"].values()) / len(pairs)
+        assert subset_cost(costs, sub, sources, shared) == pytest.approx(spent), sub
+    assert all(have == total for have, total in fitted), fitted
+
+
 def test_the_experts_command_prices_a_derived_expert_without_its_source(qwen_dir, tmp_path):
     """`experts --experts pride,score`: pride takes direct's cell (direct is not in the file), and its
     place in the shared prompt nodes, so pride alone still costs what running it prefills."""
