@@ -189,8 +189,9 @@ def units(test, experts, costs: dict) -> dict:
 
 
 def run_condition(bench: str, backbone: str, records, spec, mode: str, replay=None) -> dict:
-    """One condition x split. replay: run(pairs, experts) from the recorded signals (the runtime bank), so
-    the cascade's exit fraction and tokens per pair come from selection/cascade.run_staged's own report."""
+    """One condition x split. replay(reads=...): run(pairs, experts) from the recorded signals (the runtime
+    bank), so the cascade's exit fraction and tokens per pair come from selection/cascade.run_staged's own
+    report, stage 2 reading stage 1's prompt prefixes or not as the artifact says the runtime does."""
     from baer_fast.artifact import deployed_head
     from baer_fast.selection.budget import expert_costs
     from baer_fast.selection.cascade import CascadeSpec, fit_cascade
@@ -231,19 +232,21 @@ def run_condition(bench: str, backbone: str, records, spec, mode: str, replay=No
         return row
     head, c = deployed_head(art), art["cascade"]
     exits = head.exits(test)
-    # stage 2 reads stage 1's shared prompt prefixes (Judge): an open pair costs what the full bank does
+    # stage 2 reads stage 1's shared prompt prefixes (Judge, single-pass stages): an open pair costs what the
+    # full bank does; where a stage generates text, stage 2 prefills them again
     c1, c_all, exited = priced(test, costs, c["stage1_experts"]), priced(test, costs, everyone), float(np.mean(exits))
     rest = [e for e in everyone if e not in c["stage1_experts"]]
+    reads = c.get("stage2_reads_stage1_prefixes", True)
+    per_pair = c1 + (1 - exited) * ((c_all - c1) if reads else priced(test, costs, rest))
     row["cascade"] = {"test": accuracy(head.score(test), test), "cv": c["cv"]["cv_accuracy"],
                       "exit": exited, "cv_exit": c["cv"]["cv_exit_rate"], "tau": c["cv"]["tau"],
-                      "cost": (c1 + (1 - exited) * (c_all - c1)) / c_all,
-                      "per_pair": c1 + (1 - exited) * (c_all - c1),
+                      "cost": per_pair / c_all, "per_pair": per_pair, "stage2_reads_stage1_prefixes": reads,
                       "decoded": decoded_per_pair(test, c["stage1_experts"]) + decoded_per_pair(
                           [r for r, e in zip(test, exits) if not e], rest) * (1 - exited),
                       "stage1": c["stage1_experts"]}
     if replay is not None:          # what Judge would run and report (stage 2 reads stage 1's prefixes), replayed
         from baer_fast.selection.cascade import run_staged
-        _, rep = run_staged(art, test, replay)
+        _, rep = run_staged(art, test, replay(reads=reads))
         row["cascade"]["runtime_report"] = rep
     return row
 
@@ -374,7 +377,7 @@ def runtime_rows(args) -> list[dict]:
     records = cost_runtime.runtime_records(args.runtime_cache, n_pairs=args.runtime_pairs,
                                            max_new_tokens=args.runtime_tokens)
     rows = [run_condition(cost_runtime.NAME, "anchor-random-weights", records, SplitSpec(seed=f"cost-{i}"),
-                          args.head, replay=cost_runtime.replay(records))
+                          args.head, replay=functools.partial(cost_runtime.replay, records))
             for i in range(args.first_split, args.first_split + args.splits)]
     print_runtime(rows, records, args)
     return rows

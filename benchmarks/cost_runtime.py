@@ -81,11 +81,12 @@ def runtime_records(cache_dir: str, *, pairs: list | None = None, n_pairs: int |
     return read_signals(path)
 
 
-def replay(records: list):
+def replay(records: list, reads: bool = True):
     """run(pairs, experts) for selection/cascade.run_staged from recorded signals: what the runtime
     would run for `experts` (a native expert brings its generative one), with their recorded costs,
     plus, in a cell of its own, the parts of shared prompt prefixes the cells leave out (a stage runs
-    them whole; stage 2 reads stage 1's, as Judge runs single-pass stages: selection/costs.subset_cost)."""
+    them whole; stage 2 reads stage 1's where `reads`, as Judge runs single-pass stages, and prefills
+    them again where a stage generates text: the artifact's stage2_reads_stage1_prefixes)."""
     from dataclasses import replace
 
     from baer_fast.bank.runner import resolve_experts
@@ -100,7 +101,7 @@ def replay(records: list):
             cost = {k: v for k, v in (r.meta.get("expert_cost") or {}).items() if k in keep}
             shared = shared_costs([r])
             if shared is not None:
-                base = set(closure(before)) if before else set()
+                base = set(closure(before)) if before and reads else set()
                 extra = shared.extra(base | set(closure(keep))) - (shared.extra(base) if base else 0.0)
                 cost[f"(shared prefixes, stage {2 if before else 1})"] = {"prefilled": extra, "decoded": 0}
             out.append(replace(r, experts={k: v for k, v in r.experts.items() if k in keep},

@@ -136,11 +136,14 @@ def cost_lines(art: dict) -> list[str]:
 
 
 def again(c: dict) -> str:
-    """Where stage 2 shares prompt prefixes with stage 1: its cost when it prefills them again."""
+    """Where stage 2 shares prompt prefixes with stage 1: whether the expected cost has it prefill them
+    again (a stage generates text), else its cost where it does."""
+    if c.get("stage2_reads_stage1_prefixes") is False:
+        return " (stage 2 prefills its prompt prefixes again: a stage generates text, so no prefix KV is kept)"
     x = c.get("expected_cost_per_pair_prefilled_again")
     return "" if x is None or x <= c["expected_cost_per_pair"] + 1e-9 else (
-        f" ({x:.1f} where stage 2 prefills its shared prompt prefixes again: a generative stage 2, "
-        "--batch-invariant, --naive; single-pass stages otherwise read stage 1's)")
+        f" ({x:.1f} where stage 2 prefills its shared prompt prefixes again: --batch-invariant, --naive; "
+        "single-pass stages otherwise read stage 1's)")
 
 
 def noise_lines(plan: dict) -> list[str]:

@@ -26,7 +26,7 @@ from baer_fast.heads.stack import StackHead
 from baer_fast.selection.budget import (CostModel, expert_costs, fit_stack, labelled_rows, parse_budget,
                                        plan_with_nested, restrict)
 from baer_fast.io.splits import SplitSpec
-from baer_fast.selection.costs import SharedPrefill, subset_cost
+from baer_fast.selection.costs import SharedPrefill, generating, subset_cost
 
 log = logging.getLogger("baer_fast")
 
@@ -109,9 +109,19 @@ def _fit_cascade(records: Sequence, full_art: dict, *, spec: SplitSpec, cascade:
     ran = set(stage1) | {sources[e] for e in stage1 if e in sources}
     c2 = subset_cost(plan["expert_costs"], [e for e in experts if e not in ran and sources.get(e) not in ran],
                      sources, SharedPrefill.from_json(plan.get("shared_prefill")))
+    # a stage that generates text keeps and reads no prefix KV (bank/prefix_store.worth_keeping): stage 2
+    # then prefills its prompts' shared prefixes again, wherever it runs
+    reads = not generating(rows, experts)
+    open_ = 1.0 - tau["cv_exit_rate"]
+    expected = c1 + open_ * ((c_all - c1) if reads else c2)
     if not math.isfinite(tau["tau"]):
         log.warning("cascade: no exit shown safe on the non-test rows (tolerance %g, z %g): tau = inf, every pair "
                     "runs both stages", cascade.tolerance, cascade.noise_z)
+    if expected > c_all * (1 + 1e-9):
+        log.warning("cascade: expected to cost %.1f per pair, more than the full head's %.1f: %.1f%% of the non-test "
+                    "pairs exit (CV), too few to pay for stage 2 prefilling the prompt prefixes stage 1 did (a stage "
+                    "generates text, so no prefix KV is kept between them); without --cascade the full head costs "
+                    "less", expected, c_all, 100 * tau["cv_exit_rate"])
     art = dict(full_art)
     art["cascade"] = {
         "stage1": head1.to_json(), "stage1_experts": stage1, "tau": tau["tau"] if math.isfinite(tau["tau"]) else 1e308,
@@ -119,9 +129,9 @@ def _fit_cascade(records: Sequence, full_art: dict, *, spec: SplitSpec, cascade:
         "cheap_budget": cascade.cheap_budget,
         "stage1_lambda": info1["lambda"], "cv": {**tau, "tau": tau["tau"] if math.isfinite(tau["tau"]) else None},
         "nested": plan["nested"], "cost_source": source, "stage1_cost_per_pair": c1, "full_cost_per_pair": c_all,
-        "expected_cost_per_pair": c1 + (1.0 - tau["cv_exit_rate"]) * (c_all - c1),
+        "expected_cost_per_pair": expected, "stage2_reads_stage1_prefixes": reads,
         "stage2_alone_cost_per_pair": c2,
-        "expected_cost_per_pair_prefilled_again": c1 + (1.0 - tau["cv_exit_rate"]) * c2,
+        "expected_cost_per_pair_prefilled_again": c1 + open_ * c2,
         "rule": "exit iff round(|s1|, 9) >= tau; tau >= min_confidence; exits grow from the most confident "
                 "pairs while, on nested out-of-fold scores of the non-test rows, min(wins - losses, 0) / N - "
                 "z sqrt(wins + losses) / N >= -tolerance against the full stack; inf when none is shown"}

@@ -80,6 +80,17 @@ def expert_sources(records: Sequence, experts: Sequence[str]) -> dict:
     return out
 
 
+def generating(records: Sequence, experts: Sequence[str]) -> list[str]:
+    """Those of `experts` that generate text, as the records show it: named in `meta.generation` (a
+    runtime bank records each generative expert's budgets there) or read from one (`from` in
+    meta.expert_cost: a native verdict). Empty on imported banks, which record neither."""
+    out = set()
+    for r in records:
+        gen, cost = r.meta.get("generation") or {}, r.meta.get("expert_cost") or {}
+        out |= {e for e in experts if e in gen or (isinstance(cost.get(e), dict) and cost[e].get("from") in gen)}
+    return sorted(out)
+
+
 @dataclass(frozen=True)
 class SharedPrefill:
     """Prompt nodes several experts pass through (`meta.prefill_shared`, runtime banks), per pair on

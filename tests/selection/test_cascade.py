@@ -150,3 +150,29 @@ def test_stage_two_alone_prices_only_what_stage_two_runs(monkeypatch, stage1):
     costs, _ = expert_costs(labelled_rows(records, SplitSpec())[0], ["direct", "pride", "score"])
     assert art["cascade"]["stage1_experts"] == stage1
     assert art["cascade"]["stage2_alone_cost_per_pair"] == pytest.approx(costs["score"])
+
+
+@pytest.mark.parametrize("generative", [False, True])
+def test_expected_cost_is_the_one_the_runtime_runs(caplog, generative):
+    """Stage 2 reads stage 1's shared prompt prefixes only where no stage generates text
+    (bank/prefix_store.worth_keeping); where one does (the signals' meta.generation names it), it
+    prefills them again, and expected_cost_per_pair says so. A cascade that then costs more than the
+    full head (nothing exits here) is warned about."""
+    import logging
+    records = bank(90, seed=3, accuracy={"cheap": 0.6, "huge": 0.85}, cost={"cheap": 100, "huge": 600})
+    for r in records:
+        r.meta["prefill_shared"] = [[200, ["cheap", "huge"]]]
+        for e in ("cheap", "huge"):
+            r.meta["expert_cost"][e]["shared"] = 100
+        if generative:
+            r.meta["generation"] = {"huge": {"max_new_tokens": 8, "seed": 0}}
+    with caplog.at_level(logging.WARNING, logger="baer_fast"):
+        c = fit_cascade(records, _stack_art(records), cascade=CascadeSpec("0.4"))["cascade"]
+    assert c["stage1_experts"] == ["cheap"] and c["cv"]["cv_exit_rate"] == 0.0
+    assert c["stage2_reads_stage1_prefixes"] is (not generative)
+    again = c["stage1_cost_per_pair"] + c["stage2_alone_cost_per_pair"]
+    assert c["expected_cost_per_pair_prefilled_again"] == pytest.approx(again)
+    assert again > c["full_cost_per_pair"]
+    assert c["expected_cost_per_pair"] == pytest.approx(again if generative else c["full_cost_per_pair"])
+    assert ("more than the full head's" in caplog.text) is generative
+

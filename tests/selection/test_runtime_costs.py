@@ -1,6 +1,8 @@
 """The runtime bank of benchmarks/cost_accuracy.py: the costs the budget search and the cascade see are
 the ones a real `baer-fast experts` run measured (meta.expert_cost), not the one-unit default; the
 signals are cached, so a rerun does not run the model. Tiny judge, a dozen pairs, 4-token generations."""
+import functools
+
 import numpy as np
 import pytest
 
@@ -43,7 +45,8 @@ def test_benchmark_row_reports_measured_tokens(bank):
     from baer_fast.io.splits import SplitSpec
     ca, _, _, records = bank
     spec = SplitSpec()
-    row = ca.run_condition("Runtime-test", "tiny", records, spec, "stack", replay=ca.cost_runtime.replay(records))
+    row = ca.run_condition("Runtime-test", "tiny", records, spec, "stack",
+                           replay=functools.partial(ca.cost_runtime.replay, records))
     test = ca.test_rows(records, spec)
     assert row["costs"] == "measured"
     assert row["full"]["per_pair"] == pytest.approx(sum(measured(test, e) for e in records[0].experts))
