@@ -192,6 +192,11 @@ def run(args) -> int:
                 out.append(score_records(art, batch, head))
                 bar.update(len(batch))
         out.finish()
+    if args.signals and art.get("cascade"):      # what a run with --model would have skipped
+        exits = int(head.exits(records).sum())
+        log.info("cascade: %d of %d pairs exit after stage 1 (%.1f%%, tau %.4g); a run with --model runs stage 2 "
+                 "on the other %d", exits, len(records), 100 * exits / max(len(records), 1), art["cascade"]["tau"],
+                 len(records) - exits)
     n_missing = missing_evidence(art, records)
     skipped = f"; {len(rejects)} bad records skipped -> {rejects.path}" if rejects is not None and len(rejects) else ""
     print(f"{len(records)} pairs scored with head={art['head']} ({art['condition']}) -> {args.out}; "

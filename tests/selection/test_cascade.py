@@ -176,3 +176,19 @@ def test_expected_cost_is_the_one_the_runtime_runs(caplog, generative):
     assert c["expected_cost_per_pair"] == pytest.approx(again if generative else c["full_cost_per_pair"])
     assert ("more than the full head's" in caplog.text) is generative
 
+
+def test_score_from_signals_says_how_many_pairs_exit(fitted, tmp_path, cli, caplog):
+    """`score --signals` with a cascade head scores every pair from the full bank's signals; it says how
+    many would have exited after stage 1 (what a run with --model skips), as `score --model` does."""
+    import logging
+
+    from baer_fast.io.records import write_signals
+    records, art = fitted
+    artifact.save(str(tmp_path / "h.json"), art)
+    write_signals(str(tmp_path / "s.jsonl"), records)
+    with caplog.at_level(logging.INFO, logger="baer_fast"):
+        code, _, _ = cli("score", "--signals", tmp_path / "s.jsonl", "--head", tmp_path / "h.json",
+                         "--out", tmp_path / "sc.jsonl")
+    exits = int(artifact.deployed_head(art).exits(records).sum())
+    assert code == 0 and 0 < exits < len(records)
+    assert f"cascade: {exits} of {len(records)} pairs exit after stage 1" in caplog.text
