@@ -48,13 +48,10 @@ def batch_size() -> int:
 
 
 def _records(args, art, rejects):
-    from baer_fast.errors import InputError
     from baer_fast.io.records import read_pairs, read_signals
 
     if args.signals:
         return read_signals(args.signals, rejects=rejects), args.signals
-    if not args.model:
-        raise InputError("--input needs --model (the judge that produces the signals)", field="--model")
     pairs = read_pairs(args.input, rejects=rejects)
     return _judge(args, art, pairs, rejects), args.input
 
@@ -155,10 +152,21 @@ def _bank(args, art, pairs, experts_, stage: str) -> list:
     return [by_id[p.id] for p in pairs]
 
 
+def _writer(args, art):
+    """The resumable scores file: what it holds must come from this head, on this input (and model)."""
+    from baer_fast.io.resumable import ResumableWriter, file_sha256
+    fingerprint = {"command": "score", "input_sha256": file_sha256(args.signals or args.input), "head": art["checksum"]}
+    if (art.get("fitted_on") or {}).get("split"):      # eval without --head then evaluates on the head's split
+        fingerprint["split"] = art["fitted_on"]["split"]
+    if args.input:      # the judge made the evidence: another model's scores must not be mixed in
+        fingerprint["model"] = os.path.abspath(args.model)
+    return ResumableWriter(args.out, fingerprint=fingerprint, overwrite=args.overwrite)
+
+
 def run(args) -> int:
     from baer_fast import artifact
+    from baer_fast.errors import InputError
     from baer_fast.io.rejects import rejects_for, report_rejects
-    from baer_fast.io.resumable import ResumableWriter, file_sha256
     from baer_fast.progress import progress
     from baer_fast.scoring import check_experts, missing_evidence, score_records
 
@@ -170,19 +178,22 @@ def run(args) -> int:
     else:
         art = artifact.load(args.head)
     rejects = rejects_for(args, out=args.out)
+    if args.input and not args.model:
+        raise InputError("--input needs --model (the judge that produces the signals)", field="--model")
+    # with --model, --out is opened (so refused, or locked) before the expert work, which can take hours
+    early = _writer(args, art) if args.input else None
     try:
         records, where = _records(args, art, rejects)
+        if not (args.input and art.get("cascade")):      # a cascade runs stage 2 only where needed
+            check_experts(art, records, where)
+    except BaseException:
+        if early is not None:
+            early.discard_if_unused()        # failed before its first score: no output left behind
+        raise
     finally:
         report_rejects(rejects)
-    if not (args.input and art.get("cascade")):      # a cascade runs stage 2 only where needed
-        check_experts(art, records, where)
-    head = artifact.deployed_head(art)
-    fingerprint = {"command": "score", "input_sha256": file_sha256(where), "head": art["checksum"]}
-    if (art.get("fitted_on") or {}).get("split"):      # eval without --head then evaluates on the head's split
-        fingerprint["split"] = art["fitted_on"]["split"]
-    if args.input:      # the judge made the evidence: another model's scores must not be mixed in
-        fingerprint["model"] = os.path.abspath(args.model)
-    with ResumableWriter(args.out, fingerprint=fingerprint, overwrite=args.overwrite) as out:
+    with early or _writer(args, art) as out:
+        head = artifact.deployed_head(art)
         todo = [r for r in records if r.id not in out.done_ids]
         if out.resumed:
             log.info("resuming %s: %d of %d pairs already scored", args.out, len(out.done_ids), len(records))

@@ -1,5 +1,6 @@
 """`score --model`: the engine options of `experts`, and its expert work resumable under SIGKILL."""
 import json
+import os
 import subprocess
 import sys
 
@@ -82,3 +83,23 @@ def test_a_head_decodes_with_the_budgets_and_seed_its_signals_were_made_with(qwe
         assert main(["-q", "score", "--model", qwen_dir, "--input", str(pairs), "--head", str(head),
                      "--out", str(tmp_path / "other.jsonl"), "--max-new-tokens", "cot=9"]) == 0
     assert "made with max_new_tokens=6, seed=4" in caplog.text
+
+
+def test_an_out_it_cannot_resume_is_refused_before_the_expert_work(qwen_dir, tmp_path, capsys, monkeypatch):
+    """--out holding another run's scores (score --signals, another input) was refused only after the
+    expert work, hours on a real judge, and --overwrite then threw that work away with the old scores."""
+    from baer_fast.cli import main
+    from baer_fast.commands import stream
+    from baer_fast.io.records import Signals, write_signals
+
+    sig, pairs, out = (str(tmp_path / n) for n in ("s.jsonl", "p.jsonl", "scores.jsonl"))
+    write_signals(sig, [Signals("x", {"direct": [0.6, 0.7], "score": [0.5, 0.4]})])
+    write_pairs(pairs, synthetic_pairs(2, seed=3))
+    assert main(["-q", "score", "--signals", sig, "--out", out]) == 0
+    before = open(out, "rb").read()
+    capsys.readouterr()
+    opened = []
+    monkeypatch.setattr(stream, "open_from_args", lambda args: opened.append(1) or pytest.fail("engine opened"))
+    assert main(["-q", "score", "--model", qwen_dir, "--input", pairs, "--out", out]) == 2
+    assert "output was written by a different run" in capsys.readouterr().err
+    assert not opened and not os.path.exists(out + ".signals.jsonl") and open(out, "rb").read() == before
