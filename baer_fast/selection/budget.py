@@ -418,12 +418,10 @@ def fit_budget(records: Sequence, budget: str, *, condition: str, spec: SplitSpe
     """Artifact fitted on the chosen subset only, with the budget record under `budget`. With a per-subset
     space (selection/allocation.py) each record keeps its subset's experts, and `allocation` is recorded."""
     from baer_fast.heads.allocation import allocate
-    from baer_fast.selection.fit import fit_condition
+    from baer_fast.selection.fit import fit_condition, subset_roles
     plan = plan_budget(records, budget, spec=spec, costs_override=costs_override, model=model, space_for=space_for)
-    keep = set(plan["experts"])
-    for opt in ("reference_expert", "pointwise_expert"):
-        if fit_kw.get(opt) is not None and fit_kw[opt] not in keep:
-            fit_kw[opt] = None
+    fit_kw.update(subset_roles({k for r in records for k in r.experts}, set(plan["experts"]),
+                               **{k: fit_kw.get(k) for k in ("reference_expert", "pointwise_expert")}))
     mine = restrict(records, plan["experts"])
     if "allocation" in plan:
         mine = allocate(mine, plan["allocation"], plan["experts"])

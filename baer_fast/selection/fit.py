@@ -69,14 +69,31 @@ def ids_digest(records: Sequence) -> str:
     return h.hexdigest()
 
 
-def resolve_expert(option: str | None, default: str, present: set, what: str) -> str | None:
+NO_EXPERT = object()      # a reference/pointwise role left empty on purpose (resolve_expert -> None)
+
+
+def resolve_expert(option, default: str, present: set, what: str) -> str | None:
     """An explicitly named expert must exist; the default name is used only if present."""
+    if option is NO_EXPERT:
+        return None
     if option is None:
         return default if default in present else None
     if option not in present:
         raise InputError(f"--{what}-expert {option!r} is not an expert of these signals "
                          f"(experts: {', '.join(sorted(present))})")
     return option
+
+
+def subset_roles(present: set, keep: set, *, reference_expert=None, pointwise_expert=None) -> dict:
+    """The reference/pointwise roles of a fit on the experts `keep` of a bank with experts `present`
+    (`fit --budget`): the expert the whole bank's fit sets aside where `keep` has it, else none; none at
+    all where setting them aside would leave the stack no expert (the budget search scored them in it)."""
+    names = {"reference_expert": resolve_expert(reference_expert, "reference", present, "reference"),
+             "pointwise_expert": resolve_expert(pointwise_expert, "pointwise", present, "pointwise")}
+    aside = {opt: name for opt, name in names.items() if name in keep}
+    if not set(keep) - set(aside.values()):
+        aside = {}
+    return {opt: aside.get(opt, NO_EXPERT) for opt in names}
 
 
 def split_accuracy(correct: np.ndarray, roles: Sequence[str]) -> dict:
