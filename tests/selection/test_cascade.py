@@ -192,3 +192,18 @@ def test_score_from_signals_says_how_many_pairs_exit(fitted, tmp_path, cli, capl
     exits = int(artifact.deployed_head(art).exits(records).sum())
     assert code == 0 and 0 < exits < len(records)
     assert f"cascade: {exits} of {len(records)} pairs exit after stage 1" in caplog.text
+
+
+@pytest.mark.parametrize("tol", ["nan", "inf", "-0.01", "1", "5"])
+def test_a_cascade_tolerance_that_is_no_fraction_is_refused_before_any_fit(tol, tmp_path, capsys):
+    """--cascade-tolerance nan ran the whole fit, then died writing the artifact (NaN is no JSON)."""
+    from baer_fast.cli import main
+    from baer_fast.io.records import write_signals
+
+    sig, out = tmp_path / "s.jsonl", tmp_path / "h.json"
+    write_signals(str(sig), bank(60, seed=3))
+    assert main(["fit", "--signals", str(sig), "--condition", "c", "--out", str(out), "--cascade",
+                 "--cascade-tolerance", tol]) == 2
+    err = capsys.readouterr().err
+    assert "--cascade-tolerance" in err and "[0, 1)" in err and "Traceback" not in err
+    assert not out.exists() and "nested CV" not in err
