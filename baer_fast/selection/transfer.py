@@ -12,6 +12,7 @@ agreement and RMS are unchanged under the swap, so the pooled head stays antisym
 from __future__ import annotations
 
 import glob
+import logging
 import os
 from dataclasses import replace
 from typing import Sequence
@@ -21,6 +22,8 @@ import numpy as np
 from baer_fast import __version__
 from baer_fast.errors import InputError
 from baer_fast.heads.pooled import MEMBER_KINDS, member_class
+
+log = logging.getLogger("baer_fast")
 
 
 def head_paths(items: Sequence[str]) -> list[str]:
@@ -67,6 +70,9 @@ def fit_transfer(records: Sequence, arts: Sequence[tuple[str, dict]], *, conditi
     fits = [set(a["experts"]) <= present and a["head"] in MEMBER_KINDS for _, a in arts]
     usable = [na for na, ok in zip(arts, fits) if ok]
     skipped = sorted(n for (n, _), ok in zip(arts, fits) if not ok)
+    if skipped and usable:
+        log.warning("--transfer-from: %d of %d heads skipped (%s)", len(skipped), len(arts),
+                    unusable_reasons([na for na, ok in zip(arts, fits) if not ok], present))
     if not usable:
         raise InputError(f"none of the {len(arts)} heads can score these signals ({unusable_reasons(arts, present)}); "
                          "fit the source heads on experts these signals have (`fit --experts "

@@ -97,3 +97,17 @@ def test_fit_cli_transfer_from_a_folder(sources, tmp_path):
                  "--transfer-from", str(heads)]) == 0
     art = artifact.load(str(out))
     assert art["head"] == "pooled" and len(art["heads"]["pooled"]["members"]) == 3
+
+
+def test_skipped_heads_are_named_with_the_reason(sources, caplog):
+    """docs/cost.md: heads that cannot score the target are skipped and listed, not only in fit_report."""
+    import logging
+    def without_huge(records):
+        return [Signals(r.id, {k: v for k, v in r.experts.items() if k != "huge"}, label=r.label, meta=r.meta)
+                for r in records]
+    lacking = without_huge(bank(40, seed=3))
+    small = ("small", _stack_art(without_huge(bank(120, seed=20))))
+    with caplog.at_level(logging.WARNING, logger="baer_fast"):
+        art = fit_transfer(lacking, [small, *sources], condition="t")
+    assert [m["source"] for m in art["heads"]["pooled"]["members"]] == ["small"]
+    assert "3 of 4 heads skipped" in caplog.text and "src1 needs huge, which these signals lack" in caplog.text
