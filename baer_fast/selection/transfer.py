@@ -1,8 +1,9 @@
 """A head for a condition whose signals have no labels, from heads fitted on other conditions.
 
 Label-free rule (docs/cost.md): the candidates are the given heads whose experts all appear
-in the target's signals. Each member's scores on the target pairs are divided by their RMS
-there (heads of different conditions speak on different scales). A member's weight is its
+in the target's signals, none pruned per subset (a member applies no allocation). Each member's
+scores on the target pairs are divided by their RMS there (heads of different conditions speak
+on different scales). A member's weight is its
 agreement with the others: w_h = max(0, 2 a_h - 1), a_h the share of target pairs where
 sign(s_h) equals the sign of the sum of the other members' scaled scores (all weights 0, or
 one member: equal weights). The deployed head is the weighted mean (`heads/pooled.py`).
@@ -51,11 +52,16 @@ def agreement_weights(z: np.ndarray) -> np.ndarray:
 
 
 def unusable_reasons(arts: Sequence[tuple[str, dict]], present: set, most: int = 4) -> str:
-    """Why each head cannot be a member: a pooled head itself, or the experts the signals lack."""
+    """Why each head cannot be a member: a pooled head itself, one pruned per subset, or the experts the
+    signals lack."""
     out = []
     for name, a in arts:
         if a["head"] not in MEMBER_KINDS:
             out.append(f"{name} is a {a['head']} head")
+            continue
+        if a.get("allocation") is not None:
+            out.append(f"{name} is pruned per subset (fit --per-subset), which a member's head would not apply; "
+                       "refit it without --per-subset")
             continue
         lack = sorted(set(a["experts"]) - present)
         more = f" and {len(lack) - most} more" if len(lack) > most else ""
@@ -67,7 +73,8 @@ def fit_transfer(records: Sequence, arts: Sequence[tuple[str, dict]], *, conditi
     """arts: (name, loaded artifact) of other conditions -> pooled artifact (unsaved)."""
     target = unlabelled(records)
     present = {k for r in target for k in r.experts}
-    fits = [set(a["experts"]) <= present and a["head"] in MEMBER_KINDS for _, a in arts]
+    fits = [set(a["experts"]) <= present and a["head"] in MEMBER_KINDS and a.get("allocation") is None
+            for _, a in arts]
     usable = [na for na, ok in zip(arts, fits) if ok]
     skipped = sorted(n for (n, _), ok in zip(arts, fits) if not ok)
     if skipped and usable:

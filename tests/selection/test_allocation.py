@@ -241,3 +241,25 @@ def test_the_search_benchmark_times_both_steps_on_the_same_bank(capsys):
     assert bench.main(["--subsets", "2", "--experts", "3", "--rows", "40", "--budget", "0.4"]) == 0
     out = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert 0 < out["lazy_fits"] <= out["full_fits"] and isinstance(out["same_allocation"], bool)
+
+
+def test_a_per_subset_head_is_no_transfer_source(records, caplog):
+    """Its member would score every pair on every expert, not its subset's: on LLMBar CaseStudy a per-subset
+    GPT-4 head pooled for ChatGPT flipped the sign of 30% of the pairs against the same head deployed."""
+    import logging
+    from baer_fast.errors import InputError
+    from baer_fast.selection.budget import fit_stack, labelled_rows
+    from baer_fast.selection.transfer import fit_transfer
+
+    pruned = fit_budget(records, "0.15", condition="c", space_for=space_for)
+    rows, roles, y = labelled_rows(records, SplitSpec())
+    plain, _ = fit_stack(rows, y, roles, experts=["cheap_x", "cheap_y", "huge"], categories=["x", "y"])
+    plain = {"condition": "p", "head": "stack", "experts": ["cheap_x", "cheap_y", "huge"],
+             "heads": {"stack": plain.to_json()}}
+    target = [replace(r, label=None) for r in two_subsets(30, seed=50)]
+    with caplog.at_level(logging.WARNING, logger="baer_fast"):
+        art = fit_transfer(target, [("per_subset.json", pruned), ("plain.json", plain)], condition="t")
+    assert [m["source"] for m in art["heads"]["pooled"]["members"]] == ["plain.json"]
+    assert "per_subset.json is pruned per subset" in caplog.text
+    with pytest.raises(InputError, match="per_subset.json is pruned per subset"):
+        fit_transfer(target, [("per_subset.json", pruned)], condition="t")
