@@ -318,12 +318,16 @@ HEAD_FIELDS = {"head": str, "heads": dict, "experts": list}     # what Judge rea
 
 def head_artifact(head) -> dict:
     """A head artifact from a path (str or os.PathLike), a loaded dict, or None (the label-free
-    default head). A dict is checked as a file is (the fields Judge reads), short of a checksum."""
+    default head). A dict is checked as a file is (the fields Judge reads), short of a checksum; a
+    file's experts must be ones a local judge runs (checked before any model loads)."""
     from baer_fast import artifact as artifact_io
+    from baer_fast import protocols
     if head is None:
         return artifact_io.default_artifact()
     if isinstance(head, (str, os.PathLike)):
-        return artifact_io.load(os.fspath(head))
+        art = artifact_io.load(os.fspath(head))
+        protocols.check_runnable(art["experts"], "a local judge model", os.fspath(head))
+        return art
     if not isinstance(head, dict):
         raise InputError(f"expected a path to a head artifact, a loaded artifact dict or None, got "
                          f"{type(head).__name__}", field="head")
@@ -331,6 +335,7 @@ def head_artifact(head) -> dict:
         artifact_io.check_fields(head, "head artifact dict", HEAD_FIELDS)
     except ArtifactError as e:
         raise ArtifactError(f"{e} (load a file with artifact.load, or pass the dict `fit_condition` returns)") from None
+    protocols.check_runnable(head["experts"], "a local judge model")
     return head
 
 

@@ -74,7 +74,7 @@ def _judge(args, art, pairs, rejects=None) -> list:
 
     if args.chunk_pairs < 1:
         raise InputError("must be at least 1", field="--chunk-pairs")
-    protocols.check_runnable(art["experts"], "a local judge model (score --model)")
+    protocols.check_runnable(art["experts"], "a local judge model (score --model)", args.head)
     check_model_dir(args.model)
     check_device(args.device)
     args.keep_texts = False

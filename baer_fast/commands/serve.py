@@ -73,7 +73,7 @@ def run(args) -> int:
     check_model_dir(args.model)
     check_device(args.device)
     art = head_artifact(args.head)
-    protocols.check_runnable(art["experts"], "a local judge model (serve)")     # before the model loads
+    protocols.check_runnable(art["experts"], "a local judge model (serve)", args.head)     # before the model loads
     check_kernels(args.kernels, args.device)
     # the budgets and seed the head's signals were made with, unless the flags say otherwise (as score --model)
     generation = generation_config(args, resolve_experts(list(art["experts"])), art.get("generation"))

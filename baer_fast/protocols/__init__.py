@@ -30,16 +30,16 @@ def get(name: str):
     return importlib.import_module(f"baer_fast.protocols.{base_of(name)}")
 
 
-def check_runnable(experts, runner: str) -> None:
+def check_runnable(experts, runner: str, path: str | None = None) -> None:
     """A head's experts must be protocols this library runs (an imported bank's, e.g. LLMBar's 'CoT', are
-    not): InputError naming the first that is not, before any model is loaded."""
+    not): InputError naming the first that is not (and the head's file, `path`), before any model is loaded."""
     from baer_fast.errors import InputError
 
     unknown = [e for e in experts if e not in ALL]
     if unknown:
         raise InputError(f"the head uses expert {unknown[0]!r}, which {runner} cannot run (runnable: "
                          f"{', '.join(ALL)}); fit the head on signals produced by `baer-fast experts`",
-                         field="experts")
+                         path=path, field="experts")
 
 
 def base_of(name: str) -> str:

@@ -87,3 +87,25 @@ def test_head_from_published_bank_is_refused(judge_dir, tmp_path):
     art = fit_condition(make_signals(120), condition="bank")
     with pytest.raises(BaerError, match="cannot run"):
         Judge.from_pretrained(judge_dir, head=art)
+
+
+def test_a_head_the_judge_cannot_run_is_refused_naming_its_file_before_the_model_loads(tmp_path, monkeypatch, capsys):
+    """A head of an imported bank (fit --budget/--cascade on LLMBar's 'CoT', ...) given to Judge, serve or
+    score --model: the error names the head's file, and no model is opened for it (an 8B judge loads for
+    minutes first)."""
+    from baer_fast import artifact
+    from baer_fast.cli import main
+    from baer_fast.selection.fit import fit_condition
+    from tests.fixtures.data import make_signals
+    path = str(tmp_path / "imported.json")
+    artifact.save(path, fit_condition(make_signals(120), condition="bank"))
+    monkeypatch.setattr("baer_fast.runtime.open.open_engine", lambda *a, **k: pytest.fail("the model was opened"))
+    for head in (path, artifact.load(path)):
+        with pytest.raises(BaerError, match="cannot run") as err:
+            Judge.from_pretrained(str(tmp_path / "no-model"), head=head)
+        assert (path in str(err.value)) == isinstance(head, str)
+    pairs = tmp_path / "pairs.jsonl"
+    pairs.write_text('{"id": "p1", "question": "q", "response_a": "a", "response_b": "b"}\n')
+    assert main(["score", "--model", str(tmp_path / "no-model"), "--head", path, "--input", str(pairs),
+                 "--out", str(tmp_path / "s.jsonl")]) == 2
+    assert f"{path}: field 'experts'" in capsys.readouterr().err
