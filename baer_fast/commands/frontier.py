@@ -79,7 +79,7 @@ def cost_fit(args, records) -> dict | None:
     if getattr(args, "transfer_from", None):
         from baer_fast import artifact
         from baer_fast.selection.transfer import fit_transfer, head_paths
-        arts = [(path, artifact.load(path)) for path in head_paths(args.transfer_from)]
+        arts = [(path, artifact.load(path)) for path in head_paths(args.transfer_from, args.out)]
         return fit_transfer(records, arts, condition=args.condition)
     if not (getattr(args, "budget", None) or getattr(args, "cascade", False)):
         if getattr(args, "per_subset", False):

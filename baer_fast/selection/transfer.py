@@ -27,11 +27,14 @@ from baer_fast.heads.pooled import MEMBER_KINDS, member_class
 log = logging.getLogger("baer_fast")
 
 
-def head_paths(items: Sequence[str]) -> list[str]:
-    """Files and folders (every *.json inside, sorted) -> artifact paths."""
+def head_paths(items: Sequence[str], out_path: str | None = None) -> list[str]:
+    """Files and folders (every *.json inside, sorted, but `out_path`: fit's own artifact, whose
+    earlier version a rerun would otherwise list as skipped) -> artifact paths."""
+    own = os.path.realpath(out_path) if out_path else None
     out = []
     for item in items:
-        out += sorted(glob.glob(os.path.join(item, "*.json"))) if os.path.isdir(item) else [item]
+        out += [p for p in sorted(glob.glob(os.path.join(item, "*.json"))) if os.path.realpath(p) != own] \
+            if os.path.isdir(item) else [item]
     if not out:
         raise InputError("--transfer-from names no head artifact", field="--transfer-from")
     return out

@@ -111,3 +111,20 @@ def test_skipped_heads_are_named_with_the_reason(sources, caplog):
         art = fit_transfer(lacking, [small, *sources], condition="t")
     assert [m["source"] for m in art["heads"]["pooled"]["members"]] == ["small"]
     assert "3 of 4 heads skipped" in caplog.text and "src1 needs huge, which these signals lack" in caplog.text
+
+
+def test_a_rerun_into_the_sources_folder_gives_the_same_bytes(sources, tmp_path):
+    """fit --transfer-from heads/ --out heads/t.json, twice: the first run's t.json is no source of the second."""
+    heads = tmp_path / "heads"
+    heads.mkdir()
+    for name, art in sources:
+        artifact.save(str(heads / f"{name}.json"), art)
+    sig = tmp_path / "t.jsonl"
+    write_signals(str(sig), bank(50, seed=4))
+    out = heads / "t.json"
+    argv = ["fit", "-q", "--signals", str(sig), "--condition", "t", "--out", str(out), "--transfer-from", str(heads)]
+    assert main(argv) == 0
+    first = out.read_bytes()
+    assert main(argv) == 0
+    assert out.read_bytes() == first
+    assert artifact.load(str(out))["fit_report"]["transfer"]["skipped"] == []
