@@ -217,7 +217,8 @@ def check_output(path: str, *, field: str = "--out") -> None:
 
 
 def check_not_an_input(args, outputs=("out", "plot"),
-                       inputs=("signals", "input", "head", "scores", "costs", "derived_params")) -> None:
+                       inputs=("signals", "input", "head", "scores", "costs", "derived_params",
+                               "transfer_from")) -> None:
     """An output flag that names the same file as an input flag (fit --out S --signals S, score
     --overwrite --out S) would destroy the input: refused before anything is read or written."""
     for o in outputs:

@@ -194,6 +194,10 @@ def test_an_output_that_is_also_an_input_is_refused_before_it_is_touched(cli, tm
     assert code == 2 and "is also --signals" in err
     code, _, err = cli("score", "--signals", sig, "--head", head, "--out", head)
     assert code == 2 and "is also --head" in err
+    head_before = head.read_bytes()
+    code, _, err = cli("fit", "--signals", sig, "--condition", "t", "--out", head, "--transfer-from", head)
+    assert code == 2 and "is also --transfer-from" in err           # it replaced the source with the pooled head
+    assert head.read_bytes() == head_before
     assert sig.read_bytes() == before and json.loads(head.read_text())["head"]
 
 
