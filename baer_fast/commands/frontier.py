@@ -86,15 +86,11 @@ def cost_fit(args, records) -> dict | None:
             raise InputError("--per-subset chooses the experts of --budget per subset: give --budget", field="--per-subset")
         return None
     from baer_fast.selection.budget import fit_budget
-    from baer_fast.selection.costs import read_costs_file
     from baer_fast.selection.fit import fit_condition
     if args.per_subset and args.cascade:
         raise InputError("--per-subset and --cascade do not combine (a cascade's stages are expert subsets "
                          "for every pair); choose one", field="--per-subset")
-    costs = read_costs_file(args.costs) if args.costs else None
-    unknown = sorted(set(costs or ()) - {e for r in records for e in r.experts})
-    if unknown:
-        log.warning("--costs %s names %s, which the signals do not have (ignored)", args.costs, ", ".join(unknown))
+    costs = costs_option(args, records)
     kw = fit_kwargs(args)
     spec = kw["spec"]
     art = (fit_budget(records, args.budget, costs_override=costs, space_for=space_option(args), **kw)
@@ -107,6 +103,16 @@ def cost_fit(args, records) -> dict | None:
     for line in cost_lines(art):
         print(line)
     return art
+
+
+def costs_option(args, records) -> dict | None:
+    """--costs FILE read, with a warning naming the experts it prices that the signals lack."""
+    from baer_fast.selection.costs import read_costs_file
+    costs = read_costs_file(args.costs) if args.costs else None
+    unknown = sorted(set(costs or ()) - {e for r in records for e in r.experts})
+    if unknown:
+        log.warning("--costs %s names %s, which the signals do not have (ignored)", args.costs, ", ".join(unknown))
+    return costs
 
 
 def space_option(args):
@@ -185,7 +191,6 @@ def run(args) -> int:
     from baer_fast.io.records import read_signals_many
     from baer_fast.io.rejects import rejects_for, report_rejects
     from baer_fast.selection.budget import plan_budget
-    from baer_fast.selection.costs import read_costs_file
     from baer_fast.selection.fit import check_one_condition
     from baer_fast.io.splits import SplitSpec
     from baer_fast.io.jsonl import check_output
@@ -201,7 +206,7 @@ def run(args) -> int:
     from baer_fast.errors import located
     with located(args.signals):
         plan = plan_budget(records, args.budget, spec=SplitSpec(seed=args.split_seed),
-                           costs_override=read_costs_file(args.costs) if args.costs else None,
+                           costs_override=costs_option(args, records),
                            space_for=space_option(args))
     full = plan["full_cost_per_pair"] or 1.0
     print(f"full bank: {len(plan['expert_costs'])} experts, {plan['full_cost_per_pair']:.1f} per pair "

@@ -179,3 +179,13 @@ def test_an_llmbar_copy_without_its_texts_records_no_cost_and_budgets_count_expe
     assert not any("expert_cost" in s.meta for s in bank)
     costs, source = expert_costs(bank, sorted(bank[0].experts))
     assert source == "unit" and set(costs.values()) == {1.0}
+
+
+def test_frontier_warns_of_costs_for_experts_the_signals_lack_as_fit_does(tmp_path, caplog):
+    import logging
+    sig, costs = tmp_path / "s.jsonl", tmp_path / "c.json"
+    write_signals(str(sig), bank(60, seed=6))
+    costs.write_text(json.dumps({"cheap": 1, "typo_expert": 5}))
+    with caplog.at_level(logging.WARNING, logger="baer_fast"):
+        assert main(["frontier", "--signals", str(sig), "--costs", str(costs), "--budget", "0.5"]) == 0
+    assert "names typo_expert, which the signals do not have" in caplog.text
