@@ -421,6 +421,7 @@ def fit_budget(records: Sequence, budget: str, *, condition: str, spec: SplitSpe
     from baer_fast.selection.fit import fit_condition, subset_roles
     plan = plan_budget(records, budget, spec=spec, costs_override=costs_override, model=model, space_for=space_for)
     fit_kw.update(subset_roles({k for r in records for k in r.experts}, set(plan["experts"]),
+                               groups=list((plan.get("allocation") or {}).values()),
                                **{k: fit_kw.get(k) for k in ("reference_expert", "pointwise_expert")}))
     mine = restrict(records, plan["experts"])
     if "allocation" in plan:

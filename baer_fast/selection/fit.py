@@ -84,14 +84,15 @@ def resolve_expert(option, default: str, present: set, what: str) -> str | None:
     return option
 
 
-def subset_roles(present: set, keep: set, *, reference_expert=None, pointwise_expert=None) -> dict:
+def subset_roles(present: set, keep: set, *, groups=(), reference_expert=None, pointwise_expert=None) -> dict:
     """The reference/pointwise roles of a fit on the experts `keep` of a bank with experts `present`
     (`fit --budget`): the expert the whole bank's fit sets aside where `keep` has it, else none; none at
-    all where setting them aside would leave the stack no expert (the budget search scored them in it)."""
+    all where setting them aside would leave the stack no expert, for all pairs or for the pairs of a
+    subset (`groups`: each subset's experts, --per-subset), as the budget search scored them in it."""
     names = {"reference_expert": resolve_expert(reference_expert, "reference", present, "reference"),
              "pointwise_expert": resolve_expert(pointwise_expert, "pointwise", present, "pointwise")}
     aside = {opt: name for opt, name in names.items() if name in keep}
-    if not set(keep) - set(aside.values()):
+    if any(g and not set(g) - set(aside.values()) for g in [keep, *groups]):
         aside = {}
     return {opt: aside.get(opt, NO_EXPERT) for opt in names}
 

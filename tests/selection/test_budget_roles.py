@@ -44,3 +44,22 @@ def test_fit_cli_budget_of_the_pointwise_expert_alone(tmp_path, capsys):
     assert main(["fit", "--signals", str(sig), "--condition", "c", "--out", str(out), "--budget", "tokens=150"]) == 0
     assert artifact.load(str(out))["experts"] == ["pointwise"]
     assert "1 expert (pointwise)" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("head", ["auto", "shrunk"])
+def test_per_subset_a_subset_given_only_the_pointwise_expert_keeps_its_evidence(head):
+    """Per subset, x's pairs get the pointwise expert alone; set aside as routing-only, a stack or shrunk head
+    (what auto deploys on most banks) read nothing on them and scored every one 0."""
+    from dataclasses import replace
+
+    from baer_fast.selection.allocation import space_for
+    acc = {"x": {"pointwise": 0.95, "cheap_y": 0.5, "huge": 0.8}, "y": {"pointwise": 0.5, "cheap_y": 0.95, "huge": 0.8}}
+    cost = {"pointwise": 100, "cheap_y": 100, "huge": 900}
+    records = [replace(r, id=f"{g}-{r.id}", subset=g) for k, (g, a) in enumerate(sorted(acc.items()))
+               for r in bank(100, seed=k, accuracy=a, cost=cost)]
+    art = fit_budget(records, "0.15", condition="c", space_for=space_for, head=head)
+    assert art["allocation"] == {"x": ["pointwise"], "y": ["cheap_y"]}
+    xs = [r for r in records if r.subset == "x"]
+    s = np.asarray(artifact.deployed_head(art).score(xs))
+    y = np.array([1.0 if r.label == "a" else -1.0 for r in xs])
+    assert np.all(s != 0) and np.mean(np.sign(s) == y) > 0.8       # pointwise is right on 95% of x's pairs
