@@ -57,6 +57,9 @@ def check_fit_options(args) -> None:
     if args.transfer_from and (args.budget or args.cascade or args.per_subset):
         raise InputError("deploys a pooled head of other conditions' heads; it does not combine with --budget, "
                          "--per-subset or --cascade", field="--transfer-from")
+    if args.transfer_from and getattr(args, "head", "auto") != "auto":
+        raise InputError(f"deploys a pooled head of other conditions' heads; --head {args.head} would be ignored "
+                         "(choose the members' heads when fitting them)", field="--transfer-from")
     tol = args.cascade_tolerance
     if tol is not None and not 0 <= tol < 1:         # nan and inf fail too
         raise InputError(f"expected the CV accuracy the exits may cost as a fraction in [0, 1), e.g. 0.01 for one "

@@ -36,7 +36,7 @@ def head_paths(items: Sequence[str], out_path: str | None = None) -> list[str]:
         out += [p for p in sorted(glob.glob(os.path.join(item, "*.json"))) if os.path.realpath(p) != own] \
             if os.path.isdir(item) else [item]
     if not out:
-        raise InputError("--transfer-from names no head artifact", field="--transfer-from")
+        raise InputError(f"names no head artifact (no *.json in {', '.join(items)})", field="--transfer-from")
     return out
 
 

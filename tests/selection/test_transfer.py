@@ -128,3 +128,17 @@ def test_a_rerun_into_the_sources_folder_gives_the_same_bytes(sources, tmp_path)
     assert main(argv) == 0
     assert out.read_bytes() == first
     assert artifact.load(str(out))["fit_report"]["transfer"]["skipped"] == []
+
+
+def test_transfer_option_errors_name_what_is_wrong(sources, tmp_path, capsys):
+    """--head stack was silently ignored (a pooled head deployed); an empty folder was not named."""
+    artifact.save(str(tmp_path / "src0.json"), sources[0][1])
+    sig, out, empty = tmp_path / "t.jsonl", tmp_path / "out" / "t.json", tmp_path / "empty"
+    empty.mkdir()
+    write_signals(str(sig), bank(40, seed=4))
+    base = ["fit", "--signals", str(sig), "--condition", "t", "--out", str(out)]
+    assert main(base + ["--transfer-from", str(tmp_path / "src0.json"), "--head", "stack"]) == 2
+    assert "--head stack would be ignored" in capsys.readouterr().err
+    assert main(base + ["--transfer-from", str(empty)]) == 2
+    assert f"no *.json in {empty}" in capsys.readouterr().err
+    assert not out.exists()
