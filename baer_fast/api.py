@@ -68,6 +68,7 @@ class Judge:
         self._room = None
         self._warned_unpruned = False
         self._lock = model_lock(engine)
+        self.last_cascade = None       # the last call's early-exit report (a cascade head; None before one)
 
     @classmethod
     def from_pretrained(cls, model_path, head=None, *, backend: str = "hf", kernels: str = "auto",

@@ -109,3 +109,10 @@ def test_a_head_the_judge_cannot_run_is_refused_naming_its_file_before_the_model
     assert main(["score", "--model", str(tmp_path / "no-model"), "--head", path, "--input", str(pairs),
                  "--out", str(tmp_path / "s.jsonl")]) == 2
     assert f"{path}: field 'experts'" in capsys.readouterr().err
+
+
+def test_last_cascade_is_none_for_a_head_without_a_cascade(judge):
+    """docs/cost.md: `Judge.last_cascade` holds the cascade's report; reading it on another head raised AttributeError."""
+    assert judge.last_cascade is None
+    judge.score(["q?"], ["a"], ["b"])
+    assert judge.last_cascade is None
