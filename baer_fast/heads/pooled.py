@@ -13,7 +13,7 @@ from typing import Sequence
 import numpy as np
 
 # a member is an artifact's deployed head (its cascade unused; a pooled one does not nest)
-MEMBER_KINDS = ("mean", "vote", "shrunk", "stack", "route", "reference")
+MEMBER_KINDS = ("mean", "vote", "shrunk", "stack", "constant", "route", "reference")
 
 
 @dataclass
@@ -45,7 +45,8 @@ def member_class(kind: str):
     """The class of a member head (MEMBER_KINDS); KeyError otherwise."""
     from baer_fast.heads.reference import ReferenceHead
     from baer_fast.heads.router import RouterHead
+    from baer_fast.heads.single import ConstantHead
     from baer_fast.heads.stack import StackHead
     if kind not in MEMBER_KINDS:
         raise KeyError(kind)
-    return {"route": RouterHead, "reference": ReferenceHead}.get(kind, StackHead)
+    return {"route": RouterHead, "reference": ReferenceHead, "constant": ConstantHead}.get(kind, StackHead)

@@ -142,3 +142,20 @@ def test_transfer_option_errors_name_what_is_wrong(sources, tmp_path, capsys):
     assert main(base + ["--transfer-from", str(empty)]) == 2
     assert f"no *.json in {empty}" in capsys.readouterr().err
     assert not out.exists()
+
+
+def test_a_source_whose_deployed_head_is_constant_is_a_member(sources):
+    """The rule can deploy the constant head (one expert); such a source was skipped as 'a constant head'."""
+    from baer_fast.selection.fit import fit_condition
+    src = bank(120, seed=30)
+    const = fit_condition(src, condition="k", head="constant")
+    assert const["head"] == "constant"
+    target = bank(60, seed=31)
+    art = fit_transfer(target, [("k", const), *sources], condition="t")
+    assert [m["source"] for m in art["heads"]["pooled"]["members"]] == ["k", "src0", "src1", "src2"]
+    saved = artifact.deployed_head({**art, "tiebreak": None})
+    s = np.asarray(saved.score(target))
+    assert np.allclose(np.asarray(saved.score([r.swapped() for r in target])), -s, rtol=0, atol=1e-9)
+    member = saved.members[0]
+    untied = artifact.deployed_head({**const, "tiebreak": None})
+    assert np.array_equal(np.asarray(member[0].score(target)), np.asarray(untied.score(target)))
