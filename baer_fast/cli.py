@@ -47,10 +47,12 @@ def _terminate(signum, frame):
 
 
 @contextlib.contextmanager
-def _sigterm_raises(command: str):
-    """SIGTERM -> Terminated while a command runs; not for serve (its server handles SIGTERM) nor where
-    a caller of main() set a handler of its own (or off the main thread, where none can be set)."""
-    own = (command != "serve" and threading.current_thread() is threading.main_thread()
+def _sigterm_raises(command: str, entry: bool):
+    """SIGTERM -> Terminated while a command runs, where main() is the process's entry point (the
+    console script, `python -m baer_fast.cli`: argv from sys.argv). Not for serve (its server handles
+    SIGTERM), nor where a program calls main(argv) in its own process (SIGTERM stays its to handle:
+    it would otherwise go on after main returned 143), nor where a handler is set already."""
+    own = (entry and command != "serve" and threading.current_thread() is threading.main_thread()
            and signal.getsignal(signal.SIGTERM) is signal.SIG_DFL)
     if own:
         signal.signal(signal.SIGTERM, _terminate)
@@ -103,6 +105,7 @@ def build_parser(argv: list[str]) -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    entry = argv is None                  # the console script or `python -m`: the process is ours
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser(argv)
     try:
@@ -124,7 +127,7 @@ def main(argv: list[str] | None = None) -> int:
         check_not_an_input(args)
         from baer_fast.io.resumable import warn_unfinished_inputs
         warn_unfinished_inputs(args)
-        with _sigterm_raises(args.command):
+        with _sigterm_raises(args.command, entry):
             return int(_load(args.command).run(args) or 0)
     except BaerError as e:
         print(f"error: {e}", file=sys.stderr)

@@ -51,18 +51,28 @@ def test_a_stopped_score_says_so_and_the_rerun_resumes(tmp_path, sig, code, said
         assert a.read() == b.read()
 
 
-def test_sigterm_is_default_again_after_main_returns(tmp_path):
-    """main() sets its SIGTERM handler for the command's run only (a caller's own handler is left alone)."""
-    from baer_fast.cli import main
+def test_sigterm_is_handled_only_where_main_is_the_entry_point(tmp_path, monkeypatch):
+    """The console script (argv from sys.argv) turns SIGTERM into a stop for the command's run only; a
+    program that calls main(argv) in its own process keeps SIGTERM (else it would go on after main
+    returned 143), and a handler of its own is left alone."""
+    from baer_fast import cli
+    from baer_fast.commands import score
     src = str(tmp_path / "s.jsonl")
     write_signals(src, _signals(3))
-    assert main(["--quiet", "score", "--signals", src, "--out", str(tmp_path / "o.jsonl")]) == 0
-    assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL
+    seen, run = [], score.run
+    monkeypatch.setattr(score, "run", lambda args: seen.append(signal.getsignal(signal.SIGTERM)) or run(args))
+    argv = ["--quiet", "score", "--signals", src, "--out"]
+    monkeypatch.setattr(sys, "argv", ["baer-fast"] + argv + [str(tmp_path / "o.jsonl")])
+    assert cli.main() == 0
+    assert seen[-1] is cli._terminate and signal.getsignal(signal.SIGTERM) is signal.SIG_DFL
+    assert cli.main(argv + [str(tmp_path / "o1.jsonl")]) == 0
+    assert seen[-1] is signal.SIG_DFL
     mine = signal.signal(signal.SIGTERM, lambda *_: None)
     try:
         mine = signal.getsignal(signal.SIGTERM)
-        assert main(["--quiet", "score", "--signals", src, "--out", str(tmp_path / "o2.jsonl")]) == 0
-        assert signal.getsignal(signal.SIGTERM) is mine
+        monkeypatch.setattr(sys, "argv", ["baer-fast"] + argv + [str(tmp_path / "o2.jsonl")])
+        assert cli.main() == 0
+        assert seen[-1] is mine and signal.getsignal(signal.SIGTERM) is mine
     finally:
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
