@@ -35,7 +35,10 @@ def test_a_stopped_score_says_so_and_the_rerun_resumes(tmp_path, sig, code, said
     env = dict(os.environ, PYTHONPATH=ROOT)
     subprocess.run(_score(src, ref), env=env, check=True, capture_output=True, timeout=300)
     small = dict(env, BAER_FAST_SCORE_BATCH="1")     # many small durable batches: the signal lands mid-run
-    proc = subprocess.Popen(_score(src, out) + list(extra), env=small, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    # SIGINT at its default in the child: a runner started in the background (`cmd &`) ignores SIGINT,
+    # and a Python started so never turns it into KeyboardInterrupt
+    proc = subprocess.Popen(_score(src, out) + list(extra), env=small, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                            text=True, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     while proc.poll() is None and durable(out) < 40:
         time.sleep(0.005)
     proc.send_signal(sig)
