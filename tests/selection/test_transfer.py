@@ -85,12 +85,16 @@ def test_fit_experts_option_refuses_an_unknown_expert(tmp_path, capsys):
     assert not (tmp_path / "h.json").exists()
 
 
-def test_fit_cli_transfer_from_a_folder(sources, tmp_path):
+def _heads_folder(sources, tmp_path):
     heads = tmp_path / "heads"
     heads.mkdir()
     for name, art in sources:
         artifact.save(str(heads / f"{name}.json"), art)
-    sig = tmp_path / "t.jsonl"
+    return heads, tmp_path / "t.jsonl"
+
+
+def test_fit_cli_transfer_from_a_folder(sources, tmp_path):
+    heads, sig = _heads_folder(sources, tmp_path)
     write_signals(str(sig), [Signals(r.id, r.experts, meta=r.meta) for r in bank(50, seed=4)])
     out = tmp_path / "t.json"
     assert main(["fit", "--signals", str(sig), "--condition", "t", "--out", str(out),
@@ -115,11 +119,7 @@ def test_skipped_heads_are_named_with_the_reason(sources, caplog):
 
 def test_a_rerun_into_the_sources_folder_gives_the_same_bytes(sources, tmp_path):
     """fit --transfer-from heads/ --out heads/t.json, twice: the first run's t.json is no source of the second."""
-    heads = tmp_path / "heads"
-    heads.mkdir()
-    for name, art in sources:
-        artifact.save(str(heads / f"{name}.json"), art)
-    sig = tmp_path / "t.jsonl"
+    heads, sig = _heads_folder(sources, tmp_path)
     write_signals(str(sig), bank(50, seed=4))
     out = heads / "t.json"
     argv = ["fit", "-q", "--signals", str(sig), "--condition", "t", "--out", str(out), "--transfer-from", str(heads)]
