@@ -59,7 +59,6 @@ def _require_serve_extra() -> None:
 
 
 def run(args) -> int:
-    from baer_fast import protocols
     from baer_fast.api import Judge, JudgeOptions, check_kernels, head_artifact
     from baer_fast.bank.runner import resolve_experts
     from baer_fast.commands.experts import generation_config
@@ -72,8 +71,7 @@ def run(args) -> int:
     config = _config(args)
     check_model_dir(args.model)
     check_device(args.device)
-    art = head_artifact(args.head)
-    protocols.check_runnable(art["experts"], "a local judge model (serve)", args.head)     # before the model loads
+    art = head_artifact(args.head)      # its experts checked runnable, before the model loads
     check_kernels(args.kernels, args.device)
     # the budgets and seed the head's signals were made with, unless the flags say otherwise (as score --model)
     generation = generation_config(args, resolve_experts(list(art["experts"])), art.get("generation"))
