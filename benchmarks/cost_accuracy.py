@@ -227,8 +227,14 @@ def run_condition(bench: str, backbone: str, records, spec, mode: str, replay=No
     except Exception as e:
         row["cascade"] = {"infeasible": str(e)}
         return row
-    if "cascade" not in art:            # the cheap stage held every expert: no second stage (logged)
-        row["cascade"] = {"infeasible": "the cheap stage holds every expert"}
+    if "cascade" not in art:            # none added (logged): the cheap stage held every expert, or it cost more
+        why = art["cascade_declined"]["reason"]
+        if why == "the cheap stage holds every expert":
+            row["cascade"] = {"infeasible": why}
+        else:                           # what fit --cascade deploys: the full head alone
+            row["cascade"] = {**row["full"], "cv": row["full"].get("cv", art["cascade_declined"]["full_cv_accuracy"]),
+                              "exit": 0.0, "cv_exit": art["cascade_declined"]["cv_exit_rate"], "tau": None,
+                              "declined": why, "stage1": []}
         return row
     head, c = deployed_head(art), art["cascade"]
     exits = head.exits(test)
@@ -409,7 +415,9 @@ def print_runtime(rows: list[dict], records, args) -> None:
                 continue
             run_tok, dec = runtime_cost(c)
             out = f"{c['exit']:.2f}" if "exit" in c else ""
-            names = c.get("experts") or (["stage 1:"] + c["stage1"] if "stage1" in c else [f"all {r['experts']}"])
+            names = c.get("experts") or (["stage 1:"] + c["stage1"] if c.get("stage1") else [f"all {r['experts']}"])
+            if "declined" in c:
+                names = [f"none added ({c['declined']}): the full head,"] + names
             p(f"{r['split']:<7} {label:<11} {c['per_pair']:8.0f} {c['cost']:6.2f} {run_tok:8.0f} {dec:6.1f} {out:>5} "
               f"{100 * c['test']:5.1f} {100 * c['cv'] if 'cv' in c else float('nan'):5.1f}  {' '.join(names)}")
 

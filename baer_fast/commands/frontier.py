@@ -137,6 +137,9 @@ def cost_lines(art: dict) -> list[str]:
         for g, es in (b.get("allocation") or {}).items():
             out.append(f"    subset {g} ({100 * b['subset_shares'][g]:.0f}% of the rows): {', '.join(es) or 'no expert'}")
         out.extend(noise_lines(b))
+    d = art.get("cascade_declined")
+    if d:
+        out.append(f"  cascade: none added ({d['reason']}; stage 1 would be {', '.join(d['stage1_experts'])})")
     if "cascade" in art:
         c = art["cascade"]
         if c["cv"].get("tau") is None:

@@ -9,6 +9,7 @@ wins / losses counting exited pairs where only stage 1 / only the full stack is 
 offset losses but never count as a gain, and every disagreement adds noise. It stops at the first failure;
 tau = inf (never exit) when none is shown. The artifact keeps the full head as deployed and adds
 `cascade` (stage-1 stack and experts, tau, CV figures, costs); `artifact.deployed_head` wraps them.
+A cascade expected to cost more than the full head is not added (`cascade_declined` says why).
 """
 from __future__ import annotations
 
@@ -96,7 +97,8 @@ def _fit_cascade(records: Sequence, full_art: dict, *, spec: SplitSpec, cascade:
     if set(stage1) >= set(experts):
         log.warning("cascade: the cheap stage (%s) is every expert the head runs, so there is no second stage to "
                     "skip; no cascade added (a smaller --cascade-budget, or a larger bank, gives one)", ", ".join(stage1))
-        return full_art
+        return {**full_art, "cascade_declined": {"reason": "the cheap stage holds every expert", "stage1_experts": stage1,
+                                                 "cheap_budget": cascade.cheap_budget}}
     rows, roles, y = labelled_rows(mine, spec)
     head1, info1 = fit_stack(rows, y, roles, experts=stage1, categories=sorted({r.subset for r in rows}))
     tau = choose_tau(nested.s_sub, nested.s_full, y, cascade.tolerance, cascade.noise_z, cascade.min_confidence)
@@ -117,11 +119,16 @@ def _fit_cascade(records: Sequence, full_art: dict, *, spec: SplitSpec, cascade:
     if not math.isfinite(tau["tau"]):
         log.warning("cascade: no exit shown safe on the non-test rows (tolerance %g, z %g): tau = inf, every pair "
                     "runs both stages", cascade.tolerance, cascade.noise_z)
-    if expected > c_all * (1 + 1e-9):
+    if expected > c_all * (1 + 1e-9):       # dearer and no more accurate: the full head alone is deployed
         log.warning("cascade: expected to cost %.1f per pair, more than the full head's %.1f: %.1f%% of the non-test "
                     "pairs exit (CV), too few to pay for stage 2 prefilling the prompt prefixes stage 1 did (a stage "
-                    "generates text, so no prefix KV is kept between them); without --cascade the full head costs "
-                    "less", expected, c_all, 100 * tau["cv_exit_rate"])
+                    "generates text, so no prefix KV is kept between them); no cascade added, the full head is "
+                    "deployed alone", expected, c_all, 100 * tau["cv_exit_rate"])
+        return {**full_art, "cascade_declined": {
+            "reason": "expected cost above the full head's", "stage1_experts": stage1,
+            "cv_exit_rate": tau["cv_exit_rate"], "full_cv_accuracy": tau["full_cv_accuracy"],
+            "expected_cost_per_pair": expected, "full_cost_per_pair": c_all,
+            "cheap_budget": cascade.cheap_budget, "tolerance": cascade.tolerance}}
     art = dict(full_art)
     art["cascade"] = {
         "stage1": head1.to_json(), "stage1_experts": stage1, "tau": tau["tau"] if math.isfinite(tau["tau"]) else 1e308,
