@@ -145,6 +145,9 @@ def run(args) -> int:
         report["left_out"] = left.to_json()
         log.warning("%s", _left_out_line(left))
     report.update(_figures(args, records, scores, row_roles, report))
+    cost = _cost(art, records, row_roles, args.split)
+    if cost:
+        report["cost"] = cost
     if args.report:
         from baer_fast.eval.report import write_report
 
@@ -182,6 +185,54 @@ def _figures(args, records, scores, row_roles, report) -> dict:
                    model=report["head"], options=opts)
 
 
+BUDGET_KEYS = ("budget", "experts", "allocation", "cost_per_pair", "full_cost_per_pair", "fraction_of_full",
+               "cost_source", "cv_accuracy", "full_cv_accuracy", "near_full")
+CASCADE_KEYS = ("stage1_experts", "tau", "cheap_budget", "tolerance", "stage1_cost_per_pair", "full_cost_per_pair",
+                "expected_cost_per_pair", "stage2_reads_stage1_prefixes", "cost_source")
+
+
+def _cost(art: dict | None, records, roles, split: str) -> dict | None:
+    """What the head runs (the artifact's budget subset, cascade or declined cascade: docs/cost.md), and
+    how many of this split's pairs the cascade's stage 1 decides (read from the signals' stage-1 runs)."""
+    if not art or not any(k in art for k in ("budget", "cascade", "cascade_declined")):
+        return None
+    out = {}
+    if "budget" in art:
+        out["budget"] = {k: art["budget"][k] for k in BUDGET_KEYS if k in art["budget"]}
+    if art.get("cascade"):
+        from baer_fast.eval.report import split_mask
+        from baer_fast.heads import head_class
+        from baer_fast.heads.cascade import strength
+        c = art["cascade"]
+        out["cascade"] = {**{k: c[k] for k in CASCADE_KEYS if k in c}, "cv_exit_rate": c["cv"]["cv_exit_rate"]}
+        mine = [r for r, m in zip(records, split_mask(roles, split)) if m]
+        if all(e in r.experts for r in mine for e in c["stage1_experts"]):
+            exits = strength(head_class("stack").from_json(c["stage1"]).score(mine)) >= float(c["tau"])
+            out["cascade"].update(split_pairs=len(mine), split_exits=int(exits.sum()),
+                                  split_exit_rate=float(exits.mean()) if mine else 0.0)
+    if "cascade_declined" in art:
+        out["cascade_declined"] = art["cascade_declined"]
+    return out
+
+
+def _cost_lines(cost: dict) -> list[str]:
+    b, c, d = cost.get("budget"), cost.get("cascade"), cost.get("cascade_declined")
+    out = []
+    if b:
+        out.append(f"  cost: pruned to budget {b['budget']}: {', '.join(b['experts'])}, {b['cost_per_pair']:.1f} of "
+                   f"{b['full_cost_per_pair']:.1f} per pair ({100 * b['fraction_of_full']:.1f}% of the bank; costs: "
+                   f"{b['cost_source']})")
+    if c:
+        here = (f"{c['split_exits']} of {c['split_pairs']} pairs of this split exit after stage 1 "
+                f"({100 * c['split_exit_rate']:.1f}%; CV {100 * c['cv_exit_rate']:.1f}%)" if "split_exits" in c else
+                f"the signals lack stage 1's runs; CV exit {100 * c['cv_exit_rate']:.1f}%")
+        out.append(f"  cascade: stage 1 {', '.join(c['stage1_experts'])}, tau {c['tau']:.4g}: {here}; expected cost "
+                   f"{c['expected_cost_per_pair']:.1f} of {c['full_cost_per_pair']:.1f} per pair")
+    if d:
+        out.append(f"  cascade: none added at fit ({d['reason']}): the full head scores every pair")
+    return out
+
+
 def _table(report, title) -> str:
     from baer_fast.eval.figures import format_figures
     from baer_fast.eval.metrics import format_table
@@ -195,4 +246,5 @@ def _table(report, title) -> str:
         from baer_fast.eval.inputs import LeftOut
 
         lines.append("  " + _left_out_line(LeftOut(**report["left_out"])))
+    lines += _cost_lines(report.get("cost") or {})
     return "\n".join(lines + [format_figures(report)])

@@ -146,6 +146,14 @@ def _selection_html(art: dict | None) -> str:
     return _table(["", "value"], rows)
 
 
+def _cost_html(cost: dict | None) -> str:
+    """The head's cost (`eval`'s report["cost"]: budget subset, cascade and its exits on this split)."""
+    if not cost:
+        return ""
+    rows = [row for key, value in cost.items() for row in _flat_rows(key, value)]
+    return "<h2>Cost</h2>" + _table(["", "value"], rows)
+
+
 def _flat_rows(prefix: str, value) -> list:
     """[[dotted key, scalar]] of a nested artifact field: one table row per leaf, lists of
     scalars joined with commas (no JSON in the cells)."""
@@ -236,7 +244,7 @@ def write_report(out_dir: str, *, records, scores, roles, report: dict, artifact
         _img("position_consistency.png", "position consistency", png["position_consistency.png"]),
         _table(["expert", "run pairs (ab, ba)", "disagree", "consistency %"], cons_rows),
         *figure_sections(report, out_dir),
-        "<h2>Head selection</h2>", _selection_html(artifact),
+        "<h2>Head selection</h2>", _selection_html(artifact), _cost_html(report.get("cost")),
         _img("stack_lambda.png", "stack lambda", png["stack_lambda.png"]) if lam else "",
         "</body></html>\n",
     ]

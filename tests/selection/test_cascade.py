@@ -218,3 +218,43 @@ def test_a_cascade_tolerance_that_is_no_fraction_is_refused_before_any_fit(tol, 
     err = capsys.readouterr().err
     assert "--cascade-tolerance" in err and "[0, 1)" in err and "Traceback" not in err
     assert not out.exists() and "nested CV" not in err
+
+
+def test_eval_reports_the_cascade_and_its_exits_on_the_split(fitted, tmp_path, cli):
+    """`eval --head` with a cascade head says what the head runs: stage 1, tau, the expected cost, and how
+    many of the evaluated split's pairs stage 1 decides (before, eval and its report said nothing of cost)."""
+    import json
+
+    from baer_fast.io.records import write_signals
+    from baer_fast.io.splits import SplitSpec, roles
+    records, art = fitted
+    artifact.save(str(tmp_path / "h.json"), art)
+    write_signals(str(tmp_path / "s.jsonl"), records)
+    assert cli("score", "--signals", tmp_path / "s.jsonl", "--head", tmp_path / "h.json",
+               "--out", tmp_path / "sc.jsonl")[0] == 0
+    args = ("eval", "--signals", tmp_path / "s.jsonl", "--scores", tmp_path / "sc.jsonl", "--head", tmp_path / "h.json")
+    code, out, _ = cli(*args, "--json", "--report", tmp_path / "rep")
+    assert code == 0
+    c = json.loads(out)["cost"]["cascade"]
+    test = [r for r, role in zip(records, roles(records, SplitSpec())) if role == "test"]
+    want = artifact.deployed_head(art).exits(test)
+    assert c["split_pairs"] == len(test) and c["split_exits"] == int(want.sum()) and 0 < c["split_exits"] < len(test)
+    assert c["stage1_experts"] == art["cascade"]["stage1_experts"] and c["tau"] == art["cascade"]["tau"]
+    page = (tmp_path / "rep" / "report.html").read_text()
+    assert "<h2>Cost</h2>" in page and f"<td>cascade.split_exits</td><td>{c['split_exits']}</td>" in page
+    code, out, _ = cli(*args)
+    assert f"{c['split_exits']} of {len(test)} pairs of this split exit after stage 1" in out
+
+
+def test_eval_says_when_fit_added_no_cascade(fitted, tmp_path, cli):
+    from baer_fast.io.records import write_signals
+    records, _ = fitted
+    full = _stack_art(restrict(records, ["cheap"]))
+    art = fit_cascade(records, full, cascade=CascadeSpec("0.2"))
+    artifact.save(str(tmp_path / "h.json"), art)
+    write_signals(str(tmp_path / "s.jsonl"), records)
+    assert cli("score", "--signals", tmp_path / "s.jsonl", "--head", tmp_path / "h.json",
+               "--out", tmp_path / "sc.jsonl")[0] == 0
+    code, out, _ = cli("eval", "--signals", tmp_path / "s.jsonl", "--scores", tmp_path / "sc.jsonl",
+                       "--head", tmp_path / "h.json")
+    assert code == 0 and "cascade: none added at fit (the cheap stage holds every expert)" in out
