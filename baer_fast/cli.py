@@ -63,6 +63,31 @@ def _sigterm_raises(command: str, entry: bool):
             signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
 
+@contextlib.contextmanager
+def _libraries_quiet(quiet: bool):
+    """-q: no progress bars from transformers / huggingface_hub either (weight loading), for the run."""
+    import os
+    if not quiet:
+        yield
+        return
+    env = os.environ.get("HF_HUB_DISABLE_PROGRESS_BARS")
+    os.environ["HF_HUB_DISABLE_PROGRESS_BARS"] = "1"        # read where transformers is first imported
+    tf = sys.modules.get("transformers.utils.logging")
+    was = tf.is_progress_bar_enabled() if tf else None
+    if tf:
+        tf.disable_progress_bar()
+    try:
+        yield
+    finally:
+        if env is None:
+            os.environ.pop("HF_HUB_DISABLE_PROGRESS_BARS", None)
+        else:
+            os.environ["HF_HUB_DISABLE_PROGRESS_BARS"] = env
+        tf = sys.modules.get("transformers.utils.logging")
+        if tf and was is not False and env is None:          # imported during the run, or enabled before
+            tf.enable_progress_bar()
+
+
 def _stopped(args, e: KeyboardInterrupt) -> int:
     what, code = ("terminated (SIGTERM)", 143) if isinstance(e, Terminated) else ("interrupted", 130)
     again = "it without --overwrite" if getattr(args, "overwrite", False) else "the same command"
@@ -127,7 +152,7 @@ def main(argv: list[str] | None = None) -> int:
         check_not_an_input(args)
         from baer_fast.io.resumable import warn_unfinished_inputs
         warn_unfinished_inputs(args)
-        with _sigterm_raises(args.command, entry):
+        with _sigterm_raises(args.command, entry), _libraries_quiet(args.quiet):
             return int(_load(args.command).run(args) or 0)
     except BaerError as e:
         print(f"error: {e}", file=sys.stderr)

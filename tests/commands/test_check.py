@@ -125,3 +125,15 @@ def test_a_forward_refusing_width_groups_still_decodes(capsys, qwen_dir, refused
     assert rc == 0 and "decode steps attend in one width" in out
     rc, out, _ = _check(capsys, qwen_dir, "--json")
     assert rc == 0 and json.loads(out)["decoder"]["width_groups"] is False
+
+
+def test_quiet_hides_the_weight_loading_bar_too(capsys, qwen_dir, monkeypatch):
+    """-q ("no progress bars") also silences transformers' weight-loading bar, for that run only."""
+    import transformers.utils.logging as tf_logging
+    monkeypatch.delenv("HF_HUB_DISABLE_PROGRESS_BARS", raising=False)
+    tf_logging.enable_progress_bar()
+    rc, _, err = _check(capsys, qwen_dir, "-q")
+    assert rc == 0 and "Loading weights" not in err
+    assert tf_logging.is_progress_bar_enabled()
+    rc, _, err = _check(capsys, qwen_dir)
+    assert rc == 0 and "Loading weights" in err
