@@ -14,6 +14,8 @@ import os
 
 from baer_fast.io.adapters import ADAPTERS
 
+_COLS = ("question", "chosen", "rejected", "a", "b", "label", "subset", "category", "id")   # table's --<col>-col
+
 
 def add_arguments(p) -> None:
     from baer_fast.io.rejects import add_on_error_argument
@@ -23,13 +25,28 @@ def add_arguments(p) -> None:
     p.add_argument("--out", required=True, help="output folder (pairs.jsonl, signals.<condition>.jsonl)")
     add_on_error_argument(p, "DIR/pairs.jsonl.rejects.jsonl")
     g = p.add_argument_group("table / ultrafeedback options")
-    for col in ("question", "chosen", "rejected", "a", "b", "label", "subset", "category", "id"):
+    for col in _COLS:
         g.add_argument(f"--{col}-col", help=f"table: column holding the {col}")
     g.add_argument("--label-values", metavar="A,B[,TIE]",
                    help="table: the --label-col values meaning a is better, b is better (and tie), e.g. 0,1 or "
                         "1,2,0; needed for numbers and any other value than a, b, tie, model_a, model_b (any case)")
     g.add_argument("--rating", choices=("overall_score", "fine-grained_score"),
                    help="ultrafeedback: the rating that orders completions (default overall_score)")
+
+
+_TABLE_ONLY = tuple(f"{col}_col" for col in _COLS) + ("label_values",)
+
+
+def _check_options(args) -> None:
+    """An option of another format would be ignored: refused, so the pairs are what was asked for."""
+    from baer_fast.errors import InputError
+
+    only = {name: "table" for name in _TABLE_ONLY}
+    only["rating"] = "ultrafeedback"
+    for name, kind in only.items():
+        if getattr(args, name, None) is not None and args.kind != kind:
+            raise InputError(f"only import {kind} reads it; import {args.kind} would ignore it",
+                             field="--" + name.replace("_", "-"))
 
 
 def signals_filename(condition: str) -> str:
@@ -87,6 +104,7 @@ def run(args) -> int:
     from baer_fast.io.rejects import rejects_for, rejects_path, report_rejects
     from baer_fast.io.resumable import file_sha256
 
+    _check_options(args)
     pairs_path = os.path.join(args.out, "pairs.jsonl")
     created = _missing_folders(args.out)
     rejects = rejects_for(args, out=pairs_path)

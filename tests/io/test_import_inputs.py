@@ -171,3 +171,21 @@ def test_a_blank_id_subset_or_category_cell_is_a_located_error(col, cell, tmp_pa
     assert not out.exists()
     rc, out, cap = _import(["table", src, *args, "--on-error", "skip"], tmp_path, capsys)
     assert rc == 0 and [p.id for p in read_pairs(str(out / "pairs.jsonl"))] == ["k0"]
+
+
+@pytest.mark.parametrize("kind, option", [
+    ("rewardbench", ["--question-col", "prompt"]),
+    ("hh-rlhf", ["--chosen-col", "chosen"]),
+    ("ultrafeedback", ["--label-values", "0,1"]),
+    ("rewardbench", ["--rating", "fine-grained_score"]),
+    ("table", ["--rating", "fine-grained_score"]),
+])
+def test_an_option_of_another_format_is_refused(kind, option, tmp_path, capsys):
+    """`--*-col`/`--label-values` are table's, `--rating` ultrafeedback's: given to another format they
+    would be ignored, and the pairs not what was asked for."""
+    src = write_jsonl(tmp_path / "rb.jsonl", REWARDBENCH)
+    table = ["--question-col", "prompt", "--chosen-col", "chosen", "--rejected-col", "rejected"] \
+        if kind == "table" and option[0] == "--rating" else []
+    rc, out, cap = _import([kind, src, *table, *option], tmp_path, capsys)
+    assert rc == 2 and not out.exists()
+    assert cap.err.startswith(f"error: field '{option[0]}': ") and kind in cap.err, cap.err
