@@ -74,3 +74,19 @@ def test_duplicates_across_files_are_rejected_in_skip_mode(tmp_path):
     rej = Rejects()
     assert [r.id for r in read_signals_many([str(a), str(b)], rejects=rej)] == ["x", "y"]
     assert len(rej) == 1
+
+
+def test_fit_and_frontier_name_their_rejects_files(llmbar, tmp_path, monkeypatch, capsys):
+    """The rejects files docs/commands.md names: fit `<out>.rejects.jsonl`; frontier `<plot>.rejects.jsonl`,
+    or `frontier.rejects.jsonl` (in the working folder) without --plot."""
+    sig = str(tmp_path / "mixed.jsonl")
+    _with_bad_lines(llmbar["signals"], sig)
+    monkeypatch.chdir(tmp_path)
+    runs = {"h.json.rejects.jsonl": ["fit", "--signals", sig, "--condition", "c", "--out", "h.json"],
+            "f.png.rejects.jsonl": ["frontier", "--signals", sig, "--plot", "f.png"],
+            "frontier.rejects.jsonl": ["frontier", "--signals", sig]}
+    for name, argv in runs.items():
+        assert main(["-q", *argv, "--on-error", "skip"]) == 0, capsys.readouterr().err
+        with open(tmp_path / name, encoding="utf-8") as fh:
+            assert [json.loads(line)["line"] for line in fh] == [11, 12, 53], name
+    assert sorted(p.name for p in tmp_path.glob("*.rejects.jsonl")) == sorted(runs)
