@@ -57,7 +57,8 @@ def add_engine_arguments(p, *, serve: bool = False) -> None:
     p.add_argument("--batch-tokens", type=int, default=d.batch_tokens,
                    help="cap on padded tokens per forward (default: derived from --memory-gb)")
     p.add_argument("--memory-gb", type=float, default=d.memory_budget_bytes / 2**30,
-                   help="memory budget for held KV plus one forward's activations, GiB (default: %(default)s)")
+                   help="one memory budget for held KV, a forward's activations and the decoder's slots, GiB "
+                        "(default: %(default)s)")
     p.add_argument("--kernels", choices=("auto", "triton", "torch"), default=d.kernels,
                    help="constrained-readout implementation (default: %(default)s)")
     p.add_argument("--device", default="auto", help=DEVICE_HELP)
