@@ -26,7 +26,7 @@ def add_arguments(p) -> None:
     src = p.add_mutually_exclusive_group(required=True)
     src.add_argument("--signals", help="signals JSONL of the head's condition")
     src.add_argument("--input", help="pairs JSONL, judged with --model first (needs the engine)")
-    p.add_argument("--model", help="local judge model folder (with --input)")
+    p.add_argument("--model", help="local judge model folder (with --input only)")
     p.add_argument("--chunk-pairs", type=int, default=16,
                    help="pairs (distinct contents) per durable append of <out>.signals.jsonl; with a cascade head, "
                         "per round of stage 1 then stage 2 on that chunk's open pairs (default: %(default)s)")
@@ -180,6 +180,9 @@ def run(args) -> int:
     rejects = rejects_for(args, out=args.out)
     if args.input and not args.model:
         raise InputError("--input needs --model (the judge that produces the signals)", field="--model")
+    if args.signals and args.model:
+        raise InputError("only with --input: --signals are judged already, so the model would not run",
+                         field="--model")
     # with --model, --out is opened (so refused, or locked) before the expert work, which can take hours
     early = _writer(args, art) if args.input else None
     try:

@@ -78,3 +78,15 @@ def test_readme_test_command_is_what_ci_runs():
     readme_cmd = next(l for l in readme.splitlines() if marker in l and "pip install" in l)
     test_part = readme_cmd[readme_cmd.index(marker):].strip().rstrip("`")
     assert test_part in ci
+
+
+def test_score_takes_model_with_input_only(cli, llmbar, tmp_path):
+    """`score --signals S --model M` would score S and ignore M (the judging is done): refused, as is
+    `--input` without `--model`; neither leaves an output."""
+    out = tmp_path / "s.jsonl"
+    pairs = tmp_path / "p.jsonl"
+    pairs.write_text('{"id": "x", "question": "q", "response_a": "a", "response_b": "b"}\n', encoding="utf-8")
+    for src in (["--signals", llmbar["signals"], "--model", str(tmp_path)], ["--input", str(pairs)]):
+        code, _, err = cli("score", *src, "--head", llmbar["head"], "--out", str(out))
+        assert code == 2 and err.startswith("error: field '--model': "), err
+        assert not out.exists()
