@@ -37,9 +37,10 @@ def add_arguments(p) -> None:
                         "rewardbench-2: a prompt right when the head is right on all its pairs)")
     p.add_argument("--baselines", metavar="A,B,...",
                    help="the baseline pool (comma-separated experts); default: every expert except reference, "
-                        "pointwise, deliberate and any --internal")
+                        "pointwise, deliberate, any --internal and those --head's fit kept out of its external protocols")
     p.add_argument("--internal", action="append", default=[], metavar="EXPERT",
-                   help="also keep EXPERT out of the default baseline pool (BAER's own expert); repeatable")
+                   help="also keep EXPERT out of the default baseline pool (BAER's own expert; not with "
+                        "--baselines); repeatable")
     p.add_argument("--on-error", choices=("raise", "skip"), default="raise",
                    help="bad signals/scores records and pairs without a score: stop with an error (raise, "
                         "default) or leave them out of every figure, counted in the report (skip)")
@@ -99,13 +100,17 @@ def _inputs(args):
 
 
 def _pool(args, records) -> list | None:
-    """--baselines as a list (None: the default pool); --internal names checked against the signals."""
+    """--baselines as a list (None: the default pool); --internal names checked against the signals, and
+    refused beside --baselines (it would not change that pool)."""
     from baer_fast.errors import InputError
     from baer_fast.heads.single import check_internal
 
     check_internal(args.internal, records, args.signals)
     if args.baselines is None:
         return None
+    if args.internal:
+        raise InputError("only shapes the default pool; with --baselines, leave the expert out of that list",
+                         field="--internal")
     pool = [b.strip() for b in args.baselines.split(",") if b.strip()]
     if not pool:
         raise InputError(f"{args.baselines!r} names no expert; leave --baselines out for the default pool",

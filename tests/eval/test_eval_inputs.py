@@ -179,7 +179,8 @@ def test_rewardbench_leaderboard_on_other_data_is_an_error(llmbar, capsys):
 @pytest.mark.parametrize("argv, needle", [
     (["--bootstrap", "0"], "--bootstrap"), (["--bootstrap", "-5"], "--bootstrap"),
     (["--internal", "Nope"], "'Nope' is not an expert"), (["--baselines", ""], "names no expert"),
-    (["--baselines", " , "], "names no expert")])
+    (["--baselines", " , "], "names no expert"),
+    (["--baselines", "CoT,Swap", "--internal", "Swap"], "field '--internal': ")])     # no effect on a given pool
 def test_bad_option_values_are_errors(llmbar, capsys, argv, needle):
     rc, out, err = _eval(capsys, "--signals", llmbar["signals"], "--scores", llmbar["scores"], *argv)
     assert rc == 2 and out == "" and needle in err
