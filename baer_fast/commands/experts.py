@@ -193,6 +193,7 @@ def run(args) -> int:
     names = _experts(args.experts)
     if args.chunk_pairs < 1:
         raise InputError("must be at least 1", field="--chunk-pairs")
+    _check_useful(args, names)
     check_model_dir(args.model)
     check_device(args.device)
     pairs = read_pairs(args.input)
@@ -219,6 +220,16 @@ def run(args) -> int:
             _finish_derived(args, names, derived, target)
     print(stats, file=sys.stderr)
     return 0
+
+
+def _check_useful(args, names: list[str]) -> None:
+    """--derived-params and --keep-texts with no expert that uses them would be ignored: refused."""
+    from baer_fast import protocols
+    if args.derived_params is not None and not set(names) & set(protocols.DERIVED_EXPERTS):
+        raise InputError(f"only used by {', '.join(protocols.DERIVED_EXPERTS)}, which --experts leaves out",
+                         field="--derived-params")
+    if args.keep_texts and not set(names) & set(protocols.GENERATIVE):
+        raise InputError("no generative expert in --experts writes texts", field="--keep-texts")
 
 
 def _claim_final_out(args, raw: str) -> None:

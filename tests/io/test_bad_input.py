@@ -236,3 +236,18 @@ def test_fit_internal_must_name_an_expert_of_the_signals(cli, tmp_path):
     write_signals(str(sig), make_signals(60, seed=4))
     code, _, err = cli("fit", "--signals", sig, "--condition", "c", "--out", tmp_path / "h.json", "--internal", "Nope")
     assert code == 2 and "field '--internal': 'Nope' is not an expert of the signals" in err
+
+
+@pytest.mark.parametrize("option", [["--derived-params", "d.json"], ["--keep-texts"]])
+def test_experts_refuses_an_option_its_experts_leave_without_effect(cli, tmp_path, option):
+    """--derived-params without pride/calibraeval, --keep-texts without a generative expert: the run
+    would ignore them (no parameters read, no texts file), so it stops first, before any model work."""
+    (tmp_path / "d.json").write_text("{}")
+    pairs = tmp_path / "p.jsonl"
+    pairs.write_text('{"id": "x", "question": "q", "response_a": "a", "response_b": "b"}\n')
+    out = tmp_path / "s.jsonl"
+    option = [str(tmp_path / o) if o.endswith(".json") else o for o in option]
+    code, _, err = cli("experts", "--model", tmp_path / "no-model", "--input", pairs, "--out", out,
+                       "--experts", "direct,score", *option)
+    assert code == 2 and f"field '{option[0]}': " in err, err
+    assert not out.exists()
