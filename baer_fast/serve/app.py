@@ -1,9 +1,10 @@
 """FastAPI routes of the judge server: /v1/judge, /get_reward (OpenRLHF), /health, /metrics.
 
 Bad requests get 4xx with the field named (400 malformed or empty JSON, 401 token, 413 body,
-422 schema or an over-long pair, placed in `detail`), a full queue 503 with Retry-After; every error
-body is {"error": message}, some with "detail". The judge is reached only through the batcher; a
-client that hangs up while its request waits cancels it (499, never sent), so its pairs are not judged.
+422 schema or an over-long pair, placed in `detail`), a full queue or a failed engine call 503 with
+Retry-After, anything else 500; every error body is {"error": message}, some with "detail". The
+judge is reached only through the batcher; a client that hangs up while its request waits cancels
+it (499, never sent), so its pairs are not judged.
 """
 from __future__ import annotations
 
@@ -54,6 +55,7 @@ def create_app(judge, config: ServeConfig = ServeConfig()):
     app = FastAPI(title="baer-fast judge", lifespan=lifespan, docs_url=None, redoc_url=None, openapi_url=None)
     app.add_exception_handler(RequestValidationError, _invalid)
     app.add_exception_handler(HTTPException, _http_error)
+    app.add_exception_handler(Exception, _internal)
     _routes(app, judge, config, metrics)
     return Observe(Guard(app, api_key=config.api_key, max_body_bytes=config.max_body_bytes,
                          body_timeout_s=config.body_timeout_s, metrics=metrics), metrics)
@@ -110,8 +112,11 @@ async def _judged(request: Request, pairs, config: ServeConfig, metrics, *, todo
         return _error(422, str(e))
     except (RuntimeError, MemoryError) as e:          # e.g. the device ran out of memory for this batch
         log.warning("judge failed on a request: %s", e)
-        return _error(503, f"the engine could not judge this request now: {e}",
+        return _error(503, f"the engine could not judge this request now: {type(e).__name__}: {e}",
                       headers={"Retry-After": str(config.retry_after_s)})
+    except Exception as e:                            # a bug: answered here, so the connection stays open
+        log.error("judge raised on a request", exc_info=e)
+        return _internal_error(e)
 
 
 async def _hung_up(request: Request) -> None:
@@ -179,6 +184,16 @@ async def _invalid(request, exc):
     if first["loc"] == [] and first["type"] == "missing":
         return _error(400, "malformed JSON: the body is empty or null; send a JSON object", detail=errors)
     return _error(422, f"{where or 'body'}: {first['msg']}", detail=errors)
+
+
+async def _internal(request, exc: Exception):
+    """500 for an exception a route raised (a bug), in the same {"error"} shape, not the framework's
+    text/plain; Starlette still raises it on, so the server logs the traceback (and drops the connection)."""
+    return _internal_error(exc)
+
+
+def _internal_error(exc: Exception):
+    return _error(500, f"internal error: {type(exc).__name__}: {exc} (the traceback is in the server's log)")
 
 
 def _where(loc) -> list:

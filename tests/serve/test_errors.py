@@ -66,3 +66,51 @@ def test_get_reward_names_an_over_long_query_by_its_own_index(default_judge, ser
         r = c.post("/get_reward", json={"query": query, "prompts": prompts})
     assert r.status_code == 422, r.text
     assert r.json()["error"].startswith("pair of queries 3 and 4 (0-based): "), r.text
+
+
+class FailingJudge:
+    """A judge whose engine call raises `exc` for questions named "fail", else judges by length."""
+    art = {"head": "fake"}
+    experts = ["direct"]
+
+    def __init__(self, exc):
+        self.exc = exc
+
+    def results(self, qs, a, b):
+        if "fail" in qs:
+            raise self.exc
+        return [{"score": float(len(x) - len(y)), "p_a": 0.5, "winner": "a", "head": "fake", "expert": None}
+                for x, y in zip(a, b)]
+
+
+def test_an_engine_failure_is_503_and_an_unexpected_one_500_both_in_the_error_shape(serving):
+    """A failed engine call (out of memory: RuntimeError, MemoryError) is a 503 with Retry-After; any
+    other exception a 500, as {"error": ...} like every error answer (was text/plain
+    "Internal Server Error"); the server serves on."""
+    for exc, status in ((RuntimeError("CUDA out of memory"), 503), (MemoryError(), 503),
+                        (KeyError("boom"), 500), (ValueError("bad"), 500)):
+        srv = serving(FailingJudge(exc), retry_after_s=3)
+        with httpx.Client(base_url=srv.url, timeout=60) as c:
+            for path, body in (("/v1/judge", pair(question="fail")),
+                               ("/get_reward", {"query": ["x1", "x2"], "prompts": ["fail", "fail"]})):
+                r = c.post(path, json=body)
+                assert r.status_code == status, (exc, path, r.text)
+                assert r.headers["content-type"] == "application/json", (exc, path, r.text)
+                assert type(exc).__name__ in r.json()["error"], r.text
+                assert (r.headers.get("retry-after") == "3") == (status == 503), r.headers
+            assert c.post("/v1/judge", json=pair(a="aa")).json()["results"][0]["score"] == 1.0
+            assert f'status="{status}"' in c.get("/metrics").text
+
+
+def test_a_route_that_raises_is_a_500_in_the_error_shape(serving, monkeypatch):
+    """An exception outside the judge's call (here in /get_reward's rewards) is a 500 {"error"} too."""
+    from baer_fast.integrations import trl
+
+    def broken(*args, **kwargs):
+        raise KeyError("boom")
+    monkeypatch.setattr(trl, "group_rewards", broken)
+    srv = serving(FailingJudge(None))
+    r = httpx.post(srv.url + "/get_reward", json={"query": ["x1", "x2"], "prompts": ["p", "p"]}, timeout=60)
+    assert r.status_code == 500 and r.headers["content-type"] == "application/json", r.text
+    assert r.json()["error"].startswith("internal error: KeyError: 'boom'"), r.text
+    assert httpx.get(srv.url + "/health", timeout=60).status_code == 200
