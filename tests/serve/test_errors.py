@@ -114,3 +114,14 @@ def test_a_route_that_raises_is_a_500_in_the_error_shape(serving, monkeypatch):
     assert r.status_code == 500 and r.headers["content-type"] == "application/json", r.text
     assert r.json()["error"].startswith("internal error: KeyError: 'boom'"), r.text
     assert httpx.get(srv.url + "/health", timeout=60).status_code == 200
+
+
+def test_get_reward_over_the_pair_limit_is_a_422_naming_the_pairs(serving):
+    """/get_reward's limit is on the round robin's pairs (n(n-1)/2 per prompt), not its queries."""
+    srv = serving(FailingJudge(None), max_request_pairs=5)
+    with httpx.Client(base_url=srv.url, timeout=60) as c:
+        four = c.post("/get_reward", json={"query": ["pa", "pbb", "pccc", "pdddd"], "prompts": ["p"] * 4})
+        ok = c.post("/get_reward", json={"query": ["pa", "pbb", "qc", "qdd", "qeee"], "prompts": ["p"] * 2 + ["q"] * 3})
+    assert four.status_code == 422, four.text
+    assert four.json()["error"] == "query: the completions make 6 pairs, more than 5", four.text
+    assert ok.status_code == 200 and len(ok.json()["rewards"]) == 5, ok.text      # 1 + 3 pairs
