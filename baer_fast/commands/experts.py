@@ -74,7 +74,7 @@ def add_engine_arguments(p, *, serve: bool = False) -> None:
     if serve:
         p.add_argument("--no-truncate", dest="truncate", action="store_false",
                        help="refuse a pair longer than the judge's context (its request gets 422) instead of "
-                            "cutting it symmetrically, as by default (marked meta.truncated in /v1/judge's runs)")
+                            "cutting it symmetrically, as by default (as the Python Judge does)")
     else:
         p.add_argument("--truncate", action="store_true",
                        help="cut a pair longer than the judge's context symmetrically (both responses to one token "

@@ -73,3 +73,11 @@ def test_body_timeout_reaches_the_server_config(judge_dir, monkeypatch):
     assert main(["serve", "--model", judge_dir]) == 0
     assert main(["serve", "--model", judge_dir, "--body-timeout-s", "7.5"]) == 0
     assert [c.body_timeout_s for c in configs] == [ServeConfig().body_timeout_s, 7.5]
+
+
+def test_serve_help_promises_no_field_the_answers_lack(capsys):
+    """--no-truncate's help said cut pairs were "marked meta.truncated in /v1/judge's runs", but the
+    server answers only serve.schemas.RESULT_FIELDS: no runs, no meta."""
+    main(["serve", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "(its request gets 422)" in text and "meta.truncated" not in text
