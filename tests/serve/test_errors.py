@@ -125,3 +125,17 @@ def test_get_reward_over_the_pair_limit_is_a_422_naming_the_pairs(serving):
     assert four.status_code == 422, four.text
     assert four.json()["error"] == "query: the completions make 6 pairs, more than 5", four.text
     assert ok.status_code == 200 and len(ok.json()["rewards"]) == 5, ok.text      # 1 + 3 pairs
+
+
+def test_every_metric_the_server_exports_is_the_one_docs_serving_md_names():
+    """The /metrics row of docs/serving.md lists each family as Prometheus writes it (counters with
+    _total); baer_requests_in_flight was exported but not listed."""
+    import pathlib
+    import re
+
+    from baer_fast.serve.metrics import Metrics
+    doc = (pathlib.Path(__file__).parents[2] / "docs" / "serving.md").read_text()
+    row = next(line for line in doc.splitlines() if line.startswith("| `GET /metrics`"))
+    named = set(re.findall(r"`(baer_[a-z_]+)", row))
+    exported = {m.name + ("_total" if m.type == "counter" else "") for m in Metrics().registry.collect()}
+    assert named == exported
