@@ -35,7 +35,7 @@ def _both(logits, temps, top_ps, us):
     return got, ref
 
 
-@pytest.mark.parametrize("vocab", [50, 1200, 32001])
+@pytest.mark.parametrize("vocab", [50, 1200, 32001, 151_936])
 @pytest.mark.parametrize("seed", [0, 1])
 def test_flat_and_peaked_rows_pick_what_the_reference_picks(vocab, seed):
     g = torch.Generator().manual_seed(seed * 1000 + vocab)
