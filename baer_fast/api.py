@@ -26,6 +26,8 @@ from baer_fast.errors import ArtifactError, BaerError, InputError, PromptTooLong
 
 log = logging.getLogger("baer_fast")
 BACKENDS = ("hf", "vllm")
+# an explicit request fails loudly: vLLM's prefix cache reuses KV computed beside other pairs
+NOT_INVARIANT_ON_VLLM = "batch_invariant=True needs backend='hf' (vLLM reuses prefix KV across calls)"
 
 
 @dataclass(frozen=True)
@@ -50,6 +52,8 @@ class Judge:
         from baer_fast import artifact as artifact_io
         from baer_fast import protocols
 
+        if options.batch_invariant and getattr(engine, "kind", None) == "vllm":
+            raise BaerError(NOT_INVARIANT_ON_VLLM)
         self.engine, self.art, self.options = engine, art, options
         self.head = artifact_io.deployed_head(art)
         protocols.check_runnable(art["experts"], f"the {type(engine).__name__}")
@@ -98,6 +102,8 @@ class Judge:
 
             from baer_fast.runtime.vllm.backend import VllmOptions, require_vllm
             require_vllm()                     # says how to install it before anything loads
+            if batch_invariant:
+                raise BaerError(NOT_INVARIANT_ON_VLLM)
             opts = VllmOptions(**vllm_options) if isinstance(vllm_options, dict) else (vllm_options or VllmOptions())
             if dtype != "auto":
                 opts = dataclasses.replace(opts, dtype=dtype)

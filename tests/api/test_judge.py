@@ -116,3 +116,25 @@ def test_last_cascade_is_none_for_a_head_without_a_cascade(judge):
     assert judge.last_cascade is None
     judge.score(["q?"], ["a"], ["b"])
     assert judge.last_cascade is None
+
+
+def test_batch_invariant_on_vllm_is_refused_before_the_engine_starts(judge_dir, monkeypatch):
+    """batch_invariant=True promises each pair the same bits in any batch; vLLM's prefix cache reuses
+    KV computed beside other pairs, so it cannot keep it (the CLI refuses --batch-invariant with
+    --backend vllm). The Judge took it silently and ran pair by pair, slowly and still not invariant."""
+    from baer_fast.api import JudgeOptions
+    from baer_fast.artifact import default_artifact
+    from baer_fast.runtime import open as open_mod
+    from baer_fast.runtime.vllm import backend as vllm_backend
+
+    class FakeVllm:
+        kind = "vllm"
+    started = []
+    monkeypatch.setattr(vllm_backend, "require_vllm", lambda: None)
+    monkeypatch.setattr(open_mod, "open_vllm", lambda path, options: started.append(path) or FakeVllm())
+    with pytest.raises(BaerError, match="batch_invariant=True needs backend='hf'"):
+        Judge.from_pretrained(judge_dir, backend="vllm", batch_invariant=True)
+    assert started == []
+    with pytest.raises(BaerError, match="batch_invariant=True needs backend='hf'"):
+        Judge(FakeVllm(), default_artifact(), options=JudgeOptions(batch_invariant=True))
+    assert Judge.from_pretrained(judge_dir, backend="vllm").invariant is False       # None: off on vLLM
