@@ -52,6 +52,8 @@ class JudgeClient:
             raise ValueError(f"retries must be an integer of at least 0 (tries after the first), got {retries!r}")
         if isinstance(timeout, bool) or (isinstance(timeout, (int, float)) and not timeout > 0):
             raise ValueError(f"timeout must be seconds above 0 (None: no limit; or an httpx.Timeout), got {timeout!r}")
+        if isinstance(max_pairs, bool) or not isinstance(max_pairs, int) or max_pairs < 1:
+            raise ValueError(f"max_pairs must be an integer of at least 1 (pairs per request), got {max_pairs!r}")
         self.url, self.timeout, self.retries, self.max_pairs = url.rstrip("/"), timeout, retries, max_pairs
         self.headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self._sync = None

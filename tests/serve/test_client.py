@@ -196,3 +196,11 @@ def test_an_error_in_a_later_request_of_a_call_says_where_that_request_sits(serv
             call()
         assert err.value.status == 422 and err.value.pair is None
         assert "more than 3 per request [the request of pairs 0..3 (0-based) of the call" in str(err.value)
+
+
+@pytest.mark.parametrize("max_pairs", [0, -1, 2.5, True])
+def test_a_bad_max_pairs_is_refused_when_the_client_is_made(max_pairs):
+    """max_pairs=0 surfaced at the first call as range()'s 'arg 3 must not be zero', after the
+    inputs were checked; retries and timeout were already refused up front."""
+    with pytest.raises(ValueError, match="max_pairs must be"):
+        JudgeClient("http://127.0.0.1:9", max_pairs=max_pairs)
