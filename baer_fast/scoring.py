@@ -1,7 +1,8 @@
 """Frozen artifact + signals records -> score records. Never reads labels.
 
 Score record: {"id", "score", "p_a", "winner", "head", "expert", "condition"}; `expert`
-names the routed expert for the routing head and is null otherwise.
+names the routed expert for the routing head and is null otherwise. `winner` is "a" / "b" by the
+score's sign, and "tie" where round(|s|, 9) == 0: a score of 0 names no response, in either order.
 """
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import numpy as np
 
 from baer_fast import artifact as artifact_io
 from baer_fast.errors import InputError
+from baer_fast.heads.cascade import strength
 
 
 def check_experts(art: dict, records: Sequence, where: str) -> None:
@@ -35,9 +37,10 @@ def score_records(art: dict, records: Sequence, head=None) -> list[dict]:
     head = head or artifact_io.deployed_head(art)
     s = np.asarray(head.score(records), dtype=np.float64)
     chosen = head.chosen_experts(records) if hasattr(head, "chosen_experts") else [None] * len(records)
+    winner = np.where(strength(s) == 0, "tie", np.where(s > 0, "a", "b"))
     return [{"id": r.id, "score": float(si), "p_a": sigmoid(float(si)),
-             "winner": "a" if si >= 0 else "b", "head": art["head"], "expert": e,
-             "condition": art["condition"]} for r, si, e in zip(records, s, chosen)]
+             "winner": str(w), "head": art["head"], "expert": e,
+             "condition": art["condition"]} for r, si, w, e in zip(records, s, winner, chosen)]
 
 
 def missing_evidence(art: dict, records: Sequence) -> int:

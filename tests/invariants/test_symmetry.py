@@ -106,3 +106,24 @@ def test_runs_from_elsewhere_negate_the_score_bit_for_bit(runs, subset):
     for head in (fitted_head(), DefaultHead(experts=EXPERTS)):
         s = head.score([rec, tx])
         assert s[0] == -s[1]
+
+
+def test_a_zero_score_names_no_winner_in_either_order():
+    """`winner` follows the score's sign; a score that rounds to 0 (to 9 digits, as the tie-break and the
+    cascade read it) is a "tie" in both orders. Before, it was "a" both ways: the response shown first."""
+    from types import SimpleNamespace
+
+    from baer_fast.scoring import score_records
+
+    class Fixed:
+        def __init__(self, s):
+            self.s = s
+
+        def score(self, records):
+            return np.asarray(self.s)
+    s = [0.0, -0.0, 3.7e-16, -4e-10, 2e-9, -0.5]
+    recs = [SimpleNamespace(id=str(i)) for i in range(len(s))]
+    art = {"head": "h", "condition": "c"}
+    fwd = [r["winner"] for r in score_records(art, recs, head=Fixed(s))]
+    back = [r["winner"] for r in score_records(art, recs, head=Fixed([-x for x in s]))]
+    assert fwd == ["tie", "tie", "tie", "tie", "a", "b"] and back == ["tie", "tie", "tie", "tie", "b", "a"]
