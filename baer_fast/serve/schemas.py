@@ -46,7 +46,9 @@ class PairIn(BaseModel):
 
 
 class JudgeRequest(BaseModel):
-    model_config = ConfigDict(strict=True)
+    # a field beside "pairs" ("subsets": [...] meant for every pair) is a 422, as inside a pair;
+    # RewardRequest stays open: OpenRLHF's callers may add fields of their own
+    model_config = ConfigDict(strict=True, extra="forbid")
     pairs: list[PairIn]
 
 

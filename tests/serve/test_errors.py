@@ -29,6 +29,8 @@ def test_every_error_has_the_documented_shape(serving):
             (c.post("/v1/judge", content=b'{"pairs": "\xff"}', headers=J), 400, "malformed JSON: 'utf-8' codec"),
             (c.post("/v1/judge", json={"pairs": [{**pair()["pairs"][0], "subsets": "math"}]}), 422,
              "pairs.0.subsets: Extra inputs are not permitted"),       # a typo is not silently dropped
+            (c.post("/v1/judge", json={**pair(), "subsets": ["math"]}), 422,
+             "subsets: Extra inputs are not permitted"),     # beside "pairs" too (before: judged without it)
             (c.get("/v1/judge"), 405, "Method Not Allowed"),
             (c.get("/nowhere"), 404, "Not Found"),
         ]
