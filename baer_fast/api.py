@@ -42,6 +42,8 @@ class JudgeOptions:
     generation: object = None      # bank.generative.GenerationConfig of the head's generative experts
                                    # (budgets, seed); None: those the head records (its signals' settings),
                                    # else each protocol's budget, seed 0
+    decoder_bytes: int | None = None   # the decoder's slot memory, over the generation config's (from_pretrained:
+                                       # memory_gb's, the engine's budget, as --memory-gb sets both); None: its own
 
 
 class Judge:
@@ -63,6 +65,10 @@ class Judge:
             budgets, seed = recorded_budgets_seed(art["generation"])
             self.options = options = dataclasses.replace(options, generation=GenerationConfig(
                 max_new_tokens=budgets, seed=seed))
+        if options.decoder_bytes is not None:
+            from baer_fast.bank.generative import GenerationConfig
+            self.options = options = dataclasses.replace(options, generation=dataclasses.replace(
+                options.generation or GenerationConfig(), memory_budget_bytes=options.decoder_bytes))
         self.derived_params = dict(art.get("derived_params") or {})
         missing = [e for e in self.experts if e in protocols.DERIVED_EXPERTS and e not in self.derived_params]
         if missing:
@@ -77,7 +83,8 @@ class Judge:
     @classmethod
     def from_pretrained(cls, model_path, head=None, *, backend: str = "hf", kernels: str = "auto",
                         device: str | None = None, dtype="auto", truncate: bool = True,
-                        vllm_options=None, batch_invariant: bool | None = None, generation=None) -> "Judge":
+                        vllm_options=None, batch_invariant: bool | None = None, generation=None,
+                        memory_gb: float | None = None) -> "Judge":
         """head: a path (str or os.PathLike) to a head artifact, an already loaded artifact dict, or
         None for the label-free default head (`artifact.default_artifact()`, recorded as head "default").
         dtype: one of runtime.model.load.DTYPE_NAMES or a torch dtype (torch.bfloat16). kernels="triton"
@@ -90,8 +97,11 @@ class Judge:
         generation: a `baer_fast.bank.generative.GenerationConfig` (generative experts' token budgets
         and seed; None: those the head records, else each protocol's budget, seed 0), as
         `experts --max-new-tokens/--seed` set them.
+        memory_gb (backend="hf"): --memory-gb's one budget, in GiB, for the engine's KV and activations
+        and for the decoder's slots (over `generation`'s memory_budget_bytes); None: the command line's
+        default for both, the decoder keeping a `generation` passed in as it is.
         """
-        from baer_fast.runtime.config import EngineConfig
+        from baer_fast.runtime.config import EngineConfig, memory_bytes
         from baer_fast.runtime.open import HfOptions, open_engine, open_vllm
 
         if backend not in BACKENDS:
@@ -104,6 +114,9 @@ class Judge:
             require_vllm()                     # says how to install it before anything loads
             if batch_invariant:
                 raise BaerError(NOT_INVARIANT_ON_VLLM)
+            if memory_gb is not None:
+                raise BaerError("memory_gb applies to backend='hf'; vLLM takes a share of the GPU: "
+                                "vllm_options={'gpu_memory_utilization': ...}")
             opts = VllmOptions(**vllm_options) if isinstance(vllm_options, dict) else (vllm_options or VllmOptions())
             if dtype != "auto":
                 opts = dataclasses.replace(opts, dtype=dtype)
@@ -113,11 +126,14 @@ class Judge:
             return cls(open_vllm(model_path, opts), art, options=options)
         if vllm_options is not None:
             raise BaerError("vllm_options apply to backend='vllm' only")
+        budget = EngineConfig().memory_budget_bytes if memory_gb is None else memory_bytes(memory_gb, field="memory_gb")
         art = head_artifact(head)
         check_kernels(kernels, device)
         options = JudgeOptions(kernels=kernels, device=device, dtype=dtype, truncate=truncate,
-                               batch_invariant=batch_invariant, generation=generation)
-        engine = open_engine(model_path, options=HfOptions(engine=EngineConfig(kernels=kernels),
+                               batch_invariant=batch_invariant, generation=generation,
+                               decoder_bytes=None if memory_gb is None and generation is not None else budget)
+        engine = open_engine(model_path, options=HfOptions(engine=EngineConfig(memory_budget_bytes=budget,
+                                                                               kernels=kernels),
                                                            device=device or "auto", dtype=dtype))
         return cls(engine, art, options=options)
 

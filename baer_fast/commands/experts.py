@@ -137,6 +137,7 @@ def generation_config(args, names: list[str], recorded: dict | None = None):
     leave out, and a flag that departs from it is warned about: another budget or seed changes runs."""
     from baer_fast import protocols
     from baer_fast.bank.generative import GenerationConfig, recorded_budgets_seed
+    from baer_fast.runtime.config import memory_bytes
     gen = [n for n in names if n in protocols.GENERATIVE]
     if not gen:
         return None
@@ -163,7 +164,7 @@ def generation_config(args, names: list[str], recorded: dict | None = None):
                         budgets.get(e, r["max_new_tokens"]), seed)
     budgets = {**was, **budgets}
     # one memory budget: the decoder's slots and activations live within --memory-gb like the engine's KV
-    return GenerationConfig(max_new_tokens=budgets, seed=seed, memory_budget_bytes=int(args.memory_gb * 2**30))
+    return GenerationConfig(max_new_tokens=budgets, seed=seed, memory_budget_bytes=memory_bytes(args.memory_gb))
 
 
 def _load_params(path: str | None) -> dict | None:

@@ -62,7 +62,7 @@ def run(args) -> int:
     from baer_fast.api import Judge, JudgeOptions, check_kernels, head_artifact
     from baer_fast.bank.runner import resolve_experts
     from baer_fast.commands.experts import generation_config
-    from baer_fast.runtime.config import EngineConfig
+    from baer_fast.runtime.config import EngineConfig, memory_bytes
     from baer_fast.runtime.model.load import check_device, check_model_dir
     from baer_fast.runtime.open import HfOptions, engine_from_args, open_engine
     from baer_fast.serve.server import serve
@@ -75,7 +75,7 @@ def run(args) -> int:
     check_kernels(args.kernels, args.device)
     # the budgets and seed the head's signals were made with, unless the flags say otherwise (as score --model)
     generation = generation_config(args, resolve_experts(list(art["experts"])), art.get("generation"))
-    engine_config = EngineConfig(memory_budget_bytes=int(args.memory_gb * 2**30), batch_tokens=args.batch_tokens,
+    engine_config = EngineConfig(memory_budget_bytes=memory_bytes(args.memory_gb), batch_tokens=args.batch_tokens,
                                  kernels=args.kernels)
     engine = engine_from_args(args, lambda: open_engine(args.model, options=HfOptions(       # as `experts` opens it
         engine=engine_config, naive=args.naive, device=args.device, dtype=args.dtype, attn=args.attn,

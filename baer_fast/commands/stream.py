@@ -24,9 +24,9 @@ def engine_kind(args) -> str:
 
 def open_from_args(args):
     """The judge engine the flags describe (--backend, --memory-gb, --batch-tokens, --kernels, --naive, ...)."""
-    from baer_fast.runtime.config import EngineConfig
+    from baer_fast.runtime.config import EngineConfig, memory_bytes
     from baer_fast.runtime.open import HfOptions, engine_from_args, open_engine
-    config = EngineConfig(memory_budget_bytes=int(args.memory_gb * 2**30), batch_tokens=args.batch_tokens,
+    config = EngineConfig(memory_budget_bytes=memory_bytes(args.memory_gb), batch_tokens=args.batch_tokens,
                           kernels=args.kernels)
     return engine_from_args(args, lambda: open_engine(args.model, options=HfOptions(
         engine=config, naive=args.naive, device=args.device, dtype=args.dtype, attn=args.attn,

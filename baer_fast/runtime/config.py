@@ -61,3 +61,11 @@ class DecoderConfig:
 
 
 DECODER = DecoderConfig()
+
+
+def memory_bytes(gb, *, field: str = "--memory-gb") -> int:
+    """--memory-gb (and `Judge.from_pretrained(memory_gb=)`) in bytes: one budget that the engine's
+    KV and activations (EngineConfig) and the decoder's slots (GenerationConfig) each live within."""
+    if isinstance(gb, bool) or not isinstance(gb, (int, float)) or not gb > 0:
+        raise ConfigError(f"must be a number of GiB more than 0, not {gb!r}", field=field)
+    return int(gb * 2**30)

@@ -80,3 +80,38 @@ def test_from_pretrained_sets_the_generation_budgets_and_seed(judge_dir):
     gen = GenerationConfig(max_new_tokens={"cot": 8}, seed=3)
     j = Judge.from_pretrained(judge_dir, kernels="torch", generation=gen)
     assert j.options.generation is gen
+
+
+def test_memory_gb_is_one_budget_for_the_engine_and_the_decoder_as_on_the_command_line(judge_dir, monkeypatch):
+    """--memory-gb bounds the engine's KV/activations and the decoder's slots; Judge.from_pretrained took
+    no memory option at all (the engine stayed at 2 GiB, the decoder at its own 4 GiB)."""
+    from baer_fast.artifact import default_artifact
+    from baer_fast.bank.generative import GenerationConfig
+    from baer_fast.runtime import decode
+    from baer_fast.runtime.config import EngineConfig
+    made, gib = [], 2**30
+
+    class Recorded(decode.Decoder):
+        def __init__(self, *args, **kw):
+            made.append(kw)
+            super().__init__(*args, **kw)
+    monkeypatch.setattr(decode, "Decoder", Recorded)
+    with_cot = {**default_artifact(), "experts": ["direct", "score", "cot"]}      # the default head, cot run beside
+    j = Judge.from_pretrained(judge_dir, head=with_cot, kernels="torch", memory_gb=0.25,
+                              generation=GenerationConfig(max_new_tokens={"cot": 2}, seed=3))
+    assert j.engine.config.memory_budget_bytes == gib // 4
+    j.score(["q?"], ["a"], ["b"])
+    assert made and all(kw["memory_budget_bytes"] == gib // 4 for kw in made)
+    # a generation config passed in keeps its budgets and seed; memory_gb sets its memory, as --memory-gb does
+    assert (j.options.generation.max_new_tokens, j.options.generation.seed) == ({"cot": 2}, 3)
+    # the default is the command line's: EngineConfig's default budget, for both
+    d = Judge.from_pretrained(judge_dir, head=with_cot, kernels="torch")
+    assert d.engine.config.memory_budget_bytes == EngineConfig().memory_budget_bytes
+    assert d.options.generation.memory_budget_bytes == EngineConfig().memory_budget_bytes
+    for bad in (0, -1, "2", True):
+        with pytest.raises(InputError, match="memory_gb"):
+            Judge.from_pretrained(judge_dir, kernels="torch", memory_gb=bad)
+    from baer_fast.runtime.vllm import backend as vllm_backend
+    monkeypatch.setattr(vllm_backend, "require_vllm", lambda: None)
+    with pytest.raises(BaerError, match="gpu_memory_utilization"):           # vLLM sizes its own KV cache
+        Judge.from_pretrained(judge_dir, backend="vllm", memory_gb=1)
