@@ -78,7 +78,8 @@ class Judge:
         self._room = None
         self._warned_unpruned = False
         self._lock = model_lock(engine)
-        self.last_cascade = None       # the last call's early-exit report (a cascade head; None before one)
+        self.last_cascade = None       # the last call's early-exit report (a cascade head; None before one
+                                       # and after a call that raised)
 
     @classmethod
     def from_pretrained(cls, model_path, head=None, *, backend: str = "hf", kernels: str = "auto",
@@ -190,8 +191,13 @@ class Judge:
             return self._signals(questions, responses_a, responses_b, subsets=subsets, categories=categories)
 
     def _signals(self, questions, responses_a, responses_b, *, subsets, categories) -> list:
+        if self.art.get("cascade"):         # a call that raises leaves no report, not the call before's
+            self.last_cascade = None
         pairs = self.pairs(questions, responses_a, responses_b, subsets=subsets, categories=categories)
         if not pairs:
+            if self.art.get("cascade"):
+                from baer_fast.selection.cascade import staged_report
+                self.last_cascade = staged_report([], [])
             return []
         try:
             return self._run(pairs)

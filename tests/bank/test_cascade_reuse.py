@@ -175,3 +175,32 @@ def test_score_model_stage_two_reuses_stage_one_with_the_artifact_params(qwen_di
             assert r.meta["expert_cost"]["pride"] == {"prefilled": 0, "decoded": 0, "from": "direct"}
     got = [json.loads(line)["score"] for line in open(out) if line.startswith("{\"id")]
     assert got == [float(x) for x in head.score(staged)]
+
+
+def test_last_cascade_is_the_last_calls_report_even_when_it_was_empty_or_raised(qwen_dir, monkeypatch):
+    """A reward loop logs `judge.last_cascade` after each call. After an empty batch, or a call that
+    raised (bad input, an interrupt between the stages) it still held the call before's report, as if
+    that call's pairs were this one's."""
+    from baer_fast.errors import InputError
+    from baer_fast.runtime.prefill import PrefixEngine
+    j, _ = _judge(qwen_dir, _art(qwen_dir, ["direct", "score", "pride"], ["direct"]))
+    assert j.last_cascade["pairs"] == 12
+    j.score([], [], [])
+    assert j.last_cascade["pairs"] == 0 and j.last_cascade["exited"] == 0
+    j.score(QS[:1], ["a"], ["b"])
+    assert j.last_cascade["pairs"] == 1
+    with pytest.raises(InputError):
+        j.score(QS[:2], ["a", 5], ["b", "c"])
+    assert j.last_cascade is None
+    j.score(QS[:1], ["a"], ["b"])
+    real, seen = PrefixEngine.run, []
+
+    def interrupted(self, *args, **kw):          # the call's second engine run is interrupted
+        seen.append(1)
+        if len(seen) == 2:
+            raise KeyboardInterrupt
+        return real(self, *args, **kw)
+    monkeypatch.setattr(PrefixEngine, "run", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        j.score([p.question for p in PAIRS], [p.response_a for p in PAIRS], [p.response_b for p in PAIRS])
+    assert j.last_cascade is None and len(seen) == 2
