@@ -36,12 +36,13 @@ def test_online_dpo_trainer_runs_with_baer_rewards(judge, policy_dir, tmp_path):
     from transformers import AutoModelForCausalLM, AutoTokenizer
     from trl.experimental.online_dpo import OnlineDPOConfig, OnlineDPOTrainer
 
-    calls = []
+    calls, seen = [], []
     reward = online_dpo_reward(judge)
 
     def counted(**kw):
         out = reward(**kw)
         calls.append(len(out))
+        seen.append((kw["prompts"], kw["completions"], out))
         return out
 
     cfg = OnlineDPOConfig(output_dir=str(tmp_path), per_device_train_batch_size=2, max_steps=2,
@@ -52,6 +53,16 @@ def test_online_dpo_trainer_runs_with_baer_rewards(judge, policy_dir, tmp_path):
                                processing_class=AutoTokenizer.from_pretrained(policy_dir))
     trainer.train()
     assert calls == [4, 4]                       # 2 steps x (2 prompts x 2 completions)
+    import torch
+    from tests.fixtures.tolerances import HEAD_OPS, fp32_tol, fp64_tol
+    for prompts, completions, r in seen:         # completion k against k + B, judged as such: [s, -s]
+        s = judge.score(prompts[:2], completions[:2], completions[2:]).tolist()
+        assert all(abs(x - y) <= fp64_tol(HEAD_OPS, 1 + abs(y)) for x, y in zip(r, s + [-v for v in s]))
+        assert reward(prompts=prompts, completions=completions[2:] + completions[:2]) == [-v for v in r]
+    logged = [h for h in trainer.state.log_history if "objective/scores_margin" in h]
+    assert len(logged) == len(seen)              # the trainer chose the higher reward: margins 2|s|
+    for h, (_, _, r) in zip(logged, seen):
+        assert abs(h["objective/scores_margin"] - float(torch.tensor(r[:2]).abs().mean() * 2)) <= fp32_tol(64, 1 + max(r))
 
 
 @pytest.mark.parametrize("method", ["mean_win", "bradley_terry"])
@@ -59,12 +70,13 @@ def test_grpo_trainer_runs_with_baer_rewards(judge, policy_dir, tmp_path, method
     from transformers import AutoModelForCausalLM, AutoTokenizer
     from trl import GRPOConfig, GRPOTrainer
 
-    seen = []
+    seen, calls = [], []
     reward = grpo_reward(judge, num_generations=2, method=method)
 
     def counted(prompts, completions, **kw):
         out = reward(prompts, completions, **kw)
         seen.append(out)
+        calls.append((prompts, completions, kw))
         assert kw["subset"] and set(kw["subset"]) <= {"chat", "math"}     # TRL hands the column over
         return out
 
@@ -76,9 +88,37 @@ def test_grpo_trainer_runs_with_baer_rewards(judge, policy_dir, tmp_path, method
                           processing_class=AutoTokenizer.from_pretrained(policy_dir))
     trainer.train()
     assert seen and all(len(r) % 2 == 0 for r in seen)
+    from tests.fixtures.tolerances import HEAD_OPS, fp32_tol, fp64_tol
     if method == "mean_win":                     # a pair's two mean-win rewards sum to 1
-        from tests.fixtures.tolerances import HEAD_OPS, fp64_tol
         assert all(abs(r[i] + r[i + 1] - 1.0) <= fp64_tol(HEAD_OPS) for r in seen for i in range(0, len(r), 2))
+    _rewards_are_the_judges(judge, calls, seen, reward, method)
+    import torch
+    from trl.trainer.utils import nanstd
+    logged = [h for h in trainer.state.log_history if "rewards/counted/std" in h]
+    assert len(logged) == len(seen)              # one generation per step, one log per step
+    for h, r in zip(logged, seen):               # what TRL logs is the judge's rewards (its float32 copy)
+        r32 = torch.tensor(r, dtype=torch.float32)
+        assert abs(h["rewards/counted/std"] - float(nanstd(r32))) <= fp32_tol(64)
+        assert abs(h["rewards/counted/mean"] - float(r32.mean())) <= fp32_tol(64)
+
+
+def _rewards_are_the_judges(judge, calls, seen, reward, method):
+    """Each GRPO call's rewards, recomputed from judge.prob_a of its pairs; the group's completions in
+    the other order get the same rewards in that order, bit for bit."""
+    from baer_fast.integrations.trl import as_question, as_text
+    from tests.fixtures.tolerances import HEAD_OPS, fp64_tol
+    for (prompts, completions, kw), r in zip(calls, seen):
+        for i in range(0, len(r), 2):
+            q, a, b = as_question(prompts[i]), as_text(completions[i]), as_text(completions[i + 1])
+            p = float(judge.prob_a([q], [a], [b], subsets=[kw["subset"][i]])[0])      # the column selects blocks
+            if method == "mean_win":             # a group of two: each completion's P(it beats the other)
+                assert abs(r[i] - p) <= fp64_tol(HEAD_OPS) and abs(r[i + 1] - (1 - p)) <= fp64_tol(HEAD_OPS)
+            else:                                # Bradley-Terry of two: the log-odds split evenly, centred
+                assert (r[i] > r[i + 1]) == (p > 0.5) or abs(p - 0.5) <= fp64_tol(HEAD_OPS)
+        order = [j ^ 1 for j in range(len(r))]
+        swapped = reward([prompts[j] for j in order], [completions[j] for j in order],
+                         **{k: ([v[j] for j in order] if isinstance(v, list) else v) for k, v in kw.items()})
+        assert swapped == [r[j] for j in order]
 
 
 class Recording:
