@@ -12,12 +12,16 @@ Three paths, one result: `_predict_row` (one row, no thread start), `_predict_se
 """
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass
 
 import numpy as np
 from numba import njit, prange
 
 PARALLEL_MIN_ROWS = 2048    # below this, thread start-up costs more than it saves
+# one prange launch at a time: where Numba has neither OpenMP nor TBB, its workqueue layer aborts
+# the process when two threads launch at once (Judge threads score outside the model lock)
+_PARALLEL_LAUNCH = threading.Lock()
 
 
 @njit(cache=True, nogil=True)
@@ -86,7 +90,8 @@ class CompiledForest:
             raise ValueError(f"expected rows of {self.n_features} features, got shape {xs.shape}")
         args = self._traversal()
         if xs.shape[0] >= PARALLEL_MIN_ROWS:
-            return _predict_parallel(xs, *args)
+            with _PARALLEL_LAUNCH:
+                return _predict_parallel(xs, *args)
         return _predict_serial(xs, *args)
 
     def predict_one(self, x: np.ndarray) -> float:
