@@ -49,14 +49,18 @@ def test_parallel_path_equals_sklearn():
     np.testing.assert_allclose(forest.predict(x), model.predict_proba(x)[:, 1], rtol=1e-6, atol=1e-6)
 
 
-def test_equals_sklearn_with_jit_disabled():
-    env = dict(os.environ, NUMBA_DISABLE_JIT="1")
-    code = ("import sys, numba; sys.path.insert(0, sys.argv[1]); assert numba.config.DISABLE_JIT; "
-            "import test_forest; test_forest.check_against_sklearn(n_trees=30, n_rows=120); print('ok')")
-    done = subprocess.run([sys.executable, "-c", code, str(HERE)], env=env, capture_output=True,
-                          text=True, timeout=120)
+def _in_child(code: str, timeout: int, **env) -> str:
+    """Run `code` in a fresh interpreter with this folder importable and `env` set; -> its stdout."""
+    done = subprocess.run([sys.executable, "-c", "import sys; sys.path.insert(0, sys.argv[1]); " + code, str(HERE)],
+                          env=dict(os.environ, **env), capture_output=True, text=True, timeout=timeout)
     assert done.returncode == 0, done.stderr[-2000:]
-    assert done.stdout.strip().endswith("ok")
+    return done.stdout.strip()
+
+
+def test_equals_sklearn_with_jit_disabled():
+    out = _in_child("import numba; assert numba.config.DISABLE_JIT; import test_forest; "
+                    "test_forest.check_against_sklearn(n_trees=30, n_rows=120); print('ok')", 120, NUMBA_DISABLE_JIT="1")
+    assert out.endswith("ok")
 
 
 def test_single_class_forest_is_constant():
@@ -124,10 +128,6 @@ def test_parallel_path_from_several_threads_under_the_workqueue_layer(tmp_path):
     """Judge threads (async reward workers) score with a router head outside the model lock. Where
     Numba has neither OpenMP nor TBB it runs prange on its workqueue layer, which is not threadsafe:
     two threads predicting >= PARALLEL_MIN_ROWS rows at once aborted the whole process."""
-    env = dict(os.environ, NUMBA_THREADING_LAYER="workqueue", NUMBA_CACHE_DIR=str(tmp_path))
-    code = ("import sys, numba; sys.path.insert(0, sys.argv[1]); import test_forest; "
-            "test_forest.predict_from_threads(); print('ok', numba.threading_layer())")
-    done = subprocess.run([sys.executable, "-c", code, str(HERE)], env=env, capture_output=True,
-                          text=True, timeout=300)
-    assert done.returncode == 0, done.stderr[-2000:]
-    assert done.stdout.strip().endswith("ok workqueue")
+    out = _in_child("import numba, test_forest; test_forest.predict_from_threads(); print('ok', numba.threading_layer())",
+                    300, NUMBA_THREADING_LAYER="workqueue", NUMBA_CACHE_DIR=str(tmp_path))
+    assert out.endswith("ok workqueue")
