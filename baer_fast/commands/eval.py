@@ -159,7 +159,7 @@ def run(args) -> int:
         path = write_report(args.report, records=records, scores=scores, roles=row_roles, report=report,
                             artifact=art, title=f"{args.signals} — {args.scores}")
         report["report_html"] = path
-    print(json.dumps(_finite(report), indent=1, allow_nan=False) if args.json else _table(report, args.signals))
+    print(json.dumps(_finite(report), indent=1, allow_nan=False) if args.json else _table(report, args.signals, art))
     if args.report and not args.json:
         print(f"report: {report['report_html']}")
     return 0
@@ -205,14 +205,13 @@ def _cost(art: dict | None, records, roles, split: str) -> dict | None:
     if "budget" in art:
         out["budget"] = {k: art["budget"][k] for k in BUDGET_KEYS if k in art["budget"]}
     if art.get("cascade"):
+        from baer_fast.artifact import deployed_head
         from baer_fast.eval.report import split_mask
-        from baer_fast.heads import head_class
-        from baer_fast.heads.cascade import strength
         c = art["cascade"]
         out["cascade"] = {**{k: c[k] for k in CASCADE_KEYS if k in c}, "cv_exit_rate": c["cv"]["cv_exit_rate"]}
         mine = [r for r, m in zip(records, split_mask(roles, split)) if m]
         if all(e in r.experts for r in mine for e in c["stage1_experts"]):
-            exits = strength(head_class("stack").from_json(c["stage1"]).score(mine)) >= float(c["tau"])
+            exits = deployed_head(art).exits(mine)          # the cascade's own exit rule
             out["cascade"].update(split_pairs=len(mine), split_exits=int(exits.sum()),
                                   split_exit_rate=float(exits.mean()) if mine else 0.0)
     if "cascade_declined" in art:
@@ -220,25 +219,21 @@ def _cost(art: dict | None, records, roles, split: str) -> dict | None:
     return out
 
 
-def _cost_lines(cost: dict) -> list[str]:
-    b, c, d = cost.get("budget"), cost.get("cascade"), cost.get("cascade_declined")
-    out = []
-    if b:
-        out.append(f"  cost: pruned to budget {b['budget']}: {', '.join(b['experts'])}, {b['cost_per_pair']:.1f} of "
-                   f"{b['full_cost_per_pair']:.1f} per pair ({100 * b['fraction_of_full']:.1f}% of the bank; costs: "
-                   f"{b['cost_source']})")
+def _cost_lines(art: dict | None, cost: dict) -> list[str]:
+    """fit's own lines on the head's cost (commands/frontier.cost_lines), then the cascade's exits here."""
+    from baer_fast.commands.frontier import cost_lines
+    if not cost:
+        return []
+    out = cost_lines(art)
+    c = cost.get("cascade")
     if c:
-        here = (f"{c['split_exits']} of {c['split_pairs']} pairs of this split exit after stage 1 "
-                f"({100 * c['split_exit_rate']:.1f}%; CV {100 * c['cv_exit_rate']:.1f}%)" if "split_exits" in c else
-                f"the signals lack stage 1's runs; CV exit {100 * c['cv_exit_rate']:.1f}%")
-        out.append(f"  cascade: stage 1 {', '.join(c['stage1_experts'])}, tau {c['tau']:.4g}: {here}; expected cost "
-                   f"{c['expected_cost_per_pair']:.1f} of {c['full_cost_per_pair']:.1f} per pair")
-    if d:
-        out.append(f"  cascade: none added at fit ({d['reason']}): the full head scores every pair")
+        out.append(f"  cascade on this split: {c['split_exits']} of {c['split_pairs']} pairs of this split exit after "
+                   f"stage 1 ({100 * c['split_exit_rate']:.1f}%; CV {100 * c['cv_exit_rate']:.1f}%)"
+                   if "split_exits" in c else "  cascade on this split: the signals lack stage 1's runs")
     return out
 
 
-def _table(report, title) -> str:
+def _table(report, title, art=None) -> str:
     from baer_fast.eval.figures import format_figures
     from baer_fast.eval.metrics import format_table
 
@@ -251,5 +246,5 @@ def _table(report, title) -> str:
         from baer_fast.eval.inputs import LeftOut
 
         lines.append("  " + _left_out_line(LeftOut(**report["left_out"])))
-    lines += _cost_lines(report.get("cost") or {})
+    lines += _cost_lines(art, report.get("cost"))
     return "\n".join(lines + [format_figures(report)])
